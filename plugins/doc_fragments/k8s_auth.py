@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment:
+
+    # The cluster the module acts on. Names and environment variables match kubernetes.core.
+    DOCUMENTATION = r'''
+options:
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or the kubeconfig itself as a mapping.
+      - Credentials inside a mapping are masked in output.
+      - Without it, and without O(host), C(~/.kube/config) or the in-cluster service account is used.
+      - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable.
+    type: raw
+  context:
+    description:
+      - The kubeconfig context to use. Defaults to the kubeconfig's current context.
+      - Can also be set with the E(K8S_AUTH_CONTEXT) environment variable.
+    type: str
+  host:
+    description:
+      - URL of the Kubernetes API server, overriding the kubeconfig's.
+      - Can also be set with the E(K8S_AUTH_HOST) environment variable.
+    type: str
+  api_key:
+    description:
+      - Bearer token to authenticate with. Never logged.
+      - Can also be set with the E(K8S_AUTH_API_KEY) environment variable.
+    type: str
+  validate_certs:
+    description:
+      - Whether to verify the API server's certificate.
+      - Can also be set with the E(K8S_AUTH_VERIFY_SSL) environment variable.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description:
+      - Path to a CA bundle that verifies the API server.
+      - Can also be set with the E(K8S_AUTH_SSL_CA_CERT) environment variable.
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - Path to a client certificate to authenticate with.
+      - Can also be set with the E(K8S_AUTH_CERT_FILE) environment variable.
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - Path to the key of O(client_cert).
+      - Can also be set with the E(K8S_AUTH_KEY_FILE) environment variable.
+    type: path
+    aliases: [key_file]
+  proxy:
+    description:
+      - HTTP(S) proxy URL to reach the API server through.
+      - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
+    type: str
+requirements:
+  - python >= 3.9
+  - kubernetes >= 24.2.0
+  - PyYAML >= 5.1
+'''
+
+    # A second, independent set for modules that act on a member but read from the hub.
+    HUB = r'''
+options:
+  hub_kubeconfig:
+    description:
+      - Path to a kubeconfig file for the hub (the fleet manager), or the kubeconfig itself as a mapping.
+    type: raw
+  hub_context:
+    description:
+      - The context in O(hub_kubeconfig) that reaches the hub.
+    type: str
+  hub_host:
+    description:
+      - URL of the hub's API server, overriding the hub kubeconfig's.
+    type: str
+  hub_api_key:
+    description:
+      - Bearer token for the hub. Never logged.
+    type: str
+  hub_validate_certs:
+    description:
+      - Whether to verify the hub API server's certificate.
+    type: bool
+    aliases: [hub_verify_ssl]
+  hub_ca_cert:
+    description:
+      - Path to a CA bundle that verifies the hub's API server.
+    type: path
+    aliases: [hub_ssl_ca_cert]
+  hub_client_cert:
+    description:
+      - Path to a client certificate for the hub.
+    type: path
+    aliases: [hub_cert_file]
+  hub_client_key:
+    description:
+      - Path to the key of O(hub_client_cert).
+    type: path
+    aliases: [hub_key_file]
+  hub_proxy:
+    description:
+      - HTTP(S) proxy URL to reach the hub through.
+    type: str
+'''

@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment:
+
+    DOCUMENTATION = r'''
+options:
+  wait:
+    description:
+      - Whether to wait for the condition the module documents before returning.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds all of the task's waits may take together.
+    type: int
+    default: 300
+  wait_sleep:
+    description:
+      - Seconds between checks while waiting.
+    type: int
+    default: 2
+'''

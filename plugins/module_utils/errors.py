@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One exception family for the collection.
+
+Everything below a module raises a FleetOpsError (or a subclass); the module
+base class turns it into ``fail_json`` in one place, with the reason and what
+to do about it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class FleetOpsError(Exception):
+    """A failure the user can act on: ``msg`` says what, ``hint`` says what to do."""
+
+    def __init__(self, msg, hint=None, **details):
+        super(FleetOpsError, self).__init__(msg)
+        self.msg = msg
+        self.hint = hint
+        self.details = details
+
+    def message(self):
+        if self.hint:
+            return "%s. %s" % (self.msg.rstrip("."), self.hint)
+        return self.msg
+
+
+class ParameterError(FleetOpsError):
+    """Bad module input; ``param`` names the offending option."""
+
+    def __init__(self, param, msg, hint=None, **details):
+        super(ParameterError, self).__init__("%s: %s" % (param, msg), hint, param=param, **details)
+        self.param = param
+
+
+class ApiError(FleetOpsError):
+    """The Kubernetes API refused or failed a request."""
+
+    def __init__(self, msg, status=None, reason=None, hint=None, **details):
+        super(ApiError, self).__init__(msg, hint, status=status, reason=reason, **details)
+        self.status = status
+        self.reason = reason
+
+
+class NotFoundError(ApiError):
+    pass
+
+
+class ConnectionFailure(FleetOpsError):
+    """The API server could not be reached at all."""
+
+
+class WaitTimeout(FleetOpsError):
+    """A wait ran out of time; ``last`` carries what was last observed."""
+
+    def __init__(self, msg, hint=None, last=None, **details):
+        super(WaitTimeout, self).__init__(msg, hint, **details)
+        self.last = last
+
+
+class HelmError(FleetOpsError):
+    """The helm CLI failed; its stderr (already scrubbed of secrets) is in details."""

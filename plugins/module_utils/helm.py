@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Helm CLI, called with argument lists.
+
+The binary and its version are resolved once. Values always travel through a
+0600 file, never ``--set`` on the command line, because agent values carry
+registration tokens. Works with Helm 3 and Helm 4.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+HELM_ARGUMENT_SPEC = {
+    "chart_ref": dict(type="str"),
+    "chart_repo_url": dict(type="str"),
+    "chart_version": dict(type="str"),
+    "helm_binary": dict(type="path"),
+}
+
+
+class ChartSource:
+    """A chart given as a local path, a repository URL plus a name, or an OCI reference."""
+
+    def __init__(self, ref, repo_url=None, version=None, param="chart_ref"):
+        if not ref:
+            raise ParameterError(param, "no chart given", "Give a local chart path, an oci:// reference, or a chart name with chart_repo_url")
+        self.ref = ref
+        self.repo_url = repo_url
+        self.version = version
+        self.param = param
+        self.local = not repo_url and not ref.startswith("oci://") and (os.path.isdir(ref) or ref.endswith(".tgz"))
+        if not repo_url and not ref.startswith("oci://") and not self.local:
+            raise ParameterError(param, "%s is neither a chart directory nor an oci:// reference" % ref,
+                                 "Give an existing chart directory or .tgz, an oci:// reference, or set chart_repo_url")
+
+    def args(self):
+        args = [self.ref]
+        if self.repo_url:
+            args += ["--repo", self.repo_url]
+        if self.version and not self.local:
+            args += ["--version", self.version]
+        return args
+
+    def local_metadata(self):
+        """Chart.yaml of a local chart directory (name, version), or None."""
+        if not self.local or not os.path.isdir(self.ref):
+            return None
+        with open(os.path.join(self.ref, "Chart.yaml")) as handle:
+            return yaml.safe_load(handle)
+
+
+class Helm:
+    """One Helm binary against one cluster (given as kubeconfig path + context)."""
+
+    def __init__(self, run_command, binary, kubeconfig=None, context=None, env=None, secrets=()):
+        self._run_command = run_command
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.env = env or {}
+        self.secrets = [s for s in secrets if s]
+        self._version = None
+
+    @classmethod
+    def locate(cls, get_bin_path, helm_binary=None):
+        if helm_binary:
+            if not os.access(helm_binary, os.X_OK):
+                raise ParameterError("helm_binary", "%s is not an executable file" % helm_binary)
+            return helm_binary
+        found = get_bin_path("helm") or shutil.which("helm")
+        if not found:
+            raise ParameterError("helm_binary", "the helm binary was not found on PATH",
+                                 "Install Helm 3 or 4 on the host the task runs on, or set helm_binary")
+        return found
+
+    def _global_args(self):
+        args = []
+        if self.kubeconfig:
+            args += ["--kubeconfig", self.kubeconfig]
+        if self.context:
+            args += ["--kube-context", self.context]
+        return args
+
+    def run(self, args, check=True):
+        argv = [self.binary] + list(args) + self._global_args()
+        rc, out, err = self._run_command(argv, environ_update=self.env)
+        if check and rc != 0:
+            raise HelmError("helm %s failed (rc=%d): %s" % (args[0], rc, self.scrub(err).strip()[-2000:]),
+                            "Read Helm's message above; the release was left as Helm left it and a re-run retries")
+        return rc, out, err
+
+    def scrub(self, text):
+        for secret in self.secrets:
+            text = text.replace(secret, "********")
+        return text
+
+    @property
+    def version(self):
+        """Helm's version as a tuple of ints, asked once."""
+        if self._version is None:
+            _rc, out, _err = self.run(["version", "--short"])
+            match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", out)
+            if not match:
+                raise HelmError("could not read the Helm version from %r" % out.strip())
+            self._version = tuple(int(x) for x in match.groups())
+        return self._version
+
+    def release(self, name, namespace):
+        """The deployed release as ``{chart, version, app_version, status, revision}``, or None."""
+        _rc, out, _err = self.run(["list", "--namespace", namespace, "--filter", "^%s$" % re.escape(name), "--all", "--output", "json"])
+        for item in json.loads(out or "[]"):
+            if item.get("name") == name:
+                chart = item.get("chart", "")
+                chart_name, _sep, chart_version = chart.rpartition("-")
+                return {"name": name, "namespace": namespace, "chart": chart_name, "chart_version": chart_version,
+                        "app_version": item.get("app_version"), "status": item.get("status"),
+                        "revision": int(item.get("revision") or 0)}
+        return None
+
+    def values(self, name, namespace):
+        """The user-supplied values of a release (the caller treats them as secret)."""
+        _rc, out, _err = self.run(["get", "values", name, "--namespace", namespace, "--output", "json"])
+        return json.loads(out or "{}") or {}
+
+    def upgrade_install(self, name, chart, namespace, values, create_namespace=True, wait=False, timeout=300,
+                        dry_run=False):
+        tmpdir = tempfile.mkdtemp(prefix="fleetops-helm-")
+        try:
+            values_file = write_private_file(os.path.join(tmpdir, "values.yaml"), yaml.safe_dump(values))
+            args = ["upgrade", name] + chart.args() + ["--install", "--namespace", namespace, "--values", values_file]
+            if create_namespace:
+                args.append("--create-namespace")
+            if wait:
+                args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
+            if dry_run:
+                args.append("--dry-run=server" if self.version >= (3, 13, 0) else "--dry-run")
+            self.run(args)
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    def uninstall(self, name, namespace, wait=False, timeout=300):
+        args = ["uninstall", name, "--namespace", namespace]
+        if wait:
+            args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
+        self.run(args)
+
+    def show_chart(self, chart):
+        _rc, out, _err = self.run(["show", "chart"] + chart.args())
+        return yaml.safe_load(out) or {}
+
+
+def values_differ(live, desired):
+    """Whether a release's user values differ from ``desired`` (compared as JSON data)."""
+    return json.loads(json.dumps(live or {}, sort_keys=True)) != json.loads(json.dumps(desired or {}, sort_keys=True))

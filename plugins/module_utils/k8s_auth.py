@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes connection settings: defined once, used for the API client and for Helm.
+
+The option names and ``K8S_AUTH_*`` environment fallbacks match kubernetes.core,
+so playbooks and AWX credentials written for it work unchanged.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import env_fallback
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_kubeconfig
+
+
+def auth_argument_spec(prefix="", env=True):
+    """The auth options; ``prefix`` (e.g. ``hub_``) gives a second, independent set."""
+    def fallback(name):
+        return dict(fallback=(env_fallback, [name])) if env else {}
+
+    return {
+        prefix + "kubeconfig": dict(type="raw", no_log=False, **fallback("K8S_AUTH_KUBECONFIG")),
+        prefix + "context": dict(type="str", **fallback("K8S_AUTH_CONTEXT")),
+        prefix + "host": dict(type="str", **fallback("K8S_AUTH_HOST")),
+        prefix + "api_key": dict(type="str", no_log=True, **fallback("K8S_AUTH_API_KEY")),
+        prefix + "validate_certs": dict(type="bool", aliases=[prefix + "verify_ssl"], **fallback("K8S_AUTH_VERIFY_SSL")),
+        prefix + "ca_cert": dict(type="path", aliases=[prefix + "ssl_ca_cert"], **fallback("K8S_AUTH_SSL_CA_CERT")),
+        prefix + "client_cert": dict(type="path", aliases=[prefix + "cert_file"], **fallback("K8S_AUTH_CERT_FILE")),
+        prefix + "client_key": dict(type="path", aliases=[prefix + "key_file"], no_log=False, **fallback("K8S_AUTH_KEY_FILE")),
+        prefix + "proxy": dict(type="str", **fallback("K8S_AUTH_PROXY")),
+    }
+
+
+AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
+
+
+class ConnectionSettings:
+    """The resolved auth options of one cluster (the target, or the hub)."""
+
+    def __init__(self, params, prefix="", label="cluster"):
+        self.prefix = prefix
+        self.label = label
+        for key in AUTH_KEYS:
+            setattr(self, key, params.get(prefix + key))
+        if isinstance(self.kubeconfig, str) and self.kubeconfig:
+            self.kubeconfig = os.path.expanduser(self.kubeconfig)
+        elif self.kubeconfig is not None and not isinstance(self.kubeconfig, dict):
+            raise ParameterError(prefix + "kubeconfig", "must be a path or a kubeconfig mapping")
+        if self.kubeconfig is None and not self.host and "KUBERNETES_SERVICE_HOST" not in os.environ:
+            default = os.path.expanduser("~/.kube/config")
+            if os.path.isfile(default):
+                self.kubeconfig = default
+
+    @property
+    def given(self):
+        return bool(self.kubeconfig or self.host)
+
+    def param(self, key):
+        return self.prefix + key
+
+    def kubeconfig_dict(self):
+        """The kubeconfig as ``(dict, base_dir)``, or ``(None, None)`` when connecting by host only."""
+        if self.kubeconfig is None:
+            return None, None
+        return load_kubeconfig(self.kubeconfig, param=self.param("kubeconfig"))
+
+    def _overrides(self):
+        return any(getattr(self, k) not in (None, "") for k in ("host", "api_key", "ca_cert", "client_cert", "client_key", "proxy")) \
+            or self.validate_certs is False
+
+    def client_configuration(self):
+        """A ``kubernetes.client.Configuration`` for these settings (no network I/O)."""
+        from kubernetes import client as k8s_client
+        from kubernetes import config as k8s_config
+        from kubernetes.config.config_exception import ConfigException
+
+        configuration = k8s_client.Configuration()
+        try:
+            if isinstance(self.kubeconfig, dict):
+                k8s_config.load_kube_config_from_dict(self.kubeconfig, context=self.context,
+                                                      client_configuration=configuration, persist_config=False)
+            elif self.kubeconfig:
+                if not os.path.isfile(self.kubeconfig):
+                    raise ParameterError(self.param("kubeconfig"), "kubeconfig file %s does not exist" % self.kubeconfig,
+                                         "Give the path of a readable kubeconfig file, or host and api_key")
+                k8s_config.load_kube_config(config_file=self.kubeconfig, context=self.context,
+                                            client_configuration=configuration, persist_config=False)
+            elif not self.host:
+                if "KUBERNETES_SERVICE_HOST" in os.environ:
+                    k8s_config.load_incluster_config(client_configuration=configuration)
+                else:
+                    raise ParameterError(self.param("kubeconfig"), "no way to reach the %s" % self.label,
+                                         "Set %s (a path or a mapping) or %s and %s" % (
+                                             self.param("kubeconfig"), self.param("host"), self.param("api_key")))
+        except ConfigException as exc:
+            raise ParameterError(self.param("kubeconfig"), "could not load it: %s" % exc,
+                                 "Check the file and the %s option" % self.param("context"))
+        if self.host:
+            configuration.host = self.host.rstrip("/")
+        if self.api_key:
+            configuration.api_key = {"authorization": "Bearer " + self.api_key}
+        if self.validate_certs is not None:
+            configuration.verify_ssl = self.validate_certs
+        if self.ca_cert:
+            configuration.ssl_ca_cert = self.ca_cert
+        if self.client_cert:
+            configuration.cert_file = self.client_cert
+        if self.client_key:
+            configuration.key_file = self.client_key
+        if self.proxy:
+            configuration.proxy = self.proxy
+        return configuration
+
+    def helm_kubeconfig(self, configuration, tmpdir):
+        """``(path, context)`` for Helm's ``--kubeconfig``/``--kube-context``.
+
+        A kubeconfig file with no overrides is passed through as it is (exec
+        plugins keep working). Otherwise a 0600 kubeconfig is derived from the
+        resolved client configuration, so tokens never reach Helm's command line.
+        """
+        if isinstance(self.kubeconfig, str) and self.kubeconfig and not self._overrides():
+            return self.kubeconfig, self.context
+        import yaml
+
+        cluster = {"server": configuration.host}
+        if configuration.ssl_ca_cert:
+            cluster["certificate-authority"] = configuration.ssl_ca_cert
+        if not configuration.verify_ssl:
+            cluster["insecure-skip-tls-verify"] = True
+        if configuration.proxy:
+            cluster["proxy-url"] = configuration.proxy
+        user = {}
+        token = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get("BearerToken")
+        if token:
+            user["token"] = token.split(" ", 1)[1] if token.lower().startswith("bearer ") else token
+        if configuration.cert_file:
+            user["client-certificate"] = configuration.cert_file
+        if configuration.key_file:
+            user["client-key"] = configuration.key_file
+        doc = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "fleetops",
+            "clusters": [{"name": "fleetops", "cluster": cluster}],
+            "users": [{"name": "fleetops", "user": user}],
+            "contexts": [{"name": "fleetops", "context": {"cluster": "fleetops", "user": "fleetops"}}],
+        }
+        path = write_private_file(os.path.join(tmpdir, "kubeconfig-%s" % (self.prefix or "target")), yaml.safe_dump(doc))
+        return path, "fleetops"
+
+
+def write_private_file(path, content):
+    """Write ``content`` to ``path`` readable by the owner only (0600) from the first byte."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(content)
+    os.chmod(path, 0o600)
+    return path
+
+
+def private_tempdir():
+    return tempfile.mkdtemp(prefix="fleetops-")

@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A small REST client over the kubernetes package's ApiClient.
+
+The collection manages a fixed set of kinds, so it addresses them by path and
+skips API discovery altogether (kubernetes.core's dynamic client spends about
+two seconds a task on it). Every call raises the collection's own errors.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
+    ApiError, ConnectionFailure, NotFoundError,
+)
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes.client.rest import ApiException
+    import urllib3
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as _exc:  # the module base reports it with missing_required_lib
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = _exc
+
+
+class Resource:
+    """How to address one kind over REST."""
+
+    def __init__(self, api_version, kind, plural, namespaced=True):
+        self.api_version = api_version
+        self.kind = kind
+        self.plural = plural
+        self.namespaced = namespaced
+
+    def path(self, namespace=None, name=None, subresource=None):
+        base = "/api/v1" if self.api_version == "v1" else "/apis/" + self.api_version
+        if self.namespaced and namespace:
+            base += "/namespaces/" + namespace
+        base += "/" + self.plural
+        if name:
+            base += "/" + name
+        if subresource:
+            base += "/" + subresource
+        return base
+
+    def __repr__(self):
+        return "%s (%s)" % (self.kind, self.api_version)
+
+
+NAMESPACE = Resource("v1", "Namespace", "namespaces", namespaced=False)
+SECRET = Resource("v1", "Secret", "secrets")
+SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
+CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
+
+NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
+
+REQUEST_TIMEOUT = (10, 60)
+
+
+class KubeClient:
+    """REST calls against one cluster; ``label`` names it in error messages."""
+
+    def __init__(self, configuration, label="cluster", hint=None):
+        configuration.retries = 1
+        self.api = k8s_client.ApiClient(configuration)
+        self.host = configuration.host
+        self.label = label
+        self.hint = hint or "Check the kubeconfig, context, host and certificate options"
+
+    def request(self, method, path, body=None, query=None, content_type="application/json"):
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            response = self.api.call_api(
+                path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
+                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as exc:
+            raise self._api_error(exc, method, path)
+        except urllib3.exceptions.HTTPError as exc:
+            raise ConnectionFailure(
+                "cannot reach the %s API server at %s: %s" % (self.label, self.host, _short(exc)), self.hint, host=self.host,
+            )
+        data = response.data
+        return json.loads(data) if data else None
+
+    def _api_error(self, exc, method, path):
+        message = exc.reason or ""
+        reason = None
+        try:
+            status = json.loads(exc.body or "{}")
+            message = status.get("message") or message
+            reason = status.get("reason")
+        except ValueError:
+            pass
+        what = "%s %s on the %s" % (method, path, self.label)
+        if exc.status == 404:
+            return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason)
+        if exc.status in (401, 403):
+            hint = "The credentials were refused; check the token or certificate and its RBAC permissions"
+            return ApiError("%s: %s" % (what, message), status=exc.status, reason=reason, hint=hint)
+        if exc.status == 422 or reason == "Invalid":
+            return ApiError("%s was rejected as invalid: %s" % (what, message), status=exc.status, reason=reason)
+        return ApiError("%s failed: %s" % (what, message), status=exc.status, reason=reason)
+
+    # -- verbs ---------------------------------------------------------------
+
+    def get(self, resource, name, namespace=None):
+        try:
+            return self.request("GET", resource.path(namespace, name))
+        except NotFoundError:
+            return None
+
+    def list(self, resource, namespace=None, label_selector=None):
+        query = {"labelSelector": label_selector} if label_selector else None
+        return (self.request("GET", resource.path(namespace), query=query) or {}).get("items", [])
+
+    def create(self, resource, body, namespace=None, dry_run=False):
+        body = dict(body, apiVersion=resource.api_version, kind=resource.kind)
+        return self.request("POST", resource.path(namespace), body=body, query=_dry(dry_run))
+
+    def patch(self, resource, name, patch, namespace=None, dry_run=False, subresource=None):
+        return self.request("PATCH", resource.path(namespace, name, subresource), body=patch, query=_dry(dry_run),
+                            content_type="application/merge-patch+json")
+
+    def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
+        """Delete; return the object as it was (None if it was already gone)."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        try:
+            return self.request("DELETE", resource.path(namespace, name), body=body, query=_dry(dry_run))
+        except NotFoundError:
+            return None
+
+    def create_token(self, service_account, namespace, seconds=3600, audiences=None):
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": int(seconds), "audiences": audiences or []}}
+        result = self.request("POST", SERVICE_ACCOUNT.path(namespace, service_account, "token"), body=body)
+        return result["status"]["token"]
+
+    def version(self):
+        return self.request("GET", "/version")
+
+
+def _dry(dry_run):
+    return {"dryRun": "All"} if dry_run else None
+
+
+def _short(exc):
+    text = str(getattr(exc, "reason", None) or exc)
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+def merge_patch(current, desired):
+    """The JSON merge patch that makes ``current`` include ``desired``.
+
+    ``desired`` is a partial object: keys it does not name are left alone; a
+    ``None`` value removes the key. Returns {} when nothing would change.
+    """
+    patch = {}
+    current = current or {}
+    for key, value in desired.items():
+        if value is None:
+            if key in current:
+                patch[key] = None
+        elif isinstance(value, dict) and isinstance(current.get(key), dict):
+            sub = merge_patch(current[key], value)
+            if sub:
+                patch[key] = sub
+        elif current.get(key) != value:
+            patch[key] = value
+    return patch
+
+
+def clean(obj, hide_data=False):
+    """An object as a diff or result should show it: server noise dropped, Secret data hidden."""
+    if obj is None:
+        return {}
+    obj = json.loads(json.dumps(obj))
+    metadata = obj.get("metadata") or {}
+    for key in NOISE_METADATA:
+        metadata.pop(key, None)
+    annotations = metadata.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if hide_data:
+        for key in ("data", "stringData"):
+            if obj.get(key):
+                obj[key] = dict((k, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER") for k in obj[key])
+    return obj
+
+
+class Outcome:
+    """What an ensure step did: ``changed`` plus the before/after objects for the diff."""
+
+    def __init__(self, changed, before, after):
+        self.changed = changed
+        self.before = before
+        self.after = after
+
+
+def ensure_object(kube, resource, desired, check_mode=False, hide_data=False):
+    """Create ``desired`` or patch the live object towards it; server-side dry run in check mode."""
+    metadata = desired["metadata"]
+    namespace = metadata.get("namespace")
+    current = kube.get(resource, metadata["name"], namespace)
+    if current is None:
+        after = kube.create(resource, desired, namespace, dry_run=check_mode)
+        return Outcome(True, None, clean(after, hide_data))
+    patch = merge_patch(current, desired)
+    if not patch:
+        return Outcome(False, clean(current, hide_data), clean(current, hide_data))
+    after = kube.patch(resource, metadata["name"], patch, namespace, dry_run=check_mode)
+    return Outcome(True, clean(current, hide_data), clean(after, hide_data))
+
+
+def condition(obj, cond_type):
+    """The condition of ``cond_type`` in ``status.conditions`` (a dict), or {}."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == cond_type:
+            return cond
+    return {}

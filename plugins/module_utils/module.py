@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The module base: auth options injected, clients handed out, errors reported in one place."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import shutil
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import HELM_ARGUMENT_SPEC, Helm
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import (
+    ConnectionSettings, auth_argument_spec, private_tempdir,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
+    HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, KubeClient,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import WAIT_ARGUMENT_SPEC, Waiter
+
+
+class FleetModule(AnsibleModule):
+    """AnsibleModule plus the collection's shared options and clients.
+
+    ``hub_auth`` adds a second set of auth options (``hub_kubeconfig``...) for
+    modules that act on a member but read from the hub.
+    """
+
+    def __init__(self, argument_spec, hub_auth=False, wait=False, helm=False, **kwargs):
+        spec = auth_argument_spec()
+        if hub_auth:
+            spec.update(auth_argument_spec("hub_", env=False))
+        if wait:
+            spec.update(WAIT_ARGUMENT_SPEC)
+        if helm:
+            spec.update(HELM_ARGUMENT_SPEC)
+        spec.update(argument_spec)
+        kwargs.setdefault("supports_check_mode", True)
+        super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
+        if not HAS_KUBERNETES:
+            self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+        self._clients = {}
+        self._helm = None
+        self._tmpdir = None
+        self._waiter = None
+        kubeconfig = self.params.get("kubeconfig")
+        if isinstance(kubeconfig, dict):
+            # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
+            self._hide_kubeconfig_secrets(kubeconfig)
+
+    def _hide_kubeconfig_secrets(self, kubeconfig):
+        for user in kubeconfig.get("users") or []:
+            for key, value in (user.get("user") or {}).items():
+                if key in ("token", "client-key-data", "password") and isinstance(value, str):
+                    self.no_log_values.add(value)
+
+    def settings(self, prefix=""):
+        return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
+
+    def kube(self, prefix=""):
+        """A KubeClient for the target cluster, or for the hub with ``prefix='hub_'``; built once."""
+        if prefix not in self._clients:
+            settings = self.settings(prefix)
+            self._clients[prefix] = (KubeClient(settings.client_configuration(), label=settings.label), settings)
+        return self._clients[prefix][0]
+
+    @property
+    def tmpdir(self):
+        if self._tmpdir is None:
+            self._tmpdir = private_tempdir()
+            self.add_cleanup_file(self._tmpdir)
+        return self._tmpdir
+
+    def helm(self, secrets=()):
+        """A Helm runner against the target cluster, with the same credentials as kube()."""
+        if self._helm is None:
+            settings = self.settings()
+            configuration = settings.client_configuration()
+            kubeconfig, context = settings.helm_kubeconfig(configuration, self.tmpdir)
+            binary = Helm.locate(self.get_bin_path, self.params.get("helm_binary"))
+            env = {"HELM_CACHE_HOME": self.tmpdir + "/cache", "HELM_CONFIG_HOME": self.tmpdir + "/config"}
+            if settings.proxy:
+                env["HTTPS_PROXY"] = settings.proxy
+            self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env)
+        self._helm.secrets.extend(s for s in secrets if s)
+        return self._helm
+
+    @property
+    def waiter(self):
+        if self._waiter is None:
+            self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2)
+        return self._waiter
+
+    def hide(self, *values):
+        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere."""
+        for value in values:
+            if value:
+                self.no_log_values.add(value)
+
+    def exit_json(self, **kwargs):
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        super(FleetModule, self).exit_json(**kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        if getattr(self, "_tmpdir", None):
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        super(FleetModule, self).fail_json(msg=msg, **kwargs)
+
+
+def run_module(module, action):
+    """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json."""
+    try:
+        result = action(module)
+    except FleetOpsError as exc:
+        details = dict((k, v) for k, v in exc.details.items() if v is not None)
+        module.fail_json(msg=exc.message(), **details)
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc())
+    module.exit_json(**result)

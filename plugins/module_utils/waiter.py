@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Waiting: a table of readiness predicates and one clock per module run.
+
+Every wait a module does draws on the same ``wait_timeout``, so a task never
+takes longer than the user allowed, however many things it waits for.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
+
+WAIT_ARGUMENT_SPEC = {
+    "wait": dict(type="bool", default=True),
+    "wait_timeout": dict(type="int", default=300),
+    "wait_sleep": dict(type="int", default=2),
+}
+
+
+def _secret_has(key):
+    return lambda obj: bool(obj and ((obj.get("data") or {}).get(key)))
+
+
+def _condition_true(cond_type):
+    return lambda obj: condition(obj, cond_type).get("status") == "True"
+
+
+PREDICATES = {
+    # Fleet writes the registration values Secret some time after the token (fleet#707).
+    "fleet_token_values": _secret_has("values"),
+    # kube-controller-manager fills service-account-token Secrets asynchronously (kubefleet#296).
+    "service_account_token": _secret_has("token"),
+    "fleet_cluster_checked_in": lambda obj: bool((((obj or {}).get("status") or {}).get("agent") or {}).get("lastSeen")),
+    "member_joined": _condition_true("Joined"),
+    "member_ready_to_join": _condition_true("ReadyToJoin"),
+    "absent": lambda obj: obj is None,
+}
+
+
+class Waiter:
+    """One clock: all waits of a module run share ``timeout`` seconds."""
+
+    def __init__(self, timeout, sleep=2, clock=time.monotonic, sleeper=time.sleep):
+        self.timeout = timeout
+        self.sleep = max(0.05, sleep)
+        self.clock = clock
+        self.sleeper = sleeper
+        self.started = clock()
+
+    @property
+    def remaining(self):
+        return max(0.0, self.timeout - (self.clock() - self.started))
+
+    def until(self, fetch, predicate, what, hint=None):
+        """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value."""
+        check = PREDICATES[predicate] if isinstance(predicate, str) else predicate
+        while True:
+            value = fetch()
+            if check(value):
+                return value
+            if self.remaining <= 0:
+                raise WaitTimeout("timed out after %ds waiting for %s" % (self.timeout, what),
+                                  hint or "Raise wait_timeout, or look at the controller that should act", last=value)
+            self.sleeper(min(self.sleep, self.remaining))
