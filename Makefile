@@ -1,0 +1,66 @@
+# fleetops.registration: the main job, the tests and the lab.
+#   make demo              join the lab's members into its hub (builds and starts the lab if needed)
+#   make test              everything CI runs: unit, sanity, lint, lab proof tests, integration tests
+#   make lab-up MEMBERS=N  | make lab-status | make lab-down
+#   make bench             lab start-up time and memory against targets
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+MEMBERS ?= 2
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+LAB := PYTHONPATH=$(CURDIR)/lab $(PY) -m fleetlab
+COLLECTIONS := $(CURDIR)/.cache/collections
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export PATH := $(CURDIR)/.lab/bin:$(VENV)/bin:$(PATH)
+
+.PHONY: demo test venv collection lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+
+$(VENV)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+collection:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/fleetops
+	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/fleetops/registration
+
+lab-build: venv
+	$(LAB) build
+
+lab-up: venv
+	$(LAB) up --members $(MEMBERS)
+
+lab-status: venv
+	$(LAB) status
+
+lab-down: venv
+	$(LAB) down
+
+demo: venv collection lab-build
+	$(LAB) up --members $(MEMBERS)
+	ansible-playbook -i .lab/inventory.yml playbooks/join_cluster.yml
+	$(LAB) status
+
+bench: venv lab-build
+	PYTHONPATH=$(CURDIR)/lab $(PY) bench/lab_up.py
+
+unit: venv collection
+	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
+
+sanity: venv
+	bash hack/sanity.sh
+
+lint: venv collection
+	ansible-lint --profile production --offline
+
+# The lab fixture starts a lab when none runs and stops it afterwards.
+lab-tests: venv collection lab-build
+	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/lab tests/integration -q -rs
+
+test: venv collection lab-build sanity lint
+	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit tests/lab tests/integration -q -rs

@@ -1,0 +1,60 @@
+"""Run a collection module the way Ansible does (a real process, JSON args), for tests.
+
+The module process gets the same ANSIBLE_MODULE_ARGS envelope Ansible sends,
+including check and diff mode, and its JSON result is returned as a dict.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def collections_root():
+    """A directory holding ansible_collections/fleetops/registration -> this checkout."""
+    root = REPO / ".cache" / "collections"
+    link = root / "ansible_collections" / "fleetops" / "registration"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(REPO)
+    return root
+
+
+class ModuleResult(dict):
+    @property
+    def failed(self):
+        return bool(self.get("failed"))
+
+    @property
+    def changed(self):
+        return bool(self.get("changed"))
+
+
+def run_module(name, args, check=False, diff=False, env=None, timeout=600):
+    """Run plugins/modules/<name>.py with ``args``; return its result (``raw_output`` has the exact stdout)."""
+    envelope = {"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check, _ansible_diff=diff,
+                                            _ansible_tmpdir=tempfile.gettempdir(), _ansible_remote_tmp=tempfile.gettempdir(),
+                                            _ansible_keep_remote_files=False)}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(envelope, handle)
+        args_path = handle.name
+    try:
+        os.chmod(args_path, 0o600)
+        process_env = dict(os.environ)
+        process_env["PYTHONPATH"] = str(collections_root()) + os.pathsep + process_env.get("PYTHONPATH", "")
+        process_env.update(env or {})
+        module = REPO / "plugins" / "modules" / (name + ".py")
+        proc = subprocess.run([sys.executable, str(module), args_path], capture_output=True, text=True,
+                              env=process_env, timeout=timeout, check=False)
+    finally:
+        os.unlink(args_path)
+    try:
+        result = ModuleResult(json.loads(proc.stdout))
+    except ValueError:
+        raise AssertionError("module %s printed no JSON (rc=%s):\nstdout: %s\nstderr: %s" % (name, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    result["raw_output"] = proc.stdout + proc.stderr
+    return result
