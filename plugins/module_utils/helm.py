@@ -127,7 +127,7 @@ class Helm:
         for item in json.loads(out or "[]"):
             if item.get("name") == name:
                 chart = item.get("chart", "")
-                chart_name, _sep, chart_version = chart.rpartition("-")
+                chart_name, chart_version = split_chart(chart)
                 return {"name": name, "namespace": namespace, "chart": chart_name, "chart_version": chart_version,
                         "app_version": item.get("app_version"), "status": item.get("status"),
                         "revision": int(item.get("revision") or 0)}
@@ -163,6 +163,14 @@ class Helm:
     def show_chart(self, chart):
         _rc, out, _err = self.run(["show", "chart"] + chart.args())
         return yaml.safe_load(out) or {}
+
+
+def split_chart(text):
+    """``fleet-agent-0.16.0-rc.1`` -> ``("fleet-agent", "0.16.0-rc.1")``: the version starts at the first ``-<digits>.<digits>``."""
+    match = re.match(r"^(.*?)-(v?\d+\.\d+.*)$", text or "")
+    if not match:
+        return text or "", ""
+    return match.group(1), match.group(2)
 
 
 def values_differ(live, desired):

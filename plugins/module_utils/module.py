@@ -47,10 +47,11 @@ class FleetModule(AnsibleModule):
         self._helm = None
         self._tmpdir = None
         self._waiter = None
-        kubeconfig = self.params.get("kubeconfig")
-        if isinstance(kubeconfig, dict):
-            # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
-            self._hide_kubeconfig_secrets(kubeconfig)
+        for key in ("kubeconfig", "hub_kubeconfig"):
+            kubeconfig = self.params.get(key)
+            if isinstance(kubeconfig, dict):
+                # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
+                self._hide_kubeconfig_secrets(kubeconfig)
 
     def _hide_kubeconfig_secrets(self, kubeconfig):
         for user in kubeconfig.get("users") or []:
@@ -65,7 +66,9 @@ class FleetModule(AnsibleModule):
         """A KubeClient for the target cluster, or for the hub with ``prefix='hub_'``; built once."""
         if prefix not in self._clients:
             settings = self.settings(prefix)
-            self._clients[prefix] = (KubeClient(settings.client_configuration(), label=settings.label), settings)
+            hint = "Check %skubeconfig, %scontext and %shost (and the certificate options): the %s API server must be reachable from " \
+                   "where the task runs" % (prefix, prefix, prefix, settings.label)
+            self._clients[prefix] = (KubeClient(settings.client_configuration(), label=settings.label, hint=hint), settings)
         return self._clients[prefix][0]
 
     @property
