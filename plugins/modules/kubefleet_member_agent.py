@@ -1,0 +1,304 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: kubefleet_member_agent
+short_description: Install or remove the KubeFleet member agent on a member cluster
+version_added: 0.1.0
+description:
+  - Acts on the member cluster (the usual Kubernetes options) and, optionally, reads from the hub (the C(hub_*)
+    options).
+  - Writes the Secret C(hub-kubeconfig-secret) holding the identity token, then installs or upgrades the C(member-agent)
+    Helm chart with the hub's URL and CA, the member's name and the agent namespace. The chart's refresh-token sidecar
+    hands the token to the agent.
+  - The token is O(token), or, with O(hub_kubeconfig), read from the identity Secret that
+    M(fleetops.registration.kubefleet_member_identity) made on the hub (waiting until it is filled).
+  - The hub CA is O(hub_ca_pem), else O(hub_ca_cert), else read from O(hub_kubeconfig) whether the kubeconfig holds it
+    inline (C(certificate-authority-data)) or names a file (C(certificate-authority)); KubeFleet's C(join.sh) only
+    handles the first.
+  - Before changing anything, a preflight check reaches the hub at O(hub_url) with that CA and token, so an
+    unreachable hub, a wrong CA or a dead token fail the task instead of a crash-looping agent.
+  - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
+    the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
+  - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat.
+  - O(state=absent) uninstalls the release and deletes the Secret.
+  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
+author:
+  - fleetops.registration contributors
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.k8s_auth.HUB
+  - fleetops.registration.wait
+  - fleetops.registration.helm
+attributes:
+  check_mode:
+    description: The Secret is written as a server-side dry run; the Helm change is predicted from the release's chart,
+      version and values, without running Helm's upgrade.
+    support: full
+  diff_mode:
+    description: Shows the Secret (token hidden) and the release's chart, version and values before and after.
+    support: full
+options:
+  name:
+    description:
+      - Name of the member cluster, as the MemberCluster on the hub is named.
+    type: str
+    required: true
+    aliases: [member_name]
+  token:
+    description:
+      - The identity token the member agent authenticates to the hub with.
+      - Without it the token is read from the hub, which needs O(hub_kubeconfig) or O(hub_host).
+    type: str
+  hub_url:
+    description:
+      - URL of the hub's API server as the member agent reaches it.
+      - Defaults to O(hub_host), else the server of O(hub_kubeconfig)'s context.
+    type: str
+  hub_ca_pem:
+    description:
+      - PEM text of the CA that signed the hub API server's certificate.
+      - Defaults to the contents of O(hub_ca_cert), else the CA of O(hub_kubeconfig)'s cluster.
+    type: str
+  hub_insecure_skip_tls_verify:
+    description:
+      - Let the member agent skip verifying the hub's certificate. For tests only.
+    type: bool
+    default: false
+  identity_namespace:
+    description:
+      - Hub namespace of the identity ServiceAccount and its token Secret.
+    type: str
+    default: fleet-system
+  service_account_name:
+    description:
+      - The identity ServiceAccount. Defaults to C(<name>-hub-cluster-access).
+    type: str
+  token_secret_name:
+    description:
+      - The hub Secret to read the token from. Defaults to C(<service_account_name>-token).
+    type: str
+  secret_name:
+    description:
+      - Name of the member Secret that holds the token for the agent.
+    type: str
+    default: hub-kubeconfig-secret
+  secret_namespace:
+    description:
+      - Namespace of that Secret on the member. It must exist.
+    type: str
+    default: default
+  release_name:
+    description:
+      - Name of the Helm release.
+    type: str
+    default: member-agent
+  release_namespace:
+    description:
+      - Namespace that holds the Helm release record, as KubeFleet's C(join.sh) uses it.
+      - It must differ from O(agent_namespace), which the chart creates itself.
+    type: str
+    default: default
+  agent_namespace:
+    description:
+      - Namespace the chart creates for the agent (the chart's C(namespace) value).
+    type: str
+    default: fleet-system
+  chart_ref:
+    description:
+      - The member-agent chart. Required with O(state=present).
+  chart_version:
+    description:
+      - Required for a chart from a repository or OCI registry. For a local chart it is read from C(Chart.yaml) and,
+        if given, must match.
+  image_repository:
+    description:
+      - Image of the member agent. Point it at a mirror on air-gapped sites.
+    type: str
+    default: mcr.microsoft.com/aks/fleet/member-agent
+  image_tag:
+    description:
+      - Tag of the member agent image (also of the refresh-token image unless O(refresh_token_image_tag) is set).
+    type: str
+    default: v0.14.0
+  refresh_token_image_repository:
+    description:
+      - Image of the refresh-token sidecar.
+    type: str
+    default: mcr.microsoft.com/aks/fleet/refresh-token
+  refresh_token_image_tag:
+    description:
+      - Tag of the refresh-token image. Defaults to O(image_tag).
+    type: str
+  image_pull_policy:
+    description:
+      - Pull policy of both images.
+    type: str
+    choices: [Always, IfNotPresent, Never]
+    default: IfNotPresent
+  log_verbosity:
+    description:
+      - The agents' klog verbosity (the chart's C(logVerbosity)).
+    type: int
+  values:
+    description:
+      - Further chart values (for example C(resources), C(tolerations), C(propertyProvider)). The values set from the
+        other options take precedence.
+    type: dict
+    default: {}
+  preflight:
+    description:
+      - Whether to check, before changing anything, that the hub at O(hub_url) answers over TLS verified with the CA
+        and accepts the token (a C(SelfSubjectReview)).
+      - The check runs where the task runs; it stands in for the member's own network path to the hub.
+    type: bool
+    default: true
+  wait:
+    description:
+      - With hub access and O(state=present), whether to wait until the MemberCluster is C(Joined) with a member agent
+        heartbeat. Without hub access nothing is waited for.
+      - With O(state=absent), whether to wait until the agent namespace is gone, so the agent can be installed again.
+  state:
+    description:
+      - V(present) installs or upgrades the agent; V(absent) uninstalls it and deletes the token Secret.
+      - Make the cluster leave first (M(fleetops.registration.kubefleet_member_cluster) with O(state=absent)) so the
+        agent can acknowledge the leave.
+    type: str
+    choices: [present, absent]
+    default: present
+notes:
+  - The token never appears on a command line, in logs, diffs or results; Helm gets values through a private file.
+  - When the token in the Secret changes, the agent Deployment is restarted, because the refresh-token sidecar only
+    re-reads the Secret every few hours.
+  - The release's values hold no secret (the token is only in the Secret), so they are returned.
+seealso:
+  - module: fleetops.registration.kubefleet_member_identity
+  - module: fleetops.registration.kubefleet_member_cluster
+'''
+
+EXAMPLES = r'''
+- name: Install the member agent on east-1, reading token, URL and CA from the hub kubeconfig
+  fleetops.registration.kubefleet_member_agent:
+    kubeconfig: ~/.kube/east-1.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    name: east-1
+    chart_ref: /opt/charts/member-agent
+
+- name: Air-gapped site, chart and images from a local registry
+  fleetops.registration.kubefleet_member_agent:
+    context: east-1
+    hub_kubeconfig: ~/.kube/hub.yaml
+    name: east-1
+    hub_url: https://hub.internal:6443
+    chart_ref: oci://registry.internal/charts/member-agent
+    chart_version: 0.1.0
+    image_repository: registry.internal/fleet/member-agent
+    refresh_token_image_repository: registry.internal/fleet/refresh-token
+    image_tag: v0.14.0
+
+- name: Install with a token handed over from an earlier task
+  fleetops.registration.kubefleet_member_agent:
+    context: east-1
+    name: east-1
+    token: "{{ identity.token }}"
+    hub_url: https://hub.example.com:6443
+    hub_ca_pem: "{{ lookup('file', 'hub-ca.pem') }}"
+    chart_ref: /opt/charts/member-agent
+
+- name: Remove the agent after the cluster has left
+  fleetops.registration.kubefleet_member_agent:
+    context: east-1
+    name: east-1
+    state: absent
+'''
+
+RETURN = r'''
+release:
+  description: The Helm release after the task (null after an uninstall).
+  returned: always
+  type: dict
+  sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 1}
+values:
+  description: The chart values the release has (no secrets in them).
+  returned: with O(state=present)
+  type: dict
+chart:
+  description: Name and version of the chart.
+  returned: with O(state=present)
+  type: dict
+  sample: {name: member-agent, version: 0.1.0}
+secret:
+  description: Where the token Secret is on the member.
+  returned: always
+  type: dict
+  sample: {name: hub-kubeconfig-secret, namespace: default}
+hub_url:
+  description: The hub URL the agent uses.
+  returned: with O(state=present)
+  type: str
+preflight:
+  description: What the preflight check saw (null when skipped).
+  returned: with O(state=present)
+  type: dict
+  sample: {hub_url: "https://hub.example.com:6443", username: "system:serviceaccount:fleet-system:east-1-hub-cluster-access"}
+agent_restarted:
+  description: Whether the agent Deployment was restarted to pick up a new token.
+  returned: with O(state=present)
+  type: bool
+member:
+  description: The MemberCluster summary once joined (see M(fleetops.registration.kubefleet_member_cluster_info)).
+  returned: with hub access and O(wait=true)
+  type: dict
+diff:
+  description: Secret (token hidden) and release before and after.
+  returned: in diff mode
+  type: dict
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import (
+    DEFAULT_IMAGE_REGISTRY, FLEET_SYSTEM, KUBEFLEET_VERSION, MemberAgent,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def argument_spec():
+    return dict(
+        name=dict(type="str", required=True, aliases=["member_name"]),
+        token=dict(type="str", no_log=True),
+        hub_url=dict(type="str"),
+        hub_ca_pem=dict(type="str"),
+        hub_insecure_skip_tls_verify=dict(type="bool", default=False),
+        identity_namespace=dict(type="str", default=FLEET_SYSTEM),
+        service_account_name=dict(type="str"),
+        token_secret_name=dict(type="str", no_log=False),
+        secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),
+        secret_namespace=dict(type="str", default="default", no_log=False),
+        release_name=dict(type="str", default="member-agent"),
+        release_namespace=dict(type="str", default="default"),
+        agent_namespace=dict(type="str", default=FLEET_SYSTEM),
+        image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/member-agent"),
+        image_tag=dict(type="str", default=KUBEFLEET_VERSION),
+        refresh_token_image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/refresh-token", no_log=False),
+        refresh_token_image_tag=dict(type="str", no_log=False),
+        image_pull_policy=dict(type="str", choices=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
+        log_verbosity=dict(type="int"),
+        values=dict(type="dict", default={}),
+        preflight=dict(type="bool", default=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+    )
+
+
+def main():
+    module = FleetModule(argument_spec=argument_spec(), hub_auth=True, wait=True, helm=True,
+                         required_if=[("state", "present", ["chart_ref"])])
+    run_module(module, lambda m: MemberAgent(m).run())
+
+
+if __name__ == "__main__":
+    main()

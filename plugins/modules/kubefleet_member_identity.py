@@ -1,0 +1,178 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: kubefleet_member_identity
+short_description: Manage the hub identity a KubeFleet member agent authenticates with
+version_added: 0.1.0
+description:
+  - Creates, on the KubeFleet hub, the ServiceAccount a member cluster's agent uses (C(<name>-hub-cluster-access) in
+    C(fleet-system) by default) and its C(kubernetes.io/service-account-token) Secret, then waits until
+    kube-controller-manager has written the token into the Secret.
+  - KubeFleet's C(join.sh) reads the token right after creating the Secret, often before it is filled, and the member
+    agent then crashes on a missing token file (kubefleet#296). This module waits for the token instead.
+  - A re-run keeps the existing ServiceAccount and token; it never deletes and recreates them (C(join.sh) does, which
+    invalidates the token every member already uses).
+  - If the token never appears, what this run created is removed again, so a failed run leaves nothing half-made.
+  - The hub agent grants the identity its permissions (a Role in C(fleet-member-<name>)) once the MemberCluster
+    exists; see M(fleetops.registration.kubefleet_member_cluster).
+  - Tested with KubeFleet's v1beta1 API as shipped in go.goms.io/fleet v0.14.0 (Azure/fleet).
+author:
+  - fleetops.registration contributors
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.wait
+attributes:
+  check_mode:
+    description: Creates and deletes are server-side dry runs; the token is not waited for.
+    support: full
+  diff_mode:
+    description: Shows the ServiceAccount and Secret before and after, with the Secret's data hidden.
+    support: full
+options:
+  name:
+    description:
+      - Name of the member cluster the identity is for. Used to derive the default names.
+    type: str
+    required: true
+    aliases: [member_name]
+  namespace:
+    description:
+      - Hub namespace of the ServiceAccount and its token Secret. It must exist (the hub agent uses C(fleet-system)).
+    type: str
+    default: fleet-system
+  service_account_name:
+    description:
+      - Name of the ServiceAccount. Defaults to C(<name>-hub-cluster-access), as in KubeFleet's documentation.
+    type: str
+  token_secret_name:
+    description:
+      - Name of the token Secret. Defaults to C(<service_account_name>-token).
+    type: str
+  create_service_account:
+    description:
+      - Whether to create the ServiceAccount when it is missing (and remove it with O(state=absent)).
+      - With V(false) the ServiceAccount is managed elsewhere and must exist; if it does not, kube-controller-manager
+        deletes the token Secret instead of filling it and the task fails, leaving nothing behind.
+    type: bool
+    default: true
+  return_token:
+    description:
+      - Whether to return the token in RV(token). It is marked as a secret (no_log) so Ansible masks it in output.
+      - Usually unnecessary, since M(fleetops.registration.kubefleet_member_agent) reads it from the hub itself.
+    type: bool
+    default: false
+  state:
+    description:
+      - V(present) ensures the ServiceAccount and a filled token Secret.
+      - V(absent) deletes the token Secret and the ServiceAccount (the latter only if O(create_service_account=true)).
+        Remove the MemberCluster first; its member agent loses access to the hub.
+    type: str
+    choices: [present, absent]
+    default: present
+  wait:
+    description:
+      - Whether to wait until kube-controller-manager has written the token into the Secret.
+notes:
+  - The token does not expire; it stays valid until the Secret or the ServiceAccount is deleted.
+seealso:
+  - module: fleetops.registration.kubefleet_member_cluster
+  - module: fleetops.registration.kubefleet_member_agent
+'''
+
+EXAMPLES = r'''
+- name: Create the hub identity of member cluster east-1
+  fleetops.registration.kubefleet_member_identity:
+    kubeconfig: ~/.kube/hub.yaml
+    name: east-1
+
+- name: Create it and hand the token to a later task (masked in output)
+  fleetops.registration.kubefleet_member_identity:
+    context: hub
+    name: east-1
+    return_token: true
+  register: identity
+  no_log: true
+
+- name: Remove the identity after the member has left
+  fleetops.registration.kubefleet_member_identity:
+    context: hub
+    name: east-1
+    state: absent
+'''
+
+RETURN = r'''
+identity:
+  description: The rbac subject to name in the MemberCluster's C(spec.identity).
+  returned: always
+  type: dict
+  sample: {kind: ServiceAccount, name: east-1-hub-cluster-access, namespace: fleet-system, apiGroup: ""}
+service_account:
+  description: The ServiceAccount (C(uid) is null when it does not exist, for example in check mode).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Its name.
+      type: str
+    namespace:
+      description: Its namespace.
+      type: str
+    uid:
+      description: Its UID; it stays the same across re-runs.
+      type: str
+  sample: {name: east-1-hub-cluster-access, namespace: fleet-system, uid: 6f0c1c0e-8d0e-4bb4-9d8e-1b5c2f0e2a11}
+token_secret:
+  description: The token Secret.
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Its name.
+      type: str
+    namespace:
+      description: Its namespace.
+      type: str
+    token_ready:
+      description: Whether kube-controller-manager has written the token.
+      type: bool
+  sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true}
+token:
+  description: The ServiceAccount token (null while not yet filled). Masked in Ansible's output.
+  returned: when O(return_token=true)
+  type: str
+diff:
+  description: The ServiceAccount and Secret before and after, Secret data hidden.
+  returned: in diff mode
+  type: dict
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import FLEET_SYSTEM, MemberIdentity
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def argument_spec():
+    return dict(
+        name=dict(type="str", required=True, aliases=["member_name"]),
+        namespace=dict(type="str", default=FLEET_SYSTEM),
+        service_account_name=dict(type="str"),
+        token_secret_name=dict(type="str", no_log=False),
+        create_service_account=dict(type="bool", default=True),
+        return_token=dict(type="bool", default=False),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+    )
+
+
+def main():
+    module = FleetModule(argument_spec=argument_spec(), wait=True)
+    run_module(module, lambda m: MemberIdentity(m).run())
+
+
+if __name__ == "__main__":
+    main()

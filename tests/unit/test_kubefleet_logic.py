@@ -1,0 +1,396 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure logic of the KubeFleet modules: names, validation, MemberCluster changes, status, chart values."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import datetime
+import os
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import kubefleet as kf
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+
+UTC = datetime.timezone.utc
+PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+# -- names and validation ------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["a", "east-1", "x" * 50])
+def test_member_names_the_hub_can_use(name):
+    assert kf.validate_member_name(name) == name
+
+
+@pytest.mark.parametrize("name,fragment", [
+    ("x" * 51, "at most 50"),
+    ("East-1", "not a valid member cluster name"),
+    ("-east", "not a valid member cluster name"),
+    ("east_1", "not a valid member cluster name"),
+    ("", "required"),
+])
+def test_member_names_rejected_with_the_reason(name, fragment):
+    with pytest.raises(ParameterError) as err:
+        kf.validate_member_name(name)
+    assert fragment in err.value.msg
+    assert err.value.param == "name"
+
+
+def test_member_name_limit_leaves_room_for_the_hub_namespace():
+    assert len(kf.member_namespace("x" * kf.MAX_MEMBER_NAME)) == 63
+
+
+def test_default_names_follow_kubefleet_docs():
+    assert kf.default_service_account("east-1") == "east-1-hub-cluster-access"
+    assert kf.default_token_secret("east-1-hub-cluster-access") == "east-1-hub-cluster-access-token"
+    assert kf.member_namespace("east-1") == "fleet-member-east-1"
+
+
+@pytest.mark.parametrize("value", [1, 60, 600])
+def test_heartbeat_in_range(value):
+    assert kf.validate_heartbeat(value) == value
+
+
+@pytest.mark.parametrize("value", [0, 601, -5, True, "60", None])
+def test_heartbeat_out_of_range_names_the_parameter_and_the_limits(value):
+    with pytest.raises(ParameterError) as err:
+        kf.validate_heartbeat(value)
+    assert err.value.param == "heartbeat_period_seconds"
+    assert "1 to 600" in err.value.message()
+
+
+# -- identity ---------------------------------------------------------------------
+
+def test_service_account_subject_matches_the_docs():
+    assert kf.identity_subject("ServiceAccount", "m-hub-cluster-access", "fleet-system") == {
+        "kind": "ServiceAccount", "name": "m-hub-cluster-access", "namespace": "fleet-system", "apiGroup": ""}
+
+
+def test_user_subject_has_no_namespace():
+    assert kf.identity_subject("User", "alice") == {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
+
+
+def test_unknown_identity_kind_rejected():
+    with pytest.raises(ParameterError):
+        kf.identity_subject("Robot", "r2")
+
+
+def test_same_identity_ignores_an_omitted_default_api_group():
+    desired = kf.identity_subject("ServiceAccount", "sa", "fleet-system")
+    assert kf.same_identity({"kind": "ServiceAccount", "name": "sa", "namespace": "fleet-system"}, desired)
+    assert not kf.same_identity({"kind": "ServiceAccount", "name": "other", "namespace": "fleet-system"}, desired)
+    assert not kf.same_identity(None, desired)
+
+
+def test_secret_token_decodes_only_a_filled_token():
+    assert kf.secret_token(None) is None
+    assert kf.secret_token({"data": {}}) is None
+    assert kf.secret_token({"data": {"token": base64.b64encode(b"abc.def").decode()}}) == "abc.def"
+
+
+def test_token_secret_problem_detects_foreign_secrets():
+    good = kf.desired_token_secret("s", "fleet-system", "sa")
+    assert kf.token_secret_problem(good, "sa") is None
+    assert "ServiceAccount 'sa', not 'other'" in kf.token_secret_problem(good, "other")
+    opaque = dict(good, type="Opaque")
+    assert "type Opaque" in kf.token_secret_problem(opaque, "sa")
+
+
+def test_desired_token_secret_is_a_service_account_token():
+    secret = kf.desired_token_secret("s", "fleet-system", "sa")
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "sa"}
+    assert "data" not in secret
+
+
+# -- MemberCluster ------------------------------------------------------------------
+
+IDENTITY = {"kind": "ServiceAccount", "name": "m-hub-cluster-access", "namespace": "fleet-system", "apiGroup": ""}
+
+
+def live(labels=None, heartbeat=60, taints=None, identity=None):
+    spec = {"identity": dict(identity or IDENTITY), "heartbeatPeriodSeconds": heartbeat}
+    if taints is not None:
+        spec["taints"] = taints
+    return {"metadata": {"name": "m", "labels": labels or {}}, "spec": spec}
+
+
+def test_create_body_when_missing():
+    body, patch = kf.member_cluster_changes(None, "m", IDENTITY, 30, [{"key": "k", "effect": "NoSchedule"}], {"env": "prod"})
+    assert patch is None
+    assert body == {"metadata": {"name": "m", "labels": {"env": "prod"}},
+                    "spec": {"identity": IDENTITY, "heartbeatPeriodSeconds": 30, "taints": [{"key": "k", "effect": "NoSchedule"}]}}
+
+
+def test_no_change_when_matching_even_without_api_group():
+    current = live(labels={"env": "prod"})
+    del current["spec"]["identity"]["apiGroup"]
+    assert kf.member_cluster_changes(current, "m", IDENTITY, 60, None, {"env": "prod"}) == (None, None)
+
+
+def test_heartbeat_and_identity_patched():
+    _body, patch = kf.member_cluster_changes(live(heartbeat=60), "m", dict(IDENTITY, name="new"), 15)
+    assert patch == {"spec": {"identity": dict(IDENTITY, name="new"), "heartbeatPeriodSeconds": 15}}
+
+
+def test_labels_merge_adds_and_keeps():
+    _body, patch = kf.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, {"b": "2"}, "merge")
+    assert patch == {"metadata": {"labels": {"b": "2"}}}
+
+
+def test_labels_replace_removes_others_but_keeps_hub_tooling_labels():
+    current = live(labels={"a": "1", "b": "2", "fleet.azure.com/location": "eastus"})
+    _body, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, None, {"b": "3"}, "replace")
+    assert patch == {"metadata": {"labels": {"a": None, "b": "3"}}}
+
+
+def test_labels_none_leaves_labels_alone():
+    assert kf.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, None) == (None, None)
+
+
+def test_taints_replaced_and_cleared():
+    current = live(taints=[{"key": "k", "value": "", "effect": "NoSchedule"}])
+    assert kf.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "effect": "NoSchedule"}]) == (None, None)
+    _b, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, [])
+    assert patch == {"spec": {"taints": None}}
+    _b, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    assert patch == {"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}
+
+
+def test_normalize_taints():
+    assert kf.normalize_taints(None) is None
+    assert kf.normalize_taints([{"key": "k", "value": None, "effect": None}]) == [{"key": "k", "effect": "NoSchedule"}]
+    assert kf.normalize_taints([{"key": "k", "value": True}]) == [{"key": "k", "value": "True", "effect": "NoSchedule"}]
+
+
+@pytest.mark.parametrize("taints,fragment", [
+    ([{"key": "k", "effect": "NoExecute"}], "only NoSchedule"),
+    ([{"value": "v"}], "needs a key"),
+    ([{"key": "bad key!"}], "invalid taint key"),
+    ([{"key": "k"}, {"key": "k"}], "listed twice"),
+    ("k=v", "expected a list"),
+])
+def test_normalize_taints_rejects(taints, fragment):
+    with pytest.raises(ParameterError) as err:
+        kf.normalize_taints(taints)
+    assert fragment in err.value.message()
+
+
+def test_for_diff_drops_status_and_noise():
+    obj = {"metadata": {"name": "m", "resourceVersion": "5", "managedFields": []}, "spec": {}, "status": {"conditions": []}}
+    assert kf.for_diff(obj) == {"metadata": {"name": "m"}, "spec": {}}
+
+
+# -- status ------------------------------------------------------------------------
+
+NOW = datetime.datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2026-11-21T09:59:48Z", datetime.datetime(2026, 11, 21, 9, 59, 48, tzinfo=UTC)),
+    ("2026-11-21T09:59:48.123456789Z", datetime.datetime(2026, 11, 21, 9, 59, 48, 123456, tzinfo=UTC)),
+    ("2026-11-21T11:59:48+02:00", datetime.datetime(2026, 11, 21, 9, 59, 48, tzinfo=UTC)),
+    ("", None),
+    (None, None),
+    ("yesterday", None),
+])
+def test_parse_time(text, expected):
+    assert kf.parse_time(text) == expected
+
+
+def test_heartbeat_age():
+    assert kf.heartbeat_age("2026-11-21T09:59:48Z", NOW) == 12
+    assert kf.heartbeat_age(None, NOW) is None
+    assert kf.heartbeat_age("2026-11-21T10:00:05Z", NOW) == 0
+
+
+def member_object(joined="True", heartbeat="2026-11-21T09:59:30Z", healthy_on_mc=None):
+    conditions = [
+        {"type": "ReadyToJoin", "status": "True", "reason": "MemberClusterReadyToJoin", "lastTransitionTime": "2026-11-21T09:00:00Z"},
+        {"type": "Joined", "status": joined, "reason": "MemberClusterJoined", "observedGeneration": 2},
+    ]
+    if healthy_on_mc:
+        conditions.append({"type": "Healthy", "status": healthy_on_mc})
+    return {
+        "metadata": {"name": "east-1", "labels": {"env": "prod"}, "finalizers": [kf.MEMBER_CLUSTER_FINALIZER],
+                     "creationTimestamp": "2026-11-21T09:00:00Z"},
+        "spec": {"identity": IDENTITY, "heartbeatPeriodSeconds": 15},
+        "status": {
+            "conditions": conditions,
+            "resourceUsage": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "7800m"}, "observationTime": "2026-11-21T09:59:30Z"},
+            "agentStatus": [{
+                "type": "MemberAgent", "lastReceivedHeartbeat": heartbeat,
+                "conditions": [{"type": "Joined", "status": "True"}, {"type": "Healthy", "status": "False", "message": "boom"}],
+            }],
+        },
+    }
+
+
+def test_describe_member():
+    member = kf.describe_member(member_object(), NOW)
+    assert member["name"] == "east-1"
+    assert member["namespace"] == "fleet-member-east-1"
+    assert (member["ready_to_join"], member["joined"]) == (True, True)
+    assert member["healthy"] is False  # from the member agent: the hub does not aggregate Healthy in v0.14
+    assert member["leaving"] is False
+    assert member["heartbeat_period_seconds"] == 15
+    assert member["resource_usage"]["capacity"] == {"cpu": "8"}
+    assert member["resource_usage"]["available"] == {}
+    agent = member["agents"][0]
+    assert agent["type"] == "MemberAgent"
+    assert agent["heartbeat_age_seconds"] == 30
+    assert agent["healthy"] is False
+    assert agent["conditions"][1]["message"] == "boom"
+    assert member["conditions"][1]["observed_generation"] == 2
+
+
+def test_describe_member_prefers_the_hub_healthy_condition_and_reports_unknown_as_none():
+    member = kf.describe_member(member_object(joined="Unknown", healthy_on_mc="True"), NOW)
+    assert member["healthy"] is True
+    assert member["joined"] is None
+
+
+def test_describe_member_without_status():
+    member = kf.describe_member({"metadata": {"name": "new", "deletionTimestamp": "2026-11-21T09:00:00Z"}, "spec": {}}, NOW)
+    assert member["joined"] is None and member["ready_to_join"] is None and member["agents"] == []
+    assert member["leaving"] is True
+
+
+def test_joined_needs_a_heartbeat():
+    assert kf.joined_with_heartbeat(member_object())
+    assert not kf.joined_with_heartbeat(member_object(heartbeat=None))
+    assert not kf.joined_with_heartbeat(member_object(joined="False"))
+    assert not kf.joined_with_heartbeat(None)
+
+
+def test_label_selector():
+    assert kf.label_selector({"b": "2", "a": True}) == "a=true,b=2"
+    assert kf.label_selector({"a": "1"}, "env in (prod)") == "a=1,env in (prod)"
+    assert kf.label_selector(None, None) is None
+    with pytest.raises(ParameterError):
+        kf.label_selector({"bad key!": "x"})
+
+
+# -- member agent ----------------------------------------------------------------
+
+def test_agent_values_carry_hub_facts_and_pinned_images():
+    values = kf.agent_values("east-1", "https://hub:6443", PEM, log_verbosity=3)
+    assert values["config"] == {"provider": "secret", "hubURL": "https://hub:6443", "memberClusterName": "east-1",
+                                "hubCA": base64.b64encode(PEM.encode()).decode()}
+    assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "default"}
+    assert values["namespace"] == "fleet-system"
+    assert values["image"] == {"repository": "mcr.microsoft.com/aks/fleet/member-agent", "tag": "v0.14.0", "pullPolicy": "IfNotPresent"}
+    assert values["refreshtoken"]["tag"] == "v0.14.0"
+    assert values["tlsClientInsecure"] is False
+    assert values["enableV1Beta1APIs"] is True and values["enableV1Alpha1APIs"] is False
+    assert values["logVerbosity"] == 3
+    assert "token" not in _all_keys(values)  # the token travels only in the Secret
+
+
+def _all_keys(data):
+    keys = set()
+    for key, value in data.items():
+        keys.add(key)
+        if isinstance(value, dict):
+            keys |= _all_keys(value)
+    return keys
+
+
+def test_agent_values_overrides_for_air_gapped_sites():
+    values = kf.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma", image_tag="v9",
+                             refresh_token_repository="reg.local/rt", pull_policy="Never")
+    assert values["image"] == {"repository": "reg.local/ma", "tag": "v9", "pullPolicy": "Never"}
+    assert values["refreshtoken"] == {"repository": "reg.local/rt", "tag": "v9", "pullPolicy": "Never"}
+
+
+def test_agent_values_extra_values_merge_under_the_options():
+    extra = {"resources": {"limits": {"cpu": "1"}}, "config": {"hubURL": "https://wrong", "region": "x"}}
+    values = kf.agent_values("m", "https://hub", PEM, extra=extra)
+    assert values["resources"] == {"limits": {"cpu": "1"}}
+    assert values["config"]["hubURL"] == "https://hub"
+    assert values["config"]["region"] == "x"
+    assert extra["config"]["hubURL"] == "https://wrong"  # caller's dict untouched
+
+
+def test_agent_values_insecure_has_no_ca():
+    values = kf.agent_values("m", "https://hub", None, insecure=True)
+    assert values["tlsClientInsecure"] is True
+    assert "hubCA" not in values["config"]
+
+
+def test_chart_fullname_follows_the_chart_helper():
+    assert kf.chart_fullname("member-agent") == "member-agent"
+    assert kf.chart_fullname("fleet") == "fleet-member-agent"
+
+
+def test_release_needs_upgrade():
+    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0"}
+    values = {"a": 1}
+    assert not kf.release_needs_upgrade(release, {"a": 1}, "member-agent", "0.1.0", values)
+    assert kf.release_needs_upgrade(None, None, "member-agent", "0.1.0", values)
+    assert kf.release_needs_upgrade(dict(release, status="failed"), {"a": 1}, "member-agent", "0.1.0", values)
+    assert kf.release_needs_upgrade(release, {"a": 1}, "member-agent", "0.2.0", values)
+    assert kf.release_needs_upgrade(release, {"a": 2}, "member-agent", "0.1.0", values)
+
+
+def test_release_view():
+    assert kf.release_view(None, {"a": 1}) == {}
+    assert kf.release_view({"chart": "c", "chart_version": "1", "status": "deployed", "revision": 3}, {"a": 1}) == {
+        "chart": "c", "chart_version": "1", "status": "deployed", "values": {"a": 1}}
+
+
+def test_hub_secret_holds_the_token_base64():
+    secret = kf.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
+    assert secret["data"] == {"token": base64.b64encode(b"tok").decode()}
+    assert secret["type"] == "Opaque"
+
+
+def _kubeconfig(cluster):
+    return {"current-context": "hub", "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "u"}}],
+            "clusters": [{"name": "hub", "cluster": dict(cluster, server="https://127.0.0.1:6443")}], "users": [{"name": "u", "user": {}}]}
+
+
+def test_hub_ca_from_inline_kubeconfig_data():
+    config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
+    assert kf.resolve_hub_ca(kubeconfig=config) == PEM
+
+
+def test_hub_ca_from_a_file_named_by_the_kubeconfig_relative_to_it(tmp_path):
+    (tmp_path / "ca.crt").write_text(PEM)
+    config = _kubeconfig({"certificate-authority": "ca.crt"})
+    assert kf.resolve_hub_ca(kubeconfig=config, base_dir=str(tmp_path)) == PEM
+
+
+def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
+    other = PEM.replace("fake", "file")
+    path = tmp_path / "hub.pem"
+    path.write_text(other)
+    config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
+    assert kf.resolve_hub_ca("x" + PEM, str(path), config) == "x" + PEM
+    assert kf.resolve_hub_ca(None, str(path), config) == other
+    assert kf.resolve_hub_ca(None, None, None) is None
+
+
+def test_hub_ca_rejects_non_pem(tmp_path):
+    with pytest.raises(ParameterError) as err:
+        kf.resolve_hub_ca("not a cert")
+    assert err.value.param == "hub_ca_pem"
+    path = tmp_path / "x"
+    path.write_text("nope")
+    with pytest.raises(ParameterError):
+        kf.resolve_hub_ca(None, str(path))
+    with pytest.raises(ParameterError):
+        kf.resolve_hub_ca(None, os.path.join(str(tmp_path), "missing.pem"))
+
+
+def test_deep_merge_does_not_alias():
+    base = {"a": {"b": [1]}}
+    merged = kf.deep_merge(base, {"a": {"c": 2}})
+    merged["a"]["b"].append(2)
+    assert base == {"a": {"b": [1]}}
+    assert merged == {"a": {"b": [1, 2], "c": 2}}
