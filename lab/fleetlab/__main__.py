@@ -1,0 +1,7 @@
+"""``python -m fleetlab``."""
+
+import sys
+
+from fleetlab.cli import main
+
+sys.exit(main())
