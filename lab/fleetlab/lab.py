@@ -1,0 +1,357 @@
+"""Bring the lab up, report on it, tear it down."""
+
+import os
+import shutil
+import sys
+import threading
+import time
+
+import yaml
+
+from fleetlab import cluster as labcluster
+from fleetlab import hub as labhub
+from fleetlab import processes
+from fleetlab import state as labstate
+from fleetlab.paths import LabPaths, write_private
+from fleetlab.processes import ComponentFailed, LabError
+
+CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'helm', 'kubectl']
+AGENTS = ['fleetcontroller', 'fleetagent', 'hubagent', 'memberagent', 'authtoken']
+STATE_ENTRIES = ['state.json', 'state.lock', 'kubeconfig', 'inventory.yml', 'logs', 'pki', 'etcd', 'pods', 'bin', 'work']
+APISERVER_TIMEOUT = float(os.environ.get('FLEETOPS_LAB_START_TIMEOUT', '180'))
+
+
+def _build():
+    from fleetlab import build  # pylint: disable=import-outside-toplevel
+    return build
+
+
+def say(message):
+    """Progress output of the CLI."""
+    print(message, flush=True)
+
+
+def lab_status(paths):
+    """('absent'|'running'|'partial'|'dead', state, dead entries)."""
+    current = labstate.load(paths)
+    if current is None:
+        return 'absent', None, []
+    entries = [e for _c, e in labstate.all_processes(current)]
+    dead = [e for e in entries if not processes.alive(e)]
+    if not entries or len(dead) == len(entries):
+        return 'dead', current, dead
+    # agents come and go with their pods; only the lab's own processes decide
+    core = [e for c, e in labstate.all_processes(current) if c is None] + \
+        [e for c in current.get('clusters', {}).values() for e in c.get('processes', [])]
+    core_dead = [e for e in core if not processes.alive(e)]
+    return ('partial' if core_dead else 'running'), current, core_dead
+
+
+def clean(paths, keep_logs=False):
+    """Remove the lab's files (only the entries the lab creates)."""
+    if not paths.root.exists():
+        return
+    for name in STATE_ENTRIES:
+        if keep_logs and name == 'logs':
+            continue
+        target = paths.root / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+    try:
+        paths.root.rmdir()
+    except OSError:
+        pass
+
+
+def choose_ports(members):
+    """etcd client/peer ports and one API server port per cluster.
+
+    ``FLEETOPS_LAB_BASE_PORT=P`` pins them: etcd P and P+1, hub P+2, memberN P+2+N; otherwise free
+    ports are picked. A pinned port that is busy is an error naming its listener.
+    """
+    base = os.environ.get('FLEETOPS_LAB_BASE_PORT')
+    count = members + 3
+    if base:
+        ports = list(range(int(base), int(base) + count))
+        for port in ports:
+            if processes.port_busy(port):
+                owner = processes.listener_of(port)
+                raise LabError('port %d on 127.0.0.1 is busy%s; stop that process or choose another FLEETOPS_LAB_BASE_PORT '
+                               '(the lab uses %d consecutive ports from it)' % (port, ' (%s)' % owner if owner else '', count))
+        return ports
+    ports = []
+    while len(ports) < count:
+        port = processes.free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def write_access_files(paths, clusters, binaries):
+    """``kubeconfig`` (all contexts), ``inventory.yml`` and ``bin/`` symlinks to helm and kubectl."""
+    write_private(paths.kubeconfig, yaml.safe_dump(labcluster.kubeconfig(clusters), sort_keys=False))
+    hub = clusters[0]
+    members = clusters[1:]
+
+    def host(c):
+        return {'kubeconfig': str(paths.kubeconfig), 'context': c.name, 'api_server_url': c.url, 'ca_file': str(c.pki.ca_cert)}
+    inventory = {'all': {'vars': {'ansible_connection': 'local'},
+                         'children': {'hub': {'hosts': {hub.name: host(hub)}},
+                                      'members': {'hosts': {m.name: host(m) for m in members}}}}}
+    write_private(paths.inventory, yaml.safe_dump(inventory, sort_keys=False))
+    paths.bin.mkdir(parents=True, exist_ok=True)
+    for name in ('helm', 'kubectl'):
+        link = paths.bin / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(binaries[name])
+
+
+class Starter:
+    """One ``up``: records every process in state.json as soon as it starts, so a failure tears down all."""
+
+    def __init__(self, paths, members, with_controllers):
+        self.paths = paths
+        self.members = members
+        self.with_controllers = with_controllers
+        self.state = None
+        self.watch = []   # (name, Popen, log) checked while waiting
+        self.runner_proc = None
+
+    def save(self):
+        """Persist the state."""
+        with labstate.locked(self.paths):
+            current = labstate.load(self.paths)
+            if current is not None:
+                # keep what the runner wrote
+                for name, cluster in current.get('clusters', {}).items():
+                    if name in self.state['clusters']:
+                        self.state['clusters'][name]['agents'] = cluster.get('agents', [])
+            labstate.save(self.paths, self.state)
+
+    def check_runner(self):
+        """Raise if the agent runner exited."""
+        if self.runner_proc is not None and self.runner_proc.poll() is not None:
+            raise ComponentFailed('agent runner', 'exited with status %s' % self.runner_proc.returncode, self.paths.log('runner'))
+
+    def up(self):  # pylint: disable=too-many-locals,too-many-statements
+        """Start everything; returns the state."""
+        started = time.monotonic()
+        names = CONTROL_PLANE + (AGENTS if self.with_controllers else [])
+        build = _build()
+        binaries = {k: str(v) for k, v in build.ensure_binaries(names, log=lambda m: say('  ' + m)).items()}
+        missing = [n for n in names if n not in binaries]
+        if missing:
+            raise LabError('binaries missing after build: %s (run: PYTHONPATH=lab python -m fleetlab build)' % ', '.join(missing))
+        ports = choose_ports(self.members)
+        clean(self.paths)
+        for directory in (self.paths.root, self.paths.logs, self.paths.work, self.paths.pki):
+            directory.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.paths.root, 0o700)
+
+        etcd = labcluster.Etcd(self.paths, binaries['etcd'], ports[0], ports[1])
+        names = ['hub'] + ['member%d' % i for i in range(1, self.members + 1)]
+        clusters = [labcluster.Cluster(self.paths, name, 'hub' if name == 'hub' else 'member', port, etcd.url, binaries)
+                    for name, port in zip(names, ports[2:])]
+        self.state = {'version': labstate.VERSION, 'members': self.members, 'lab_dir': str(self.paths.root),
+                      'kubeconfig': str(self.paths.kubeconfig), 'inventory': str(self.paths.inventory),
+                      'controllers': self.with_controllers, 'binaries': binaries,
+                      'image_binaries': dict(build.IMAGE_BINARIES) if self.with_controllers else {},
+                      'clusters': {c.name: {'role': c.role, 'context': c.name, 'url': c.url, 'port': c.port,
+                                            'etcd_prefix': c.etcd_prefix, 'ca_file': str(c.pki.ca_cert),
+                                            'processes': [], 'agents': []} for c in clusters}}
+        for c in clusters:
+            c.prepare()
+
+        proc = etcd.start()
+        self.state['etcd'] = processes.record('etcd', proc, port=etcd.client_port, peer_port=etcd.peer_port)
+        self.save()
+        self.watch = [('etcd', proc, etcd.log)]
+        processes.wait_until(etcd.healthy, 30, 'etcd health', self.watch)
+
+        for c in clusters:
+            proc = c.start_apiserver()
+            self.state['clusters'][c.name]['processes'].append(processes.record('kube-apiserver', proc))
+            self.watch.append(('%s kube-apiserver' % c.name, proc, c.apiserver_log))
+        self.save()
+        for c in clusters:
+            processes.wait_until(c.apiserver_ready, APISERVER_TIMEOUT, '%s API server /readyz' % c.name,
+                                 [w for w in self.watch if w[0] == '%s kube-apiserver' % c.name] + self.watch[:1])
+        say('  API servers ready (%.1fs)' % (time.monotonic() - started))
+
+        for c in clusters:
+            proc = c.start_kcm()
+            self.state['clusters'][c.name]['processes'].append(processes.record('kube-controller-manager', proc))
+            self.watch.append(('%s kube-controller-manager' % c.name, proc, c.kcm_log))
+        self.save()
+        write_access_files(self.paths, clusters, binaries)
+
+        if self.with_controllers:
+            self.start_runner()
+            tools = labhub.Tools(self.paths, binaries)
+            errors = []
+            threads = [threading.Thread(target=self._guard, args=(errors, labhub.prepare_member, tools, m, build))
+                       for m in clusters[1:]]
+            for thread in threads:
+                thread.start()
+            self._wait_kcm(clusters[:1])
+            labhub.install_fleet(tools, clusters[0], build)
+            labhub.install_kubefleet_hub(tools, clusters[0], build)
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise errors[0]
+            self._wait_kcm(clusters[1:])
+            labhub.wait_deployments(tools, 'hub', [(labhub.FLEET_NAMESPACE, 'fleet-controller'),
+                                                   (labhub.KUBEFLEET_NAMESPACE, 'hub-agent')],
+                                    APISERVER_TIMEOUT, self._check_all)
+        else:
+            self._wait_kcm(clusters)
+        self.state['ready_seconds'] = round(time.monotonic() - started, 1)
+        self.save()
+        return self.state
+
+    @staticmethod
+    def _guard(errors, func, *args):
+        try:
+            func(*args)
+        except Exception as exc:  # pylint: disable=broad-except
+            errors.append(exc)
+
+    def _check_all(self):
+        self.check_runner()
+        for name, proc, log in self.watch:
+            if proc.poll() is not None:
+                raise ComponentFailed(name, 'exited with status %s' % proc.returncode, log)
+
+    def _wait_kcm(self, clusters):
+        for c in clusters:
+            mine = [w for w in self.watch if w[0] in ('%s kube-controller-manager' % c.name, '%s kube-apiserver' % c.name)]
+            processes.wait_until(c.kcm_ready, APISERVER_TIMEOUT, '%s controller manager (default ServiceAccount)' % c.name, mine)
+
+    def start_runner(self):
+        """Start the agent runner (``python -m fleetlab runner``)."""
+        env = dict(os.environ)
+        env['PYTHONPATH'] = os.pathsep.join([str(labcluster.__file__).rsplit('/fleetlab/', 1)[0]] +
+                                            ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+        env['FLEETOPS_LAB_DIR'] = str(self.paths.root)
+        log = self.paths.log('runner')
+        self.runner_proc = processes.spawn('agent runner', [sys.executable, '-m', 'fleetlab', 'runner'], log, env=env,
+                                           cwd=str(self.paths.root))
+        self.state['runner'] = processes.record('runner', self.runner_proc)
+        self.save()
+
+
+def up(members=2, with_controllers=True, paths=None):
+    """``up``: returns a process exit code."""
+    paths = paths or LabPaths()
+    status, current, dead = lab_status(paths)
+    if status == 'running':
+        say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
+        if current['members'] != members:
+            say('note: it has %d members, not %d; run "down" first to change that' % (current['members'], members))
+        return 0
+    if status == 'partial':
+        names = ', '.join(sorted({e['name'] for e in dead}))
+        raise LabError('a lab in %s is partially running (not running: %s); run "python -m fleetlab down" first' % (paths.root, names))
+    if status == 'dead':
+        say('removing the state of a lab that no longer runs')
+        down(paths, quiet=True)
+    say('starting lab: hub + %d members in %s' % (members, paths.root))
+    starter = Starter(paths, members, with_controllers)
+    try:
+        result = starter.up()
+    except BaseException:
+        say('start failed; tearing down')
+        down(paths, quiet=True, keep_logs=True)
+        raise
+    say('lab ready in %.1fs' % result['ready_seconds'])
+    say('  kubeconfig: %s (contexts: %s)' % (paths.kubeconfig, ', '.join(result['clusters'])))
+    say('  inventory:  %s' % paths.inventory)
+    say('  shell:      eval "$(PYTHONPATH=lab python -m fleetlab env)"')
+    return 0
+
+
+def down(paths=None, quiet=False, keep_logs=False):
+    """``down``: stop every recorded process (runner first), remove the lab's files."""
+    paths = paths or LabPaths()
+    current = labstate.load(paths)
+    if current is None and not paths.root.exists():
+        if not quiet:
+            say('no lab in %s' % paths.root)
+        return 0
+    current = current or {}
+    if current.get('runner'):
+        processes.stop(current['runner'], grace=30)
+        current = labstate.load(paths) or current   # the runner recorded which agents it stopped
+    for cluster in current.get('clusters', {}).values():
+        for entry in cluster.get('agents', []):
+            processes.stop(entry, grace=5)
+    for cluster in current.get('clusters', {}).values():
+        for entry in reversed(cluster.get('processes', [])):
+            if entry['name'] == 'kube-controller-manager':
+                processes.stop(entry, grace=10)
+    for cluster in current.get('clusters', {}).values():
+        for entry in cluster.get('processes', []):
+            processes.stop(entry, grace=15)
+    if current.get('etcd'):
+        processes.stop(current['etcd'], grace=15)
+    clean(paths, keep_logs=keep_logs)
+    if not quiet:
+        say('lab stopped; %s removed' % paths.root)
+    return 0
+
+
+def _mib(value):
+    return '%5.0f MiB' % (value / 2 ** 20)
+
+
+def status_report(paths=None):
+    """Dict describing the lab (for ``status --json`` and the bench)."""
+    paths = paths or LabPaths()
+    status, current, _dead = lab_status(paths)
+    report = {'status': status, 'lab_dir': str(paths.root)}
+    if current is None:
+        return report
+    report.update({'members': current.get('members'), 'kubeconfig': current.get('kubeconfig'),
+                   'inventory': current.get('inventory'), 'ready_seconds': current.get('ready_seconds'), 'clusters': {}})
+    shared = []
+    for key in ('etcd', 'runner'):
+        entry = current.get(key)
+        if entry:
+            shared.append({'name': key, 'pid': entry['pid'], 'alive': processes.alive(entry),
+                           'rss': processes.group_rss_bytes(entry['pgid']) if processes.alive(entry) else 0})
+    report['shared'] = shared
+    for name, cluster in current.get('clusters', {}).items():
+        procs = []
+        for kind in ('processes', 'agents'):
+            for entry in cluster.get(kind, []):
+                up_ = processes.alive(entry)
+                procs.append({'name': entry['name'], 'kind': kind[:-2] if kind == 'processes' else 'agent', 'pid': entry['pid'],
+                              'alive': up_, 'rss': processes.rss_bytes(entry['pid']) if up_ else 0})
+        report['clusters'][name] = {'url': cluster['url'], 'context': cluster['context'], 'processes': procs,
+                                    'rss': sum(p['rss'] for p in procs)}
+    return report
+
+
+def print_status(report):
+    """Human-readable status."""
+    if report['status'] == 'absent':
+        say('no lab running (state dir %s)' % report['lab_dir'])
+        return
+    say('lab %s: hub + %s members, %s' % (report['status'], report['members'], report['lab_dir']))
+    say('  kubeconfig %s' % report['kubeconfig'])
+    for proc in report.get('shared', []):
+        say('  %-26s pid %-7d %s %s' % (proc['name'], proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss'])))
+    for name, cluster in report['clusters'].items():
+        say('%s  %s  (%s resident)' % (name, cluster['url'], _mib(cluster['rss']).strip()))
+        for proc in cluster['processes']:
+            say('  %-40s pid %-7d %s %s' % (proc['name'], proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss'])))
+
+
+def env_exports(paths=None):
+    """Shell exports for using the lab (KUBECONFIG, PATH with .lab/bin)."""
+    paths = paths or LabPaths()
+    return 'export KUBECONFIG=%s\nexport PATH=%s:"$PATH"\n' % (paths.kubeconfig, paths.bin)

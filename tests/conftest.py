@@ -1,0 +1,115 @@
+"""Session fixtures shared by the lab proof tests and the integration tests.
+
+``lab`` (session scope) gives a running lab: it reuses one that already runs (``make lab-up``)
+or starts ``hub + 2 members`` (``python -m fleetlab up --members 2``). A lab it started is stopped
+at the end of the session unless ``FLEETOPS_LAB_KEEP`` is set (then it stays up for the next run
+or for inspection); a lab it reused is never stopped. Tests that need it carry the ``lab`` marker.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAB_PATH = REPO / 'lab'
+if str(LAB_PATH) not in sys.path:
+    sys.path.insert(0, str(LAB_PATH))
+
+MEMBERS = 2
+
+
+def pytest_configure(config):
+    """Register the ``lab`` marker (also declared in pytest.ini)."""
+    config.addinivalue_line('markers', 'lab: needs the local lab (real kube-apiservers, Fleet and KubeFleet controllers)')
+
+
+def _lab_cli(*args, check=True):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(LAB_PATH), env.get('PYTHONPATH')]))
+    return subprocess.run([sys.executable, '-m', 'fleetlab'] + list(args), env=env, check=check, cwd=str(REPO))
+
+
+class Lab:
+    """A running lab as tests see it."""
+
+    def __init__(self, state, helm_home):
+        from fleetlab import build  # pylint: disable=import-outside-toplevel
+        self.state = state
+        self.kubeconfig = Path(state['kubeconfig'])
+        self.inventory = Path(state['inventory'])
+        self.contexts = list(state['clusters'])
+        self.controllers = state.get('controllers', True)
+        self.hub = 'hub'
+        self.members = [c for c in self.contexts if c != 'hub']
+        self.api_urls = {name: c['url'] for name, c in state['clusters'].items()}
+        self.ca_files = {name: Path(c['ca_file']) for name, c in state['clusters'].items()}
+        self.helm = state['binaries']['helm']
+        self.kubectl = state['binaries']['kubectl']
+        self.helm_home = helm_home
+        self._build = build
+
+    def fleet_chart(self, name):
+        """Path of a Rancher Fleet chart (fleet-crd, fleet, fleet-agent)."""
+        return self._build.fleet_chart(name)
+
+    def kubefleet_chart(self, name):
+        """Path of a KubeFleet chart (hub-agent, member-agent)."""
+        return self._build.kubefleet_chart(name)
+
+    def api_client(self, context):
+        """A new kubernetes ApiClient for a lab context (admin)."""
+        from kubernetes import config  # pylint: disable=import-outside-toplevel
+        return config.new_client_from_config(config_file=str(self.kubeconfig), context=context)
+
+    def ca_pem(self, context):
+        """The CA certificate of a lab cluster (PEM text)."""
+        return self.ca_files[context].read_text()
+
+    def helm_env(self):
+        """Environment for running helm against the lab (Helm state in a session temp dir)."""
+        env = dict(os.environ)
+        env.update({'KUBECONFIG': str(self.kubeconfig), 'HELM_CACHE_HOME': str(self.helm_home / 'cache'),
+                    'HELM_CONFIG_HOME': str(self.helm_home / 'config'), 'HELM_DATA_HOME': str(self.helm_home / 'data')})
+        return env
+
+    def run_helm(self, context, *args, check=True, timeout=600):
+        """Run helm against a context; returns CompletedProcess (text)."""
+        proc = subprocess.run([self.helm, '--kube-context', context] + [str(a) for a in args], env=self.helm_env(),
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if check and proc.returncode != 0:
+            raise AssertionError('helm %s failed (%d): %s' % (' '.join(str(a) for a in args[:3]), proc.returncode, proc.stderr[-2000:]))
+        return proc
+
+
+@pytest.fixture
+def lab_controllers(lab):
+    """The lab, which must run the Fleet and KubeFleet controllers (not started with --without-controllers)."""
+    if not lab.controllers:
+        pytest.fail('the running lab was started --without-controllers; run "make lab-down" and let the tests start one')
+    return lab
+
+
+@pytest.fixture(scope='session')
+def lab():
+    """The running lab (started if needed; stopped at the end only if this fixture started it and FLEETOPS_LAB_KEEP is unset)."""
+    from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
+    from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+    paths = LabPaths()
+    status, state, _dead = fleetlab_lab.lab_status(paths)
+    started = False
+    if status != 'running':
+        _lab_cli('up', '--members', str(MEMBERS))
+        started = True
+        status, state, _dead = fleetlab_lab.lab_status(paths)
+        assert status == 'running', 'the lab did not start (see %s/logs)' % paths.root
+    if state['members'] < MEMBERS:
+        pytest.fail('the running lab in %s has %d members; the tests need %d: run "make lab-down" and let the tests start one'
+                    % (paths.root, state['members'], MEMBERS))
+    with tempfile.TemporaryDirectory(prefix='fleetops-helm-') as helm_home:
+        yield Lab(state, Path(helm_home))
+    if started and not os.environ.get('FLEETOPS_LAB_KEEP'):
+        _lab_cli('down', check=False)

@@ -1,0 +1,139 @@
+"""The lab's clusters behave like real ones where the collection depends on it: the controller
+manager fills service-account token Secrets, finishes namespace deletion, and RBAC is enforced."""
+
+import base64
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+pytestmark = pytest.mark.lab
+
+
+def _core(lab, context):
+    return client.CoreV1Api(lab.api_client(context))
+
+
+def _client_with_token(lab, context, token):
+    """An ApiClient that authenticates with ``token`` only (CA from the lab, no client cert)."""
+    conf = client.Configuration()
+    conf.host = lab.api_urls[context]
+    conf.ssl_ca_cert = str(lab.ca_files[context])
+    conf.api_key = {'authorization': 'Bearer ' + token}
+    return client.ApiClient(conf)
+
+
+@pytest.fixture
+def namespace(lab, name):
+    """A fresh namespace on every cluster the test asks for (deleted afterwards)."""
+    created = []
+
+    def make(context):
+        ns = name('proof')
+        _core(lab, context).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+        created.append((context, ns))
+        return ns
+    yield make
+    for context, ns in created:
+        try:
+            _core(lab, context).delete_namespace(ns)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+@pytest.mark.parametrize('context', ['hub', 'member1'])
+def test_service_account_token_secret_gets_a_working_token(lab, namespace, wait, context):
+    core = _core(lab, context)
+    ns = namespace(context)
+    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name='joiner')))
+    core.create_namespaced_secret(ns, client.V1Secret(
+        metadata=client.V1ObjectMeta(name='joiner-token', annotations={'kubernetes.io/service-account.name': 'joiner'}),
+        type='kubernetes.io/service-account-token'))
+
+    secret = wait(lambda: (lambda s: s if (s.data or {}).get('token') else None)(core.read_namespaced_secret('joiner-token', ns)),
+                  60, 'the token controller to fill the Secret')
+    assert base64.b64decode(secret.data['namespace']).decode() == ns
+    assert base64.b64decode(secret.data['ca.crt']).decode().strip() == lab.ca_pem(context).strip()
+
+    token = base64.b64decode(secret.data['token']).decode()
+    review = client.AuthenticationV1Api(_client_with_token(lab, context, token)).create_self_subject_review(
+        client.V1SelfSubjectReview(metadata=client.V1ObjectMeta()))
+    assert review.status.user_info.username == 'system:serviceaccount:%s:joiner' % ns
+
+
+def test_a_token_from_one_cluster_is_rejected_by_another(lab, namespace, wait):
+    core = _core(lab, 'member1')
+    ns = namespace('member1')
+    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name='stranger')))
+    token = core.create_namespaced_service_account_token('stranger', ns, client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))).status.token
+    with pytest.raises(ApiException) as denied:
+        client.CoreV1Api(_client_with_token(lab, 'hub', token)).list_namespace()
+    assert denied.value.status == 401
+
+
+@pytest.mark.parametrize('context', ['hub', 'member2'])
+def test_a_deleted_namespace_disappears(lab, name, wait, context):
+    core = _core(lab, context)
+    ns = name('doomed')
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name='content'), data={'a': 'b'}))
+    core.delete_namespace(ns)
+
+    def gone():
+        try:
+            core.read_namespace(ns)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+    wait(gone, 90, 'namespace %s to be deleted' % ns)
+
+
+def test_garbage_collection_deletes_dependents(lab, namespace, wait):
+    core = _core(lab, 'hub')
+    ns = namespace('hub')
+    owner = core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name='owner')))
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(
+        name='dependent', owner_references=[client.V1OwnerReference(api_version='v1', kind='ConfigMap', name='owner',
+                                                                   uid=owner.metadata.uid)])))
+    core.delete_namespaced_config_map('owner', ns)
+
+    def collected():
+        try:
+            core.read_namespaced_config_map('dependent', ns)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+    wait(collected, 60, 'the garbage collector to delete the dependent')
+
+
+@pytest.mark.parametrize('context', ['hub', 'member1'])
+def test_rbac_denies_an_unprivileged_service_account_and_allows_what_is_granted(lab, namespace, context):
+    api = lab.api_client(context)
+    core = client.CoreV1Api(api)
+    ns = namespace(context)
+    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name='nobody')))
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name='visible'), data={'k': 'v'}))
+    token = core.create_namespaced_service_account_token('nobody', ns, client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))).status.token
+    as_nobody = client.CoreV1Api(_client_with_token(lab, context, token))
+
+    for call in (lambda: as_nobody.list_namespaced_secret('kube-system'),
+                 lambda: as_nobody.read_namespaced_config_map('visible', ns),
+                 lambda: as_nobody.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name='not-allowed')))):
+        with pytest.raises(ApiException) as denied:
+            call()
+        assert denied.value.status == 403
+
+    rbac = client.RbacAuthorizationV1Api(api)
+    rbac.create_namespaced_role(ns, client.V1Role(metadata=client.V1ObjectMeta(name='read-cm'), rules=[
+        client.V1PolicyRule(api_groups=[''], resources=['configmaps'], verbs=['get'])]))
+    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name='read-cm'),
+        role_ref=client.V1RoleRef(api_group='rbac.authorization.k8s.io', kind='Role', name='read-cm'),
+        subjects=[client.RbacV1Subject(kind='ServiceAccount', name='nobody', namespace=ns)]))
+    assert as_nobody.read_namespaced_config_map('visible', ns).data == {'k': 'v'}
+    with pytest.raises(ApiException) as still_denied:
+        as_nobody.list_namespaced_secret(ns)
+    assert still_denied.value.status == 403

@@ -1,0 +1,174 @@
+"""Rancher Fleet agent-initiated registration against the lab, with helm and the kubernetes client only.
+
+The hub runs the real fleet controllers (chart ``fleet``); installing the real ``fleet-agent``
+chart on member1 makes the lab's agent runner start the real ``fleetagent``, which registers.
+"""
+
+import base64
+import os
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(autouse=True)
+def _needs_controllers(lab_controllers):
+    return lab_controllers
+
+GROUP, VERSION = 'fleet.cattle.io', 'v1alpha1'
+AGENT_NS = 'cattle-fleet-system'
+MEMBER = 'member1'
+
+
+def _custom(lab, context):
+    return client.CustomObjectsApi(lab.api_client(context))
+
+
+def _absent(read):
+    try:
+        read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+def _delete_member_agent(lab, wait):
+    """Uninstall the agent and remove its namespace, so the next registration starts from scratch."""
+    lab.run_helm(MEMBER, 'uninstall', 'fleet-agent', '--namespace', AGENT_NS, '--wait', '--ignore-not-found', check=False)
+    core = client.CoreV1Api(lab.api_client(MEMBER))
+    try:
+        core.delete_namespace(AGENT_NS)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    wait(lambda: _absent(lambda: core.read_namespace(AGENT_NS)), 120, 'namespace %s to go on %s' % (AGENT_NS, MEMBER))
+
+
+@pytest.fixture
+def registration(lab, name, wait, tmp_path):
+    """A hub namespace with a ClusterRegistrationToken; yields (namespace, values dict, values file)."""
+    core = client.CoreV1Api(lab.api_client('hub'))
+    custom = _custom(lab, 'hub')
+    namespace = name('fleet-proof')
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, 'clusterregistrationtokens', {
+        'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'ClusterRegistrationToken',
+        'metadata': {'name': 'proof-token'}, 'spec': {'ttl': '1h'}})
+
+    def values_secret():
+        try:
+            secret = core.read_namespaced_secret('proof-token', namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return secret if (secret.data or {}).get('values') else None
+    secret = wait(values_secret, 90, 'the registration token Secret with values')
+    assert secret.type == 'fleet.cattle.io/cluster-registration-values'
+    token = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, 'clusterregistrationtokens', 'proof-token')
+    assert token['status']['secretName'] == 'proof-token'
+
+    values = yaml.safe_load(base64.b64decode(secret.data['values']))
+    values_file = tmp_path / 'values.yaml'
+    fd = os.open(values_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, 'w') as handle:
+        yaml.safe_dump(values, handle)
+    _delete_member_agent(lab, wait)
+    yield namespace, values, values_file
+    _delete_member_agent(lab, wait)
+    for cluster in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters')['items']:
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', cluster['metadata']['name'])
+    core.delete_namespace(namespace)
+
+
+def _install_agent(lab, values_file, *extra):
+    lab.run_helm(MEMBER, 'install', 'fleet-agent', lab.fleet_chart('fleet-agent'), '--namespace', AGENT_NS, '--create-namespace',
+                 '-f', values_file, '--wait', '--timeout', '180s', *extra)
+
+
+def _registered(lab, namespace, match):
+    """The Cluster in ``namespace`` selected by ``match`` once its agent has checked in."""
+    def check():
+        for cluster in _custom(lab, 'hub').list_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters')['items']:
+            if match(cluster) and ((cluster.get('status') or {}).get('agent') or {}).get('lastSeen'):
+                return cluster
+        return None
+    return check
+
+
+def test_token_values_name_the_hub(lab, registration):
+    namespace, values, _values_file = registration
+    assert values['clusterNamespace'] == namespace
+    assert values['apiServerURL'] == lab.api_urls['hub']
+    assert values['apiServerCA'].strip() == lab.ca_pem('hub').strip()
+    assert values['tokenName'] == 'proof-token'
+    assert values['token']
+    assert values['systemRegistrationNamespace'] == 'cattle-fleet-clusters-system'
+
+
+def test_agent_initiated_registration_creates_a_labelled_cluster(lab, registration, wait):
+    namespace, _values, values_file = registration
+    kube_system_uid = client.CoreV1Api(lab.api_client(MEMBER)).read_namespace('kube-system').metadata.uid
+
+    _install_agent(lab, values_file, '--set', 'labels.proof=agent-initiated')
+
+    deployment = client.AppsV1Api(lab.api_client(MEMBER)).read_namespaced_deployment('fleet-agent', AGENT_NS)
+    assert deployment.status.available_replicas == 1
+    cluster = wait(_registered(lab, namespace, lambda c: c['spec'].get('clientID') == kube_system_uid), 240,
+                   'a Cluster with clientID = member1 kube-system UID and status.agent.lastSeen')
+    assert cluster['metadata']['labels']['proof'] == 'agent-initiated'
+    assert cluster['status']['agent']['namespace'] == AGENT_NS
+    # the agent swapped its bootstrap credential for its own
+    core = client.CoreV1Api(lab.api_client(MEMBER))
+    assert _absent(lambda: core.read_namespaced_secret('fleet-agent-bootstrap', AGENT_NS))
+    assert core.read_namespaced_secret('fleet-agent', AGENT_NS).data['kubeconfig']
+
+
+def test_agent_claims_a_predefined_cluster_by_client_id(lab, registration, wait, name):
+    namespace, _values, values_file = registration
+    client_id = name('proof-client')
+    _custom(lab, 'hub').create_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', {
+        'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'Cluster',
+        'metadata': {'name': 'predefined', 'labels': {'env': 'lab'}}, 'spec': {'clientID': client_id}})
+
+    _install_agent(lab, values_file, '--set', 'clientID=%s' % client_id, '--set', 'labels.proof=claimed')
+
+    cluster = wait(_registered(lab, namespace, lambda c: c['metadata']['name'] == 'predefined'), 240,
+                   'the predefined Cluster to be claimed (status.agent.lastSeen)')
+    assert cluster['spec']['clientID'] == client_id
+    assert cluster['metadata']['labels']['proof'] == 'claimed'
+    assert cluster['metadata']['labels']['env'] == 'lab'
+    others = [c['metadata']['name'] for c in _custom(lab, 'hub').list_namespaced_custom_object(
+        GROUP, VERSION, namespace, 'clusters')['items'] if c['metadata']['name'] != 'predefined']
+    assert others == []
+
+
+def test_helm_upgrade_restarts_the_agent_and_uninstall_stops_it(lab, registration, wait):
+    _namespace, _values, values_file = registration
+    _install_agent(lab, values_file)
+    core = client.CoreV1Api(lab.api_client(MEMBER))
+
+    def agent_pods():
+        pods = core.list_namespaced_pod(AGENT_NS, label_selector='app=fleet-agent').items
+        return [p for p in pods if p.metadata.deletion_timestamp is None]
+    first = wait(lambda: [p for p in agent_pods() if _ready(p)], 60, 'a ready fleet-agent pod')[0]
+
+    lab.run_helm(MEMBER, 'upgrade', 'fleet-agent', lab.fleet_chart('fleet-agent'), '--namespace', AGENT_NS, '-f', values_file,
+                 '--set', 'leaderElection.leaseDuration=20s', '--wait', '--timeout', '180s')
+    second = wait(lambda: [p for p in agent_pods() if _ready(p) and p.metadata.uid != first.metadata.uid and
+                           len(agent_pods()) == 1], 120, 'the old agent pod replaced by a ready new one')[0]
+    env = {e.name: e.value for e in second.spec.containers[0].env}
+    assert env['CATTLE_ELECTION_LEASE_DURATION'] == '20s'
+
+    lab.run_helm(MEMBER, 'uninstall', 'fleet-agent', '--namespace', AGENT_NS, '--wait')
+    wait(lambda: not agent_pods(), 60, 'agent pods to go after uninstall')
+
+
+def _ready(pod):
+    return any(c.type == 'Ready' and c.status == 'True' for c in pod.status.conditions or [])
