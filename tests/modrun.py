@@ -7,6 +7,7 @@ including check and diff mode, and its JSON result is returned as a dict.
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +37,10 @@ class ModuleResult(dict):
 
 def run_module(name, args, check=False, diff=False, env=None, timeout=600):
     """Run plugins/modules/<name>.py with ``args``; return its result (``raw_output`` has the exact stdout)."""
+    # A private task directory, as Ansible gives each task: a module may delete it, never the system's /tmp.
+    task_tmp = tempfile.mkdtemp(prefix="modrun-")
     envelope = {"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check, _ansible_diff=diff,
-                                            _ansible_tmpdir=tempfile.gettempdir(), _ansible_remote_tmp=tempfile.gettempdir(),
+                                            _ansible_tmpdir=task_tmp, _ansible_remote_tmp=task_tmp,
                                             _ansible_keep_remote_files=False)}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(envelope, handle)
@@ -52,6 +55,7 @@ def run_module(name, args, check=False, diff=False, env=None, timeout=600):
                               env=process_env, timeout=timeout, check=False)
     finally:
         os.unlink(args_path)
+        shutil.rmtree(task_tmp, ignore_errors=True)
     try:
         result = ModuleResult(json.loads(proc.stdout))
     except ValueError:

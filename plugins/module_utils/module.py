@@ -45,7 +45,9 @@ class FleetModule(AnsibleModule):
             self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
         self._clients = {}
         self._helm = None
-        self._tmpdir = None
+        # Not AnsibleModule's ``_tmpdir``: that one is the task's directory (``_ansible_tmpdir``), which
+        # fail_json during argument validation would otherwise delete as if it were ours.
+        self._fleet_tmpdir = None
         self._waiter = None
         for key in ("kubeconfig", "hub_kubeconfig"):
             kubeconfig = self.params.get(key)
@@ -73,10 +75,10 @@ class FleetModule(AnsibleModule):
 
     @property
     def tmpdir(self):
-        if self._tmpdir is None:
-            self._tmpdir = private_tempdir()
-            self.add_cleanup_file(self._tmpdir)
-        return self._tmpdir
+        if self._fleet_tmpdir is None:
+            self._fleet_tmpdir = private_tempdir()
+            self.add_cleanup_file(self._fleet_tmpdir)
+        return self._fleet_tmpdir
 
     def helm(self, secrets=()):
         """A Helm runner against the target cluster, with the same credentials as kube()."""
@@ -105,13 +107,13 @@ class FleetModule(AnsibleModule):
                 self.no_log_values.add(value)
 
     def exit_json(self, **kwargs):
-        if self._tmpdir:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        if self._fleet_tmpdir:
+            shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super(FleetModule, self).exit_json(**kwargs)
 
     def fail_json(self, msg, **kwargs):
-        if getattr(self, "_tmpdir", None):
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        if getattr(self, "_fleet_tmpdir", None):
+            shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super(FleetModule, self).fail_json(msg=msg, **kwargs)
 
 
