@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: fleet_agent
+short_description: Install, upgrade or remove the Rancher Fleet agent on a downstream cluster
+version_added: 0.1.0
+description:
+  - Installs the C(fleet-agent) Helm chart on the downstream cluster the Kubernetes options point at, as release
+    C(fleet-agent) in namespace C(cattle-fleet-system) (the only place the chart works; anything else is refused before
+    Helm runs), so the agent registers with the Fleet manager (agent-initiated registration).
+  - The registration values come from a ClusterRegistrationToken, read from the hub (O(token_name), O(token_namespace) and
+    the C(hub_*) options) or from a values file (O(values_file), as written by
+    M(fleetops.registration.fleet_registration_token)).
+  - The hub's C(apiServerURL) and C(apiServerCA) are, in this order, O(api_server_url)/O(api_server_ca), the token's values,
+    or the hub connection (O(hub_host) or the server of O(hub_kubeconfig); O(hub_ca_cert) or the kubeconfig's CA, inline
+    C(certificate-authority-data) or the C(certificate-authority) file it names). A missing CA is the usual cause of
+    C(x509 - certificate signed by unknown authority) (fleet#687).
+  - Idempotent without the helm-diff plugin - the release's user values and chart version are compared with the desired
+    ones, and Helm runs only when they differ (or the release is not C(deployed)).
+  - The registration token travels to Helm in a C(0600) values file, never on a command line, and never appears in the
+    result, a log or the diff.
+  - C(state=absent) uninstalls the release and deletes the agent's hub credential Secret C(fleet-agent) that the agent
+    wrote itself (Helm would leave it behind). The Cluster on the hub is removed with M(fleetops.registration.fleet_cluster).
+author:
+  - fleetops.registration contributors
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.k8s_auth.HUB
+  - fleetops.registration.wait
+  - fleetops.registration.helm
+attributes:
+  check_mode:
+    support: full
+    details: Runs Helm with a server-side dry run, so chart validation errors show up without changing anything.
+  diff_mode:
+    support: full
+    details: Shows the chart version and the values with the registration token redacted.
+options:
+  state:
+    description:
+      - Whether the agent should be installed.
+    type: str
+    choices: [present, absent]
+    default: present
+  release_name:
+    description:
+      - Must be C(fleet-agent); the chart refuses any other release name. Present only to fail clearly when set otherwise.
+    type: str
+    default: fleet-agent
+  release_namespace:
+    description:
+      - Must be C(cattle-fleet-system); the chart refuses any other namespace. Present only to fail clearly when set otherwise.
+    type: str
+    default: cattle-fleet-system
+  token_name:
+    description:
+      - Name of the ClusterRegistrationToken whose values to use, read from the hub. Needs O(token_namespace) and
+        O(hub_kubeconfig) or O(hub_host).
+      - Mutually exclusive with O(values_file).
+    type: str
+  token_namespace:
+    description:
+      - Namespace of O(token_name) on the hub; the cluster registers into this namespace.
+    type: str
+  values_file:
+    description:
+      - Path of a values.yaml obtained from a registration token's Secret (its C(values) key).
+    type: path
+  api_server_url:
+    description:
+      - The hub API server URL the agent connects to (C(https://...)), overriding the token's and the hub connection's.
+    type: str
+  api_server_ca:
+    description:
+      - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate.
+      - Empty means the system trust store (only for hubs with publicly trusted certificates).
+    type: str
+  labels:
+    description:
+      - Labels the hub puts on the Cluster it creates at registration (C(labels.KEY) values, set as strings like
+        C(--set-string) does). The agent cannot change them later; use M(fleetops.registration.fleet_cluster) for that.
+    type: dict
+  client_id:
+    description:
+      - Client ID to register with, to claim a Cluster predefined with M(fleetops.registration.fleet_cluster).
+      - Without it, the agent uses the UID of the cluster's C(kube-system) namespace.
+    type: str
+  values:
+    description:
+      - Further chart values (image, proxy, C(noProxy), tolerations, C(agentTLSMode)...), for example to point the image at a
+        mirror in an air-gapped site. The token's values and the options above take precedence; the token cannot be set here.
+    type: dict
+  wait:
+    description:
+      - Wait until the hub sees the agent - a Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID)
+        in the token's namespace with C(status.agent.lastSeen) set. Needs O(hub_kubeconfig) or O(hub_host).
+      - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
+    type: bool
+    default: false
+  chart_ref:
+    description:
+      - Required with state C(present). For example C(fleet-agent) with O(chart_repo_url=https://rancher.github.io/fleet-helm-charts/),
+        an C(oci://) mirror, or a local copy of the chart (such as C(charts/fleet-agent) of the C(github.com/rancher/fleet)
+        Go module).
+notes:
+  - A registered agent keeps its own hub credential and does not re-register when upgraded; the registration token only
+    matters for the first registration (and after the credential is removed with C(state=absent)).
+seealso:
+  - module: fleetops.registration.fleet_registration_token
+  - module: fleetops.registration.fleet_cluster
+'''
+
+EXAMPLES = r'''
+- name: Register a cluster with labels, values read from the hub
+  fleetops.registration.fleet_agent:
+    kubeconfig: ~/.kube/edge-01.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    token_name: new-token
+    token_namespace: clusters
+    labels:
+      env: dev
+      example: true
+    chart_ref: fleet-agent
+    chart_repo_url: https://rancher.github.io/fleet-helm-charts/
+    chart_version: 0.16.0
+    wait: true
+
+- name: Claim a predefined cluster, values from a file, chart from an OCI mirror
+  fleetops.registration.fleet_agent:
+    context: edge-02
+    values_file: /root/fleet/values.yaml
+    client_id: "{{ edge.client_id }}"
+    api_server_url: https://hub.example.com:6443
+    api_server_ca: /etc/pki/hub-ca.pem
+    chart_ref: oci://registry.example.com/charts/fleet-agent
+    chart_version: 0.16.0
+    values:
+      image:
+        repository: registry.example.com/rancher/fleet-agent
+        tag: v0.16.0
+
+- name: Remove the agent and its hub credential
+  fleetops.registration.fleet_agent:
+    context: edge-02
+    state: absent
+'''
+
+RETURN = r'''
+release:
+  description: The Helm release after the run (name, namespace, chart, chart_version, app_version, status, revision).
+  returned: always
+  type: dict
+  sample: {"name": "fleet-agent", "namespace": "cattle-fleet-system", "chart": "fleet-agent", "chart_version": "0.16.0",
+           "status": "deployed", "revision": 1}
+chart_version:
+  description: The chart version the release should have.
+  returned: when state is present
+  type: str
+reasons:
+  description: Why Helm ran (empty when nothing changed).
+  returned: when state is present
+  type: list
+  elements: str
+  sample: ["values differ"]
+values:
+  description: The chart values given to Helm, with the registration token redacted.
+  returned: when state is present
+  type: dict
+sources:
+  description: Where C(apiServerURL) and C(apiServerCA) came from (C(parameter), C(token) or C(hub_kubeconfig)).
+  returned: when state is present
+  type: dict
+  sample: {"api_server_url": "token", "api_server_ca": "hub_kubeconfig"}
+cluster:
+  description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
+  returned: when wait is true and state is present
+  type: dict
+removed_credential:
+  description: Whether the agent's credential Secret C(fleet-agent) was deleted.
+  returned: when state is absent
+  type: bool
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet import AgentBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            release_name=dict(type="str", default="fleet-agent"),
+            release_namespace=dict(type="str", default="cattle-fleet-system"),
+            token_name=dict(type="str", no_log=False),
+            token_namespace=dict(type="str", no_log=False),
+            values_file=dict(type="path"),
+            api_server_url=dict(type="str"),
+            api_server_ca=dict(type="str"),
+            labels=dict(type="dict"),
+            client_id=dict(type="str"),
+            values=dict(type="dict"),
+            wait=dict(type="bool", default=False),
+        ),
+        hub_auth=True,
+        wait=True,
+        helm=True,
+        mutually_exclusive=[("token_name", "values_file")],
+        required_by={"token_name": ("token_namespace",)},
+        required_if=[("state", "present", ("token_name", "values_file"), True)],
+    )
+    run_module(module, lambda m: AgentBackend(m).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: fleet_cluster
+short_description: Predefine, import, relabel or remove a Rancher Fleet Cluster
+version_added: 0.1.0
+description:
+  - Manages a C(Cluster) (C(fleet.cattle.io/v1alpha1)) on the Fleet manager (the hub).
+  - B(Agent-initiated, predefined cluster) - a Cluster with a client ID and labels, which the agent installed with the same
+    client ID (see M(fleetops.registration.fleet_agent)) claims when it registers. The client ID is given or generated
+    with a cryptographically secure generator and returned; once set it is kept on later runs.
+  - B(Manager-initiated, imported cluster) - with O(cluster_kubeconfig) or O(cluster_kubeconfig_content), the downstream
+    cluster's kubeconfig is stored in a Secret under the key C(value) (the cluster-api format Fleet reads) and the Cluster's
+    C(spec.kubeConfigSecret) names it; Fleet's controller then deploys the agent itself. The kubeconfig is reduced to one
+    context and files it names (CA, client certificate and key, token file) are embedded, because Fleet reads it on the hub.
+  - Labels are reconciled on every run, also after registration (Fleet's agent can only set them once), with the changes
+    reported in RV(label_changes).
+  - C(state=absent) deletes the Cluster, the kubeconfig Secret the module created for it, and the ClusterRegistrations Fleet
+    leaves behind for its client ID (fleet#1651).
+author:
+  - fleetops.registration contributors
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.wait
+attributes:
+  check_mode:
+    support: full
+    details: Uses a server-side dry run for the Cluster and the Secret.
+  diff_mode:
+    support: full
+    details: Shows the Cluster and the kubeconfig Secret with its data hidden.
+options:
+  name:
+    description:
+      - Name of the Cluster (at most 63 characters; Fleet copies it into a label value).
+    type: str
+    required: true
+  namespace:
+    description:
+      - Namespace of the Cluster on the hub, the one the registration token lives in for agent-initiated registration.
+    type: str
+    required: true
+  state:
+    description:
+      - Whether the Cluster should exist.
+    type: str
+    choices: [present, absent]
+    default: present
+  client_id:
+    description:
+      - The client ID an agent registers with to claim this Cluster.
+      - When not given, an existing Cluster's client ID is kept, and a new one gets 64 random hex digits (returned as
+        RV(client_id)). Treat it as hard to guess - a known client ID lets another cluster impersonate this one.
+      - Refused when another Cluster in the namespace already uses it.
+    type: str
+  labels:
+    description:
+      - Labels of the Cluster, which GitRepos and ClusterGroups select on. Values are turned into strings.
+      - Not given means labels are left alone.
+    type: dict
+  labels_mode:
+    description:
+      - C(merge) adds and updates the given labels and keeps others; C(replace) makes the labels exactly O(labels), except
+        labels under C(fleet.cattle.io/), C(management.cattle.io/) and C(provisioning.cattle.io/) that Fleet or Rancher set.
+    type: str
+    choices: [merge, replace]
+    default: merge
+  cluster_kubeconfig:
+    description:
+      - For manager-initiated registration, the downstream cluster's kubeconfig as a path or a mapping.
+      - Credentials inside are masked in output. Mutually exclusive with O(cluster_kubeconfig_content).
+    type: raw
+  cluster_kubeconfig_content:
+    description:
+      - The downstream cluster's kubeconfig as text (for example from a vault or a credential). Never logged.
+    type: str
+  cluster_kubeconfig_context:
+    description:
+      - The context of the downstream kubeconfig to store; defaults to its current context.
+    type: str
+  kubeconfig_secret:
+    description:
+      - Name of the Secret in O(namespace) holding the kubeconfig under the key C(value).
+      - With O(cluster_kubeconfig) or O(cluster_kubeconfig_content), the module writes it (default C(<name>-kubeconfig), or
+        the name the Cluster already refers to) and removes it with the Cluster.
+      - Without them, it must already exist (for example one cluster-api wrote); the module only refers to it and never
+        deletes it.
+    type: str
+  agent_api_server_url:
+    description:
+      - For manager-initiated registration, the hub URL the deployed agent should use instead of the one in Fleet's
+        configuration (stored as C(apiServerURL) in the kubeconfig Secret), for example when the agent reaches the hub
+        through a proxy or another address.
+    type: str
+  agent_api_server_ca:
+    description:
+      - PEM text (or the path of a PEM file) of the CA the agent should trust for O(agent_api_server_url).
+    type: str
+  wait:
+    description:
+      - With state C(present), wait until the agent has checked in (C(status.agent.lastSeen) is set).
+        For a predefined cluster, that happens only after the agent is installed, so leave it off until then.
+      - With state C(absent), wait until Fleet has finished deleting the Cluster.
+    type: bool
+    default: false
+notes:
+  - Fleet v0.16 also has C(spec.kubeConfigSecretNamespace), restricted to Fleet's own namespaces; this module keeps the
+    Secret next to the Cluster.
+seealso:
+  - module: fleetops.registration.fleet_agent
+  - module: fleetops.registration.fleet_cluster_info
+'''
+
+EXAMPLES = r'''
+- name: Predefine a cluster for an agent to claim (agent-initiated)
+  fleetops.registration.fleet_cluster:
+    context: hub
+    name: edge-01
+    namespace: clusters
+    labels:
+      env: dev
+      region: eu
+  register: edge
+
+- name: Install the agent with that client ID
+  fleetops.registration.fleet_agent:
+    context: edge-01
+    hub_context: hub
+    token_name: new-token
+    token_namespace: clusters
+    client_id: "{{ edge.client_id }}"
+    chart_ref: /srv/charts/fleet-agent
+
+- name: Import a cluster from its kubeconfig (manager-initiated), waiting for the agent Fleet deploys
+  fleetops.registration.fleet_cluster:
+    context: hub
+    name: prod-02
+    namespace: clusters
+    cluster_kubeconfig: /etc/kube/prod-02.yaml
+    labels:
+      env: prod
+    wait: true
+    wait_timeout: 600
+
+- name: Make the labels exactly what the inventory says
+  fleetops.registration.fleet_cluster:
+    context: hub
+    name: prod-02
+    namespace: clusters
+    labels: "{{ fleet_labels }}"
+    labels_mode: replace
+
+- name: Remove the cluster, its kubeconfig Secret and its registration leftovers
+  fleetops.registration.fleet_cluster:
+    context: hub
+    name: prod-02
+    namespace: clusters
+    state: absent
+    wait: true
+'''
+
+RETURN = r'''
+name:
+  description: Name of the Cluster.
+  returned: always
+  type: str
+namespace:
+  description: Namespace of the Cluster.
+  returned: always
+  type: str
+client_id:
+  description: The Cluster's client ID (given, kept or generated).
+  returned: always
+  type: str
+  sample: 3f9c0b6e0a4d4c1e9a1f2e7d5b6c8a9e3f9c0b6e0a4d4c1e9a1f2e7d5b6c8a9e
+client_id_generated:
+  description: Whether this run generated the client ID.
+  returned: when state is present
+  type: bool
+kubeconfig_secret:
+  description: Name of the kubeconfig Secret the Cluster refers to (null for a predefined cluster).
+  returned: always
+  type: str
+  sample: prod-02-kubeconfig
+label_changes:
+  description: Labels added, changed and removed by this run (the drift from what was asked).
+  returned: when state is present
+  type: dict
+  sample: {"added": {"env": "prod"}, "changed": {}, "removed": []}
+removed_registrations:
+  description: Names of the ClusterRegistrations deleted with the Cluster.
+  returned: when state is absent
+  type: list
+  elements: str
+cluster:
+  description: The Cluster as M(fleetops.registration.fleet_cluster_info) describes it; empty when absent.
+  returned: always
+  type: dict
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet import ClusterBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            namespace=dict(type="str", required=True),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            client_id=dict(type="str"),
+            labels=dict(type="dict"),
+            labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
+            cluster_kubeconfig=dict(type="raw", no_log=False),
+            cluster_kubeconfig_content=dict(type="str", no_log=True),
+            cluster_kubeconfig_context=dict(type="str"),
+            kubeconfig_secret=dict(type="str", no_log=False),
+            agent_api_server_url=dict(type="str"),
+            agent_api_server_ca=dict(type="str"),
+            wait=dict(type="bool", default=False),
+        ),
+        wait=True,
+        mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content")],
+    )
+    run_module(module, lambda m: ClusterBackend(m).run())
+
+
+if __name__ == "__main__":
+    main()

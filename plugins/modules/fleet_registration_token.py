@@ -1,0 +1,181 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: fleet_registration_token
+short_description: Create, update or delete a Rancher Fleet ClusterRegistrationToken and obtain its values.yaml
+version_added: 0.1.0
+description:
+  - Manages a C(ClusterRegistrationToken) (C(fleet.cattle.io/v1alpha1)) on the Fleet manager (the hub), the credential a
+    downstream cluster's agent uses to register itself (agent-initiated registration).
+  - Fleet writes the token's C(values.yaml) into a Secret of the same name some time after the token is created
+    (type C(fleet.cattle.io/cluster-registration-values), key C(values)). The module waits for it (fleet#707), checks that
+    it belongs to this token and not to an earlier token of the same name, and can write it to a local file.
+  - The values (they hold the registration token) are returned only when O(return_values=true); otherwise they never
+    appear in the result, a log or a diff.
+  - When the module creates a token whose Secret never appears within O(wait_timeout), it deletes the token again, so a
+    failed run leaves nothing half-made.
+author:
+  - fleetops.registration contributors
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.wait
+attributes:
+  check_mode:
+    support: full
+    details: Uses a server-side dry run; a token that does not exist yet has no values to return or write.
+  diff_mode:
+    support: full
+    details: Shows the token object; its values are never part of the diff.
+options:
+  name:
+    description:
+      - Name of the token; Fleet names its values Secret the same.
+      - At most 63 characters (Fleet copies the name into a label value).
+    type: str
+    required: true
+  namespace:
+    description:
+      - Namespace of the token on the hub. Clusters that register with it are created in this namespace
+        (for example C(fleet-default) or C(clusters)), where GitRepos and ClusterGroups target them.
+    type: str
+    required: true
+  ttl:
+    description:
+      - How long the token is valid, as a Go duration (C(240h), C(1h30m), C(90s)); Fleet deletes it when it expires.
+      - C(0) means it never expires. Without O(ttl), a new token never expires and an existing token's TTL is left as it is.
+      - Checked against the same rule the CRD enforces; days and weeks are not Go duration units.
+      - The expiry counts from the token's creation, so changing O(ttl) later moves the expiry.
+    type: str
+  state:
+    description:
+      - C(present) creates or updates the token; C(absent) deletes it (Fleet then deletes its Secret and ServiceAccount)
+        and removes O(values_dest) if given.
+    type: str
+    choices: [present, absent]
+    default: present
+  return_values:
+    description:
+      - Return the values.yaml text (it contains the registration token) as RV(values).
+      - "Set C(no_log: true) on the task when using this; the module warns otherwise."
+    type: bool
+    default: false
+  values_dest:
+    description:
+      - Write the values.yaml to this path with mode C(0600) (created that way, never readable by others).
+      - Reported as changed only when the content (or the file mode) differs.
+    type: path
+  wait:
+    description:
+      - Wait for Fleet's values Secret (state C(present)) or for the token to be gone (state C(absent)).
+      - O(return_values) and O(values_dest) need the Secret, so they fail without O(wait) if it is not there yet.
+notes:
+  - Fleet v0.16 deletes tokens without a TTL at once when its controller runs with E(FLEET_REGISTRATION_TOKEN_TTL_REQUIRED=true);
+    the module then fails naming O(ttl).
+  - The token is reusable by any cluster until it expires. Prefer a short TTL, or one token per run that you delete once the
+    clusters are registered (agents forget the token after registration).
+seealso:
+  - module: fleetops.registration.fleet_agent
+  - module: fleetops.registration.fleet_cluster
+'''
+
+EXAMPLES = r'''
+- name: A token valid for ten days, its values.yaml written for the agent install
+  fleetops.registration.fleet_registration_token:
+    kubeconfig: ~/.kube/hub.yaml
+    name: new-token
+    namespace: clusters
+    ttl: 240h
+    values_dest: /root/fleet/values.yaml
+
+- name: A short-lived token whose values are passed on in memory
+  fleetops.registration.fleet_registration_token:
+    context: hub
+    name: "join-{{ ansible_date_time.epoch }}"
+    namespace: fleet-default
+    ttl: 1h
+    return_values: true
+  register: token
+  no_log: true
+
+- name: Revoke the token once the clusters are registered
+  fleetops.registration.fleet_registration_token:
+    context: hub
+    name: new-token
+    namespace: clusters
+    state: absent
+    values_dest: /root/fleet/values.yaml
+'''
+
+RETURN = r'''
+name:
+  description: Name of the token.
+  returned: always
+  type: str
+  sample: new-token
+namespace:
+  description: Namespace of the token.
+  returned: always
+  type: str
+  sample: clusters
+ttl:
+  description: The token's C(spec.ttl) as stored (null when it never expires).
+  returned: always
+  type: str
+  sample: 240h
+expires:
+  description: When the token expires (C(status.expires)); null when it never does or Fleet has not processed it yet.
+  returned: always
+  type: str
+  sample: "2026-12-01T10:00:00Z"
+secret_name:
+  description: Name of the Secret holding the values (C(status.secretName)); predicted in check mode.
+  returned: always
+  type: str
+  sample: new-token
+token:
+  description: The ClusterRegistrationToken object (no secret in it), empty when absent.
+  returned: always
+  type: dict
+values:
+  description: The values.yaml text for the fleet-agent chart, including the registration token.
+  returned: when return_values is true and the Secret exists
+  type: str
+values_dest:
+  description: Absolute path of the values file.
+  returned: when values_dest is given
+  type: str
+  sample: /root/fleet/values.yaml
+values_dest_changed:
+  description: Whether the values file was (or in check mode would be) written or removed.
+  returned: when values_dest is given
+  type: bool
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet import TokenBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True),
+            namespace=dict(type="str", required=True),
+            ttl=dict(type="str"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            return_values=dict(type="bool", default=False),
+            values_dest=dict(type="path"),
+        ),
+        wait=True,
+    )
+    run_module(module, lambda m: TokenBackend(m).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Bad input to the Rancher Fleet modules fails in the module process, before any API call.
+
+The modules run as real processes (tests/modrun.py); the kubeconfig points at a port where nothing
+listens, so a module that tried to reach a cluster would fail with a connection error instead of
+the parameter error asserted here.
+"""
+
+import pytest
+import yaml
+
+from modrun import run_module
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIBdummy\n-----END CERTIFICATE-----\n"
+
+
+@pytest.fixture
+def nowhere(tmp_path):
+    """A kubeconfig for an API server that does not exist."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "x", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+    }))
+    return str(path)
+
+
+def _fails(result, *words):
+    assert result.failed, result
+    for word in words:
+        assert word in result["msg"], (word, result["msg"])
+    assert "cannot reach" not in result["msg"]
+
+
+@pytest.mark.parametrize("ttl", ["10d", "-1h", "1w", "3600"])
+def test_token_bad_ttl(nowhere, ttl):
+    result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t", "namespace": "clusters", "ttl": ttl})
+    _fails(result, "ttl:", "240h")
+
+
+def test_token_name_too_long(nowhere):
+    result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t" * 64, "namespace": "clusters"})
+    _fails(result, "name:", "63")
+
+
+@pytest.mark.parametrize("param,value", [("release_namespace", "kube-system"), ("release_name", "agent")])
+def test_agent_wrong_namespace_or_release(nowhere, param, value):
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "values_file": "/nonexistent", "chart_ref": "/nonexistent", param: value})
+    _fails(result, param + ":", "cattle-fleet-system" if param == "release_namespace" else "fleet-agent")
+
+
+def test_agent_needs_a_token_source(nowhere):
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": "/nonexistent"})
+    _fails(result, "token_name", "values_file")
+
+
+def test_agent_token_sources_are_exclusive(nowhere):
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": "/x", "values_file": "/x", "token_name": "t", "token_namespace": "n"})
+    _fails(result, "mutually exclusive", "token_name", "values_file")
+
+
+def test_agent_missing_values_file(nowhere, tmp_path):
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "values_file": str(tmp_path / "values.yaml")})
+    _fails(result, "values_file:", "does not exist", "fleet_registration_token")
+
+
+def test_agent_values_file_without_token_name(nowhere, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"token": "abc", "apiServerURL": "https://hub:6443"}))
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "values_file": str(values)})
+    _fails(result, "values_file:", "tokenName")
+    assert "abc" not in result["raw_output"].replace('"token"', "")
+
+
+def test_agent_reading_the_token_needs_the_hub(nowhere, tmp_path):
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "token_name": "t", "token_namespace": "clusters"})
+    _fails(result, "hub_kubeconfig:", "values_file")
+
+
+def test_agent_bad_label_key(nowhere, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"token": "s3cr3t-token-value", "tokenName": "t", "apiServerURL": "https://hub:6443", "apiServerCA": CA}))
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "values_file": str(values),
+                                        "labels": {"bad key": "x"}})
+    _fails(result, "labels:", "bad key")
+    assert "s3cr3t-token-value" not in result["raw_output"]
+
+
+def test_cluster_bad_label_key(nowhere):
+    result = run_module("fleet_cluster", {"kubeconfig": nowhere, "name": "c", "namespace": "clusters", "labels": {"-bad": "x"}})
+    _fails(result, "labels:", "-bad")
+
+
+def test_cluster_missing_kubeconfig(nowhere, tmp_path):
+    result = run_module("fleet_cluster", {"kubeconfig": nowhere, "name": "c", "namespace": "clusters",
+                                          "cluster_kubeconfig": str(tmp_path / "missing.yaml")})
+    _fails(result, "cluster_kubeconfig:", "does not exist")
+
+
+def test_cluster_kubeconfig_text_given_as_a_path(nowhere):
+    result = run_module("fleet_cluster", {"kubeconfig": nowhere, "name": "c", "namespace": "clusters",
+                                          "cluster_kubeconfig": "apiVersion: v1\nkind: Config\n"})
+    _fails(result, "cluster_kubeconfig:", "cluster_kubeconfig_content")
+
+
+def test_cluster_bad_client_id(nowhere):
+    result = run_module("fleet_cluster", {"kubeconfig": nowhere, "name": "c", "namespace": "clusters", "client_id": "has space"})
+    _fails(result, "client_id:", "generate")
+
+
+def test_cluster_info_name_needs_namespace(nowhere):
+    result = run_module("fleet_cluster_info", {"kubeconfig": nowhere, "name": "c"})
+    _fails(result, "namespace")
