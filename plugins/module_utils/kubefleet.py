@@ -63,7 +63,8 @@ TOKEN_REVISION_ANNOTATION = "fleetops.registration/hub-token-revision"
 # labels_mode=replace keeps them.
 CONTROLLER_LABEL_PREFIXES = ("fleet.azure.com/", "kubernetes-fleet.io/")
 CHART_NAME = "member-agent"
-DEFAULT_IMAGE_REGISTRY = "mcr.microsoft.com/aks/fleet"
+# The member-agent chart's own default repositories; only the tag is pinned (the chart defaults to "main").
+DEFAULT_IMAGE_REGISTRY = "ghcr.io/azure/fleet"
 # The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).
 MAX_MEMBER_NAME = 63 - len(MEMBER_NAMESPACE_PREFIX)
 HEARTBEAT_MIN, HEARTBEAT_MAX = 1, 600
@@ -544,7 +545,8 @@ class MemberIdentity(_Backend):
                 self._roll_back(created_sa, created_secret)
                 raise
             token = secret_token(secret_after)
-        if token:
+        if token and not self.params["return_token"]:
+            # Hidden values are masked everywhere in the result, so a token that was asked for cannot be hidden.
             self.module.hide(token, (secret_after.get("data") or {}).get("token"))
         after = {"service_account": clean(sa_after), "token_secret": clean(secret_after, hide_data=True)}
         result = {

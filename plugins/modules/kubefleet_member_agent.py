@@ -119,19 +119,21 @@ options:
         if given, must match.
   image_repository:
     description:
-      - Image of the member agent. Point it at a mirror on air-gapped sites.
+      - Image of the member agent (the chart's default repository). Point it at a mirror on air-gapped sites; KubeFleet's
+        documentation uses C(mcr.microsoft.com/aks/fleet/member-agent).
     type: str
-    default: mcr.microsoft.com/aks/fleet/member-agent
+    default: ghcr.io/azure/fleet/member-agent
   image_tag:
     description:
       - Tag of the member agent image (also of the refresh-token image unless O(refresh_token_image_tag) is set).
+      - Pinned to the KubeFleet version the collection is tested with; the chart's own default is the moving tag C(main).
     type: str
     default: v0.14.0
   refresh_token_image_repository:
     description:
       - Image of the refresh-token sidecar.
     type: str
-    default: mcr.microsoft.com/aks/fleet/refresh-token
+    default: ghcr.io/azure/fleet/refresh-token
   refresh_token_image_tag:
     description:
       - Tag of the refresh-token image. Defaults to O(image_tag).

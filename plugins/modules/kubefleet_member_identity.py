@@ -64,8 +64,10 @@ options:
     default: true
   return_token:
     description:
-      - Whether to return the token in RV(token). It is marked as a secret (no_log) so Ansible masks it in output.
-      - Usually unnecessary, since M(fleetops.registration.kubefleet_member_agent) reads it from the hub itself.
+      - Whether to return the token in RV(token). Give the task C(no_log: true): a module cannot return a value and
+        have Ansible mask it at the same time.
+      - Without it the token never appears in the result, the diff or an error message.
+      - Usually unnecessary, since M(fleetops.registration.kubefleet_member_agent) reads the token from the hub itself.
     type: bool
     default: false
   state:
@@ -144,7 +146,7 @@ token_secret:
       type: bool
   sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true}
 token:
-  description: The ServiceAccount token (null while not yet filled). Masked in Ansible's output.
+  description: The ServiceAccount token (null while not yet filled). Not masked; use C(no_log) on the task.
   returned: when O(return_token=true)
   type: str
 diff:

@@ -284,7 +284,7 @@ def test_agent_values_carry_hub_facts_and_pinned_images():
                                 "hubCA": base64.b64encode(PEM.encode()).decode()}
     assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "default"}
     assert values["namespace"] == "fleet-system"
-    assert values["image"] == {"repository": "mcr.microsoft.com/aks/fleet/member-agent", "tag": "v0.14.0", "pullPolicy": "IfNotPresent"}
+    assert values["image"] == {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0", "pullPolicy": "IfNotPresent"}
     assert values["refreshtoken"]["tag"] == "v0.14.0"
     assert values["tlsClientInsecure"] is False
     assert values["enableV1Beta1APIs"] is True and values["enableV1Alpha1APIs"] is False

@@ -1,0 +1,412 @@
+"""The KubeFleet modules against the lab: the real hub agent on the hub, the real member agent on member2.
+
+Each test uses its own member names and removes what it made. The agent tests share member2's single
+member-agent release, so they run one after the other and each leaves member2 without it.
+"""
+
+import base64
+import uuid
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from modrun import run_module
+
+pytestmark = pytest.mark.lab
+
+GROUP, VERSION = "cluster.kubernetes-fleet.io", "v1beta1"
+HUB_NS = "fleet-system"
+MEMBER_CTX = "member2"
+MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+
+@pytest.fixture(autouse=True)
+def _needs_controllers(lab_controllers):
+    return lab_controllers
+
+
+def unique(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:6])
+
+
+class Hub:
+    """Direct reads of the lab (admin) to check what the modules did."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.core = client.CoreV1Api(lab.api_client("hub"))
+        self.custom = client.CustomObjectsApi(lab.api_client("hub"))
+        self.member_core = client.CoreV1Api(lab.api_client(MEMBER_CTX))
+
+    @staticmethod
+    def _get(read):
+        try:
+            return read()
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def member_cluster(self, name):
+        return self._get(lambda: self.custom.get_cluster_custom_object(GROUP, VERSION, "memberclusters", name))
+
+    def namespace(self, name, core=None):
+        return self._get(lambda: (core or self.core).read_namespace(name))
+
+    def service_account(self, name):
+        return self._get(lambda: self.core.read_namespaced_service_account(name, HUB_NS))
+
+    def secret(self, name, namespace=HUB_NS, core=None):
+        return self._get(lambda: (core or self.core).read_namespaced_secret(name, namespace))
+
+    def member_secret(self):
+        return self.secret("hub-kubeconfig-secret", "default", self.member_core)
+
+    def token(self, member):
+        secret = self.secret("%s-hub-cluster-access-token" % member)
+        return base64.b64decode(secret.data["token"]).decode()
+
+    def release(self):
+        proc = self.lab.run_helm(MEMBER_CTX, "list", "--namespace", "default", "--filter", "^member-agent$", "--output", "yaml")
+        return yaml.safe_load(proc.stdout) or []
+
+    def cleanup(self, member):
+        """Remove every trace of ``member`` (forcing the MemberCluster out) and the agent on member2."""
+        mc = self.member_cluster(member)
+        if mc is not None:
+            self._ignore_404(lambda: self.custom.patch_cluster_custom_object(GROUP, VERSION, "memberclusters", member,
+                                                                             {"metadata": {"finalizers": None}}))
+            self._ignore_404(lambda: self.custom.delete_cluster_custom_object(GROUP, VERSION, "memberclusters", member))
+        self._ignore_404(lambda: self.core.delete_namespace("fleet-member-" + member))
+        self._ignore_404(lambda: self.core.delete_namespaced_secret("%s-hub-cluster-access-token" % member, HUB_NS))
+        self._ignore_404(lambda: self.core.delete_namespaced_service_account("%s-hub-cluster-access" % member, HUB_NS))
+
+    def cleanup_agent(self):
+        self.lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--ignore-not-found", check=False)
+        self._ignore_404(lambda: self.member_core.delete_namespaced_secret("hub-kubeconfig-secret", "default"))
+
+    @staticmethod
+    def _ignore_404(call):
+        try:
+            call()
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+@pytest.fixture
+def hub(lab):
+    return Hub(lab)
+
+
+@pytest.fixture
+def member(hub):
+    """A fresh member name; everything made for it is removed afterwards."""
+    name = unique("kf")
+    yield name
+    hub.cleanup(name)
+
+
+@pytest.fixture
+def agent_member(hub, member):
+    """A fresh member name whose agent goes on member2 (which must not run another agent)."""
+    assert not hub.release(), "member2 already runs a member-agent release; a previous run did not clean up"
+    yield member
+    hub.cleanup_agent()
+
+
+def hub_args(lab, **kwargs):
+    return dict(kubeconfig=str(lab.kubeconfig), context="hub", **kwargs)
+
+
+def agent_args(lab, member, **kwargs):
+    args = dict(kubeconfig=str(lab.kubeconfig), context=MEMBER_CTX, name=member,
+                chart_ref=str(lab.kubefleet_chart("member-agent")), helm_binary=lab.helm, wait_timeout=240)
+    args.update(kwargs)
+    return args
+
+
+def ok(result):
+    assert not result.failed, result.get("msg")
+    return result
+
+
+def failed(result, *fragments):
+    assert result.failed, "expected a failure, got %r" % dict((k, v) for k, v in result.items() if k != "raw_output")
+    for fragment in fragments:
+        assert fragment in result["msg"], result["msg"]
+    return result
+
+
+# -- identity ----------------------------------------------------------------------
+
+def test_identity_waits_for_the_token_and_keeps_it_on_rerun(lab, hub, member):
+    sa_name = "%s-hub-cluster-access" % member
+
+    checked = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member), check=True, diff=True))
+    assert checked.changed
+    assert hub.service_account(sa_name) is None, "check mode created the ServiceAccount"
+    assert hub.secret(sa_name + "-token") is None
+
+    first = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member), diff=True))
+    assert first.changed
+    assert first["token_secret"] == {"name": sa_name + "-token", "namespace": HUB_NS, "token_ready": True}
+    assert first["identity"] == {"kind": "ServiceAccount", "name": sa_name, "namespace": HUB_NS, "apiGroup": ""}
+    token = hub.token(member)
+    assert "token" not in first
+    assert token not in first["raw_output"]
+    assert base64.b64encode(token.encode()).decode() not in first["raw_output"]
+    assert first["diff"]["after"]["token_secret"]["data"]["token"] == MASK
+    uid = hub.service_account(sa_name).metadata.uid
+    assert first["service_account"]["uid"] == uid
+
+    again = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, return_token=True)))
+    assert not again.changed
+    assert again["service_account"]["uid"] == uid, "the ServiceAccount was recreated"
+    assert again["token"] == token, "the token changed on a re-run"
+    assert hub.token(member) == token
+
+
+def test_identity_absent_removes_both(lab, hub, member):
+    sa_name = "%s-hub-cluster-access" % member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    checked = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent"), check=True))
+    assert checked.changed and hub.service_account(sa_name) is not None
+    gone = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent")))
+    assert gone.changed
+    assert hub.service_account(sa_name) is None and hub.secret(sa_name + "-token") is None
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent"))).changed
+
+
+def test_identity_token_never_filled_fails_clearly_and_leaves_nothing(lab, hub, member):
+    ghost = unique("ghost")
+    result = failed(run_module("kubefleet_member_identity", hub_args(
+        lab, name=member, service_account_name=ghost, create_service_account=False, wait_timeout=20, wait_sleep=1)))
+    assert "was deleted before it was filled" in result["msg"] or "was never filled" in result["msg"], result["msg"]
+    assert ghost in result["msg"]
+    assert "create_service_account" in result["msg"]
+    assert hub.secret(ghost + "-token") is None
+    assert hub.service_account(ghost) is None
+
+
+def test_identity_missing_namespace_is_a_parameter_error(lab, hub, member):
+    failed(run_module("kubefleet_member_identity", hub_args(lab, name=member, namespace=unique("nope"))),
+           "namespace", "does not exist on the hub")
+    assert hub.service_account("%s-hub-cluster-access" % member) is None
+
+
+# -- MemberCluster without an agent -------------------------------------------------
+
+def test_member_cluster_bad_input_changes_nothing(lab, hub, member):
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    for heartbeat in (0, 601):
+        failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=heartbeat)),
+               "heartbeat_period_seconds", "1 to 600")
+    failed(run_module("kubefleet_member_cluster", hub_args(lab, name="x" * 51)), "at most 50")
+    failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, identity_name=unique("nobody"))),
+           "identity_name", "does not exist on the hub", "kubefleet_member_identity")
+    failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, taints=[{"key": "k", "effect": "NoExecute"}])), "taints")
+    failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, labels={"bad key!": "x"})), "labels")
+    assert hub.member_cluster(member) is None
+    assert hub.namespace("fleet-member-" + member) is None
+
+
+def test_member_cluster_labels_taints_check_mode_and_forced_leave(lab, hub, member):
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    base = hub_args(lab, name=member, heartbeat_period_seconds=5)
+
+    checked = ok(run_module("kubefleet_member_cluster", dict(base, labels={"env": "test", "tier": "a"}), check=True, diff=True))
+    assert checked.changed and checked["diff"]["before"] == {}
+    assert checked["diff"]["after"]["metadata"]["labels"] == {"env": "test", "tier": "a"}
+    assert hub.member_cluster(member) is None, "check mode created the MemberCluster"
+
+    joined = ok(run_module("kubefleet_member_cluster", dict(base, labels={"env": "test", "tier": "a"})))
+    assert joined.changed
+    assert joined["member"]["ready_to_join"] is True
+    mc = hub.member_cluster(member)
+    assert mc["metadata"]["labels"] == {"env": "test", "tier": "a"}
+    assert mc["spec"]["heartbeatPeriodSeconds"] == 5
+    assert mc["spec"]["identity"]["name"] == "%s-hub-cluster-access" % member
+    assert hub.namespace("fleet-member-" + member).status.phase == "Active"
+
+    assert not ok(run_module("kubefleet_member_cluster", dict(base, labels={"env": "test", "tier": "a"}))).changed
+
+    checked = ok(run_module("kubefleet_member_cluster", dict(base, labels={"tier": "b"}, labels_mode="replace"), check=True, diff=True))
+    assert checked.changed
+    assert checked["diff"]["after"]["metadata"]["labels"] == {"tier": "b"}
+    assert hub.member_cluster(member)["metadata"]["labels"] == {"env": "test", "tier": "a"}, "check mode changed the labels"
+
+    ok(run_module("kubefleet_member_cluster", dict(base, labels={"zone": "z1"})))
+    assert hub.member_cluster(member)["metadata"]["labels"] == {"env": "test", "tier": "a", "zone": "z1"}
+    replaced = ok(run_module("kubefleet_member_cluster", dict(base, labels={"tier": "b"}, labels_mode="replace")))
+    assert replaced.changed
+    assert hub.member_cluster(member)["metadata"]["labels"] == {"tier": "b"}
+
+    tainted = ok(run_module("kubefleet_member_cluster", dict(base, taints=[{"key": "maintenance", "value": "true"}])))
+    assert tainted.changed
+    assert hub.member_cluster(member)["spec"]["taints"] == [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]
+    assert not ok(run_module("kubefleet_member_cluster", dict(base, taints=[{"key": "maintenance", "value": "true"}]))).changed
+    ok(run_module("kubefleet_member_cluster", dict(base, taints=[])))
+    assert not hub.member_cluster(member)["spec"].get("taints")
+
+    # No member agent ever joined, so the hub would wait its 15 minute force-delete time: the stuck leave.
+    checked = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent"), check=True))
+    assert checked.changed and hub.member_cluster(member) is not None
+    left = ok(run_module("kubefleet_member_cluster", hub_args(
+        lab, name=member, state="absent", force_remove_finalizers=True, force_grace_period=5, wait_timeout=120)))
+    assert left.changed
+    assert any("MemberCluster" in item for item in left["forced"]), left["forced"]
+    assert hub.member_cluster(member) is None
+    assert hub.namespace("fleet-member-" + member) is None
+    assert not ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent"))).changed
+
+
+def test_stuck_leave_without_force_times_out_with_what_is_left(lab, hub, member):
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))
+    result = failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=8)),
+                    "timed out", "still there", "force_remove_finalizers")
+    assert "kubernetes-fleet.io/membercluster-finalizer" in result["msg"]
+
+
+# -- the full join with the real member agent on member2 -------------------------------
+
+def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
+    member = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"site": "lab"})))
+    token = hub.token(member)
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+
+    checked = ok(run_module("kubefleet_member_agent", args, check=True, diff=True))
+    assert checked.changed
+    assert checked["diff"]["after"]["secret"]["data"]["token"] == MASK
+    assert token not in checked["raw_output"]
+    assert hub.member_secret() is None and not hub.release(), "check mode changed member2"
+
+    joined = ok(run_module("kubefleet_member_agent", args, diff=True))
+    assert joined.changed
+    assert token not in joined["raw_output"]
+    assert base64.b64encode(token.encode()).decode() not in joined["raw_output"]
+    assert joined["member"]["joined"] is True
+    agent = [a for a in joined["member"]["agents"] if a["type"] == "MemberAgent"][0]
+    assert agent["last_received_heartbeat"]
+    assert joined["preflight"]["username"] == "system:serviceaccount:%s:%s-hub-cluster-access" % (HUB_NS, member)
+    assert joined["values"]["config"]["hubURL"] == lab.api_urls["hub"]
+    assert base64.b64decode(joined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
+    assert base64.b64decode(hub.member_secret().data["token"]).decode() == token
+    assert [r["name"] for r in hub.release()] == ["member-agent"]
+
+    again = ok(run_module("kubefleet_member_agent", args, diff=True))
+    assert not again.changed, again.get("diff")
+    assert not ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"site": "lab"}))).changed
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member))).changed
+
+    # a values change shows in check mode's diff and changes nothing
+    checked = ok(run_module("kubefleet_member_agent", dict(args, log_verbosity=3), check=True, diff=True))
+    assert checked.changed
+    assert checked["diff"]["after"]["release"]["values"]["logVerbosity"] == 3
+    assert "logVerbosity" not in checked["diff"]["before"]["release"]["values"]
+    assert token not in checked["raw_output"]
+    assert hub.release()[0]["revision"] == 1
+
+    # labels added and removed on the hub show on the MemberCluster
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"site": "lab", "ring": "0"})))
+    assert hub.member_cluster(member)["metadata"]["labels"] == {"site": "lab", "ring": "0"}
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"ring": "0"}, labels_mode="replace")))
+    assert hub.member_cluster(member)["metadata"]["labels"] == {"ring": "0"}
+
+    info = ok(run_module("kubefleet_member_cluster_info", hub_args(lab, name=member)))
+    assert not info.changed
+    [status] = info["members"]
+    assert (status["ready_to_join"], status["joined"]) == (True, True)
+    assert status["labels"] == {"ring": "0"}
+    agent = [a for a in status["agents"] if a["type"] == "MemberAgent"][0]
+    assert agent["joined"] is True and 0 <= agent["heartbeat_age_seconds"] < 60
+    assert status["resource_usage"]["observation_time"]
+    assert [m["name"] for m in ok(run_module("kubefleet_member_cluster_info", hub_args(lab, labels={"ring": "0"})))["members"]] == [member]
+    assert ok(run_module("kubefleet_member_cluster_info", hub_args(lab, name=member, labels={"ring": "1"})))["members"] == []
+    assert ok(run_module("kubefleet_member_cluster_info", hub_args(lab, name=unique("nobody"))))["members"] == []
+    assert member in [m["name"] for m in ok(run_module("kubefleet_member_cluster_info", hub_args(lab)))["members"]]
+
+    # leave while the agent runs: graceful, nothing forced
+    left = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
+    assert left.changed and left["forced"] == []
+    assert hub.member_cluster(member) is None and hub.namespace("fleet-member-" + member) is None
+    removed = ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+    assert removed.changed
+    assert not hub.release() and hub.member_secret() is None
+    assert hub.namespace("fleet-system", hub.member_core) is None
+    assert not ok(run_module("kubefleet_member_agent", dict(args, state="absent"))).changed
+
+    # join again, this time with a hub kubeconfig that names its CA file instead of inlining it
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    hub_context = [c for c in config["contexts"] if c["name"] == "hub"][0]["context"]
+    cluster = [c for c in config["clusters"] if c["name"] == hub_context["cluster"]][0]["cluster"]
+    cluster.pop("certificate-authority-data", None)
+    cluster["certificate-authority"] = str(lab.ca_files["hub"])
+    hub_kubeconfig = tmp_path / "hub.yaml"
+    hub_kubeconfig.write_text(yaml.safe_dump(config))
+    hub_kubeconfig.chmod(0o600)
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
+    rejoined = ok(run_module("kubefleet_member_agent", dict(args, hub_kubeconfig=str(hub_kubeconfig))))
+    assert rejoined.changed and rejoined["member"]["joined"] is True
+    assert base64.b64decode(rejoined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
+
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
+    ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+    assert hub.member_cluster(member) is None and not hub.release() and hub.member_secret() is None
+
+
+# -- agent bad input: fails before member2 is touched ---------------------------------
+
+def _nothing_on_member(hub):
+    assert hub.member_secret() is None, "a failed run left hub-kubeconfig-secret behind"
+    assert not hub.release(), "a failed run left a release behind"
+
+
+def test_agent_for_an_unknown_member_fails_first(lab, hub, agent_member):
+    result = failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")),
+                    "no MemberCluster named", "kubefleet_member_cluster")
+    assert "name" in result["msg"]
+    _nothing_on_member(hub)
+
+
+def test_agent_with_the_hub_unreachable_fails_in_preflight(lab, hub, agent_member):
+    token = "not-a-real-token-" + uuid.uuid4().hex
+    result = failed(run_module("kubefleet_member_agent", agent_args(
+        lab, agent_member, token=token, hub_url="https://127.0.0.1:1", hub_ca_pem=lab.ca_pem("hub"))),
+        "preflight", "cannot reach", "https://127.0.0.1:1")
+    assert token not in result["raw_output"]
+    _nothing_on_member(hub)
+
+
+def test_agent_with_the_wrong_hub_ca_fails_in_preflight(lab, hub, agent_member):
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=agent_member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=agent_member)))
+    result = failed(run_module("kubefleet_member_agent", agent_args(
+        lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", hub_ca_pem=lab.ca_pem(MEMBER_CTX))),
+        "preflight")
+    assert "certificate" in result["msg"].lower()
+    assert hub.token(agent_member) not in result["raw_output"]
+    _nothing_on_member(hub)
+
+
+def test_agent_with_a_refused_token_fails_in_preflight(lab, hub, agent_member):
+    token = "bogus" + uuid.uuid4().hex
+    result = failed(run_module("kubefleet_member_agent", agent_args(
+        lab, agent_member, token=token, hub_url=lab.api_urls["hub"], hub_ca_pem=lab.ca_pem("hub"))),
+        "refused the member's token")
+    assert token not in result["raw_output"]
+    _nothing_on_member(hub)
+
+
+def test_agent_without_a_hub_ca_is_a_parameter_error(lab, hub, agent_member):
+    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token="t", hub_url=lab.api_urls["hub"])),
+           "hub_ca_pem")
+    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token="t", hub_url=lab.api_urls["hub"],
+                                                           hub_ca_pem=lab.ca_pem("hub"), chart_ref="oci://example.invalid/member-agent")),
+           "chart_version", "pinned")
+    _nothing_on_member(hub)
