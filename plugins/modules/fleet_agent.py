@@ -29,7 +29,7 @@ description:
   - C(state=absent) uninstalls the release and deletes the agent's hub credential Secret C(fleet-agent) that the agent
     wrote itself (Helm would leave it behind). The Cluster on the hub is removed with M(fleetops.registration.fleet_cluster).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.k8s_auth.HUB
@@ -38,10 +38,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Runs Helm with a server-side dry run, so chart validation errors show up without changing anything.
+    description: Runs Helm with a server-side dry run, so chart validation errors show up without changing anything.
   diff_mode:
     support: full
-    details: Shows the chart version and the values with the registration token redacted.
+    description: Shows the chart version and the values with the registration token redacted.
 options:
   state:
     description:

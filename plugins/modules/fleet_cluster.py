@@ -25,17 +25,17 @@ description:
   - C(state=absent) deletes the Cluster, the kubeconfig Secret the module created for it, and the ClusterRegistrations Fleet
     leaves behind for its client ID (fleet#1651).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
 attributes:
   check_mode:
     support: full
-    details: Uses a server-side dry run for the Cluster and the Secret.
+    description: Uses a server-side dry run for the Cluster and the Secret.
   diff_mode:
     support: full
-    details: Shows the Cluster and the kubeconfig Secret with its data hidden.
+    description: Shows the Cluster and the kubeconfig Secret with its data hidden.
 options:
   name:
     description:

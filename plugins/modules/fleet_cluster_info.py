@@ -18,15 +18,16 @@ description:
     ClusterRegistrations made for each client ID.
   - Changes nothing.
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
 attributes:
   check_mode:
     support: full
-    details: Read-only.
+    description: Read-only.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to diff.
 options:
   name:
     description:

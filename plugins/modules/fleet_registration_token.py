@@ -22,17 +22,17 @@ description:
   - When the module creates a token whose Secret never appears within O(wait_timeout), it deletes the token again, so a
     failed run leaves nothing half-made.
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
 attributes:
   check_mode:
     support: full
-    details: Uses a server-side dry run; a token that does not exist yet has no values to return or write.
+    description: Uses a server-side dry run; a token that does not exist yet has no values to return or write.
   diff_mode:
     support: full
-    details: Shows the token object; its values are never part of the diff.
+    description: Shows the token object; its values are never part of the diff.
 options:
   name:
     description:

@@ -70,7 +70,7 @@ def test_names_must_fit_a_label_value():
 
 
 def test_generated_client_ids_are_long_random_and_valid():
-    ids = set(fleet.generate_client_id() for _ in range(50))
+    ids = set(fleet.generate_client_id() for dummy in range(50))
     assert len(ids) == 50
     for cid in ids:
         assert len(cid) == 64 and int(cid, 16) >= 0
@@ -115,9 +115,8 @@ def test_deep_merge_overrides_without_mutating():
 
 def test_agent_values_precedence_extra_then_token_then_explicit():
     extra = {"image": {"repository": "mirror/fleet-agent"}, "apiServerURL": "https://from-extra", "clusterNamespace": "other"}
-    values = fleet.build_agent_values(FLEET_VALUES, extra, api_server_url="https://explicit:6443", labels={"env": "dev", "example": True,
-                                                                                                        "replicas": 3},
-                                      client_id="really-random")
+    labels = {"env": "dev", "example": True, "replicas": 3}
+    values = fleet.build_agent_values(FLEET_VALUES, extra, api_server_url="https://explicit:6443", labels=labels, client_id="really-random")
     assert values["image"] == {"repository": "mirror/fleet-agent"}
     assert values["clusterNamespace"] == "clusters"          # the token wins over extra values
     assert values["apiServerURL"] == "https://explicit:6443"  # an explicit setting wins over the token

@@ -1,0 +1,491 @@
+"""The Rancher Fleet modules against the lab: real kube-apiservers, the real fleet controllers on the hub,
+and the real fleetagent, started by the lab's agent runner when the modules install the fleet-agent chart.
+
+Every test works in its own hub namespace and leaves the members' cattle-fleet-system as it found it
+(absent), so the suite can run again on the same lab.
+"""
+
+import base64
+import os
+import stat
+import time
+import uuid
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from modrun import run_module
+
+pytestmark = pytest.mark.lab
+
+GROUP, VERSION = "fleet.cattle.io", "v1alpha1"
+AGENT_NS = "cattle-fleet-system"
+REDACTED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+CHECKIN_TIMEOUT = 300
+
+
+def unique(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:6])
+
+
+def wait_for(check, timeout, what, interval=1.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail("timed out after %ds waiting for %s (last: %r)" % (timeout, what, value))
+        time.sleep(interval)
+
+
+def _missing(read):
+    try:
+        read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+class Hub:
+    """Direct API access to the hub, to check what the modules did (never to do their work)."""
+
+    def __init__(self, lab):
+        api = lab.api_client("hub")
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    def get(self, plural, namespace, name):
+        try:
+            return self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def items(self, plural, namespace):
+        return self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)["items"]
+
+    def secret(self, namespace, name):
+        try:
+            return self.core.read_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def token_values(self, namespace, name):
+        secret = self.secret(namespace, name)
+        return yaml.safe_load(base64.b64decode(secret.data["values"]))
+
+
+@pytest.fixture
+def hub(lab):
+    return Hub(lab)
+
+
+@pytest.fixture
+def hub_ns(lab, hub):
+    """A fresh hub namespace; Clusters, tokens and the namespace are removed afterwards."""
+    namespace = unique("fo-fleet")
+    hub.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    yield namespace
+    for plural in ("clusters", "clusterregistrationtokens", "clusterregistrations"):
+        for item in hub.items(plural, namespace):
+            try:
+                hub.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, item["metadata"]["name"])
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+    hub.core.delete_namespace(namespace)
+
+
+def _reset_member(lab, context):
+    """No fleet-agent release, no cattle-fleet-system namespace on the member."""
+    lab.run_helm(context, "uninstall", "fleet-agent", "--namespace", AGENT_NS, "--ignore-not-found", check=False)
+    core = client.CoreV1Api(lab.api_client(context))
+    try:
+        core.delete_namespace(AGENT_NS)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    wait_for(lambda: _missing(lambda: core.read_namespace(AGENT_NS)), 180, "namespace %s to go on %s" % (AGENT_NS, context))
+
+
+@pytest.fixture
+def fresh_member(lab):
+    """A member with no Fleet agent, reset again after the test."""
+    used = []
+
+    def get(context):
+        _reset_member(lab, context)
+        used.append(context)
+        return context
+    yield get
+    for context in used:
+        _reset_member(lab, context)
+
+
+def hub_args(lab):
+    return {"kubeconfig": str(lab.kubeconfig), "context": "hub"}
+
+
+def agent_args(lab, member, **extra):
+    args = {"kubeconfig": str(lab.kubeconfig), "context": member, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub",
+            "helm_binary": str(lab.helm), "chart_ref": str(lab.fleet_chart("fleet-agent"))}
+    args.update(extra)
+    return args
+
+
+def ok(result):
+    assert not result.failed, result.get("msg")
+    return result
+
+
+def releases(lab, member):
+    out = lab.run_helm(member, "list", "--namespace", AGENT_NS, "--all", "--output", "yaml").stdout
+    return yaml.safe_load(out) or []
+
+
+def helm_values(lab, member):
+    return yaml.safe_load(lab.run_helm(member, "get", "values", "fleet-agent", "--namespace", AGENT_NS, "--output", "yaml").stdout)
+
+
+def kube_system_uid(lab, member):
+    return client.CoreV1Api(lab.api_client(member)).read_namespace("kube-system").metadata.uid
+
+
+def make_token(lab, namespace, name="join", **extra):
+    return ok(run_module("fleet_registration_token", dict(hub_args(lab), name=name, namespace=namespace, ttl="1h", **extra)))
+
+
+# ---------------------------------------------------------------------------
+# fleet_registration_token
+# ---------------------------------------------------------------------------
+
+def test_token_lifecycle_values_file_rerun_check_mode_and_absent(lab, hub, hub_ns, tmp_path):
+    dest = tmp_path / "values.yaml"
+    args = dict(hub_args(lab), name="tok", namespace=hub_ns, ttl="1h", values_dest=str(dest))
+
+    result = ok(run_module("fleet_registration_token", args, check=True))
+    assert result.changed
+    assert hub.get("clusterregistrationtokens", hub_ns, "tok") is None
+    assert not dest.exists()
+
+    result = ok(run_module("fleet_registration_token", args, diff=True))
+    assert result.changed and result["values_dest_changed"]
+    assert result["secret_name"] == "tok"
+    assert result["expires"]
+    assert result["diff"]["before"] == {} and result["diff"]["after"]["spec"]["ttl"] == "1h"
+    secret = hub.secret(hub_ns, "tok")
+    assert secret.type == "fleet.cattle.io/cluster-registration-values"
+    values = hub.token_values(hub_ns, "tok")
+    assert stat.S_IMODE(os.stat(dest).st_mode) == 0o600
+    assert yaml.safe_load(dest.read_text()) == values
+    assert values["tokenName"] == "tok" and values["clusterNamespace"] == hub_ns and values["apiServerURL"] == lab.api_urls["hub"]
+    assert values["token"] not in result["raw_output"]
+    assert "values" not in result
+
+    again = ok(run_module("fleet_registration_token", args))
+    assert not again.changed and again["values_dest_changed"] is False
+    assert not ok(run_module("fleet_registration_token", args, check=True)).changed
+
+    # a TTL change: predicted in check mode, applied for real, equal durations are no change
+    assert ok(run_module("fleet_registration_token", dict(args, ttl="2h"), check=True)).changed
+    assert hub.get("clusterregistrationtokens", hub_ns, "tok")["spec"]["ttl"] == "1h"
+    longer = ok(run_module("fleet_registration_token", dict(args, ttl="2h")))
+    assert longer.changed and longer["ttl"] == "2h"
+    assert not ok(run_module("fleet_registration_token", dict(args, ttl="120m"))).changed
+    wait_for(lambda: hub.get("clusterregistrationtokens", hub_ns, "tok")["status"].get("expires") != result["expires"], 30,
+             "Fleet to move the expiry")
+
+    # the values only when asked, with a warning when the task is not no_log
+    shown = ok(run_module("fleet_registration_token", dict(args, return_values=True)))
+    assert yaml.safe_load(shown["values"]) == values
+    assert any("no_log" in w for w in shown.get("warnings", []))
+
+    # absent: check mode keeps everything; the real run removes token, Fleet's Secret and the file
+    assert ok(run_module("fleet_registration_token", dict(args, state="absent"), check=True)).changed
+    assert hub.get("clusterregistrationtokens", hub_ns, "tok") is not None and dest.exists()
+    gone = ok(run_module("fleet_registration_token", dict(args, state="absent")))
+    assert gone.changed and gone["values_dest_changed"]
+    assert hub.get("clusterregistrationtokens", hub_ns, "tok") is None
+    assert not dest.exists()
+    wait_for(lambda: hub.secret(hub_ns, "tok") is None, 60, "Fleet to delete the token's Secret")
+    assert not ok(run_module("fleet_registration_token", dict(args, state="absent"))).changed
+
+
+def test_token_whose_secret_never_appears_fails_and_is_rolled_back(lab, hub, hub_ns):
+    # A quota of zero Secrets: Fleet cannot create the token's ServiceAccount Secret nor the values Secret,
+    # as on a real hub where a namespace's quota is exhausted.
+    hub.core.create_namespaced_resource_quota(hub_ns, client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="no-secrets"), spec=client.V1ResourceQuotaSpec(hard={"secrets": "0"})))
+    result = run_module("fleet_registration_token", dict(hub_args(lab), name="never", namespace=hub_ns, ttl="1h",
+                                                         wait_timeout=15, wait_sleep=1))
+    assert result.failed
+    assert "wait_timeout" in result["msg"] and "ResourceQuota" in result["msg"]
+    assert hub.get("clusterregistrationtokens", hub_ns, "never") is None
+
+
+def test_token_bad_ttl_creates_nothing(lab, hub, hub_ns):
+    result = run_module("fleet_registration_token", dict(hub_args(lab), name="bad", namespace=hub_ns, ttl="10d"))
+    assert result.failed and result["msg"].startswith("ttl:") and "240h" in result["msg"]
+    assert hub.items("clusterregistrationtokens", hub_ns) == []
+
+
+# ---------------------------------------------------------------------------
+# fleet_agent + fleet_cluster + fleet_cluster_info: agent-initiated
+# ---------------------------------------------------------------------------
+
+def test_agent_initiated_with_labels_rerun_check_mode_relabel_and_absent(lab, hub, hub_ns, fresh_member):
+    member = fresh_member("member1")
+    make_token(lab, hub_ns)
+    token = hub.token_values(hub_ns, "join")["token"]
+    args = agent_args(lab, member, token_name="join", token_namespace=hub_ns, labels={"env": "dev", "example": True},
+                      wait=True, wait_timeout=CHECKIN_TIMEOUT)
+
+    planned = ok(run_module("fleet_agent", args, check=True, diff=True))
+    assert planned.changed and planned["reasons"] == ["not installed"]
+    assert releases(lab, member) == []
+    assert token not in planned["raw_output"]
+
+    result = ok(run_module("fleet_agent", args, diff=True))
+    assert result.changed
+    assert result["release"]["status"] == "deployed" and result["release"]["namespace"] == AGENT_NS
+    assert result["sources"] == {"api_server_url": "token", "api_server_ca": "token"}
+    assert result["values"]["token"] == REDACTED and result["diff"]["after"]["values"]["token"] == REDACTED
+    assert result["values"]["labels"] == {"env": "dev", "example": "true"}
+    assert token not in result["raw_output"]
+    cluster = result["cluster"]
+    assert cluster["checked_in"] and cluster["client_id"] == kube_system_uid(lab, member)
+    assert cluster["labels"]["env"] == "dev" and cluster["labels"]["example"] == "true"
+    assert cluster["name"].startswith("cluster-")
+    revision = result["release"]["revision"]
+
+    again = ok(run_module("fleet_agent", args))
+    assert not again.changed and again["reasons"] == [] and again["release"]["revision"] == revision
+    assert token not in again["raw_output"]
+
+    relabel = dict(args, labels={"env": "prod"})
+    predicted = ok(run_module("fleet_agent", relabel, check=True, diff=True))
+    assert predicted.changed and predicted["reasons"] == ["values differ"]
+    assert predicted["diff"]["before"]["values"]["labels"] == {"env": "dev", "example": "true"}
+    assert predicted["diff"]["after"]["values"]["labels"] == {"env": "prod"}
+    assert token not in predicted["raw_output"]
+    assert helm_values(lab, member)["labels"] == {"env": "dev", "example": "true"}
+    assert releases(lab, member)[0]["revision"] == revision
+
+    info = ok(run_module("fleet_cluster_info", dict(hub_args(lab), namespace=hub_ns, include_registrations=True)))
+    assert [c["name"] for c in info["clusters"]] == [cluster["name"]]
+    listed = info["clusters"][0]
+    assert listed["last_seen"] and listed["client_id"] == cluster["client_id"]
+    assert any(r["granted"] and r["token_name"] == "join" for r in listed["registrations"])
+    one = ok(run_module("fleet_cluster_info", dict(hub_args(lab), name=cluster["name"], namespace=hub_ns)))
+    assert one["clusters"][0]["name"] == cluster["name"] and not one.changed
+    assert ok(run_module("fleet_cluster_info", dict(hub_args(lab), namespace=hub_ns, label_selector="env=nope")))["clusters"] == []
+
+    # labels after registration, from the hub side: merge, then replace (Fleet's own labels stay)
+    cargs = dict(hub_args(lab), name=cluster["name"], namespace=hub_ns)
+    merged = ok(run_module("fleet_cluster", dict(cargs, labels={"tier": "edge"})))
+    assert merged.changed and merged["label_changes"] == {"added": {"tier": "edge"}, "changed": {}, "removed": []}
+    assert merged["client_id"] == cluster["client_id"] and merged["client_id_generated"] is False
+    assert not ok(run_module("fleet_cluster", dict(cargs, labels={"tier": "edge"}))).changed
+    replaced = ok(run_module("fleet_cluster", dict(cargs, labels={"env": "dev"}, labels_mode="replace"), diff=True))
+    assert replaced.changed and sorted(replaced["label_changes"]["removed"]) == ["example", "tier"]
+    labels = hub.get("clusters", hub_ns, cluster["name"])["metadata"]["labels"]
+    assert labels["env"] == "dev" and "tier" not in labels and "example" not in labels
+    assert labels["fleet.cattle.io/cluster"] == cluster["name"]
+
+    # leave: check mode keeps the agent; the real run removes release and credential; then the hub side
+    kept = ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent"), check=True))
+    assert kept.changed and len(releases(lab, member)) == 1
+    left = ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent")))
+    assert left.changed and left["removed_credential"]
+    assert releases(lab, member) == []
+    core = client.CoreV1Api(lab.api_client(member))
+    assert _missing(lambda: core.read_namespaced_secret("fleet-agent", AGENT_NS))
+    assert not ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent"))).changed
+
+    removed = ok(run_module("fleet_cluster", dict(cargs, state="absent", wait=True, wait_timeout=120)))
+    assert removed.changed and removed["removed_registrations"]
+    assert hub.get("clusters", hub_ns, cluster["name"]) is None
+    assert hub.items("clusterregistrations", hub_ns) == []
+    assert not ok(run_module("fleet_cluster", dict(cargs, state="absent"))).changed
+
+
+def _hub_kubeconfig_with_ca_file(lab, path):
+    """The hub's context as its own kubeconfig that names its CA by file (certificate-authority), not inline."""
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    ctx = next(c for c in config["contexts"] if c["name"] == "hub")["context"]
+    cluster = dict(next(c for c in config["clusters"] if c["name"] == ctx["cluster"])["cluster"])
+    cluster.pop("certificate-authority-data", None)
+    cluster["certificate-authority"] = str(lab.ca_files["hub"])
+    user = next(u for u in config["users"] if u["name"] == ctx["user"])
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "hub",
+        "clusters": [{"name": "hub", "cluster": cluster}], "users": [user],
+        "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": user["name"]}}]}))
+    os.chmod(path, 0o600)
+    return str(path)
+
+
+def test_predefined_client_id_claimed_by_the_agent(lab, hub, hub_ns, fresh_member, tmp_path):
+    member = fresh_member("member2")
+    cargs = dict(hub_args(lab), name="predefined", namespace=hub_ns, labels={"env": "lab"})
+
+    planned = ok(run_module("fleet_cluster", cargs, check=True))
+    assert planned.changed and planned["client_id_generated"]
+    assert hub.get("clusters", hub_ns, "predefined") is None
+
+    created = ok(run_module("fleet_cluster", cargs, diff=True))
+    client_id = created["client_id"]
+    assert created.changed and created["client_id_generated"] and len(client_id) == 64
+    assert hub.get("clusters", hub_ns, "predefined")["spec"]["clientID"] == client_id
+    again = ok(run_module("fleet_cluster", cargs))
+    assert not again.changed and again["client_id"] == client_id and not again["client_id_generated"]
+    assert ok(run_module("fleet_cluster", dict(cargs, labels={"env": "other"}), check=True)).changed
+    assert hub.get("clusters", hub_ns, "predefined")["metadata"]["labels"]["env"] == "lab"
+
+    # another Cluster may not take the same client ID
+    clash = run_module("fleet_cluster", dict(hub_args(lab), name="impostor", namespace=hub_ns, client_id=client_id))
+    assert clash.failed and clash["msg"].startswith("client_id:") and "predefined" in clash["msg"]
+    assert hub.get("clusters", hub_ns, "impostor") is None
+
+    # values from a file without the hub address: it comes from the hub kubeconfig, whose CA is a file
+    values_file = tmp_path / "values.yaml"
+    make_token(lab, hub_ns, values_dest=str(values_file))
+    values = yaml.safe_load(values_file.read_text())
+    token = values["token"]
+    for key in ("apiServerURL", "apiServerCA"):
+        values.pop(key)
+    values_file.write_text(yaml.safe_dump(values))
+    args = agent_args(lab, member, values_file=str(values_file), client_id=client_id, wait=True, wait_timeout=CHECKIN_TIMEOUT,
+                      hub_kubeconfig=_hub_kubeconfig_with_ca_file(lab, tmp_path / "hub.yaml"))
+    result = ok(run_module("fleet_agent", args))
+    assert result.changed
+    assert result["sources"] == {"api_server_url": "hub_kubeconfig", "api_server_ca": "hub_kubeconfig"}
+    assert result["cluster"]["name"] == "predefined" and result["cluster"]["checked_in"]
+    assert result["cluster"]["labels"]["env"] == "lab"
+    assert [c["metadata"]["name"] for c in hub.items("clusters", hub_ns)] == ["predefined"]
+    live = helm_values(lab, member)
+    assert live["apiServerURL"] == lab.api_urls["hub"] and live["apiServerCA"].strip() == lab.ca_pem("hub").strip()
+    assert live["clientID"] == client_id
+    assert token not in result["raw_output"]
+    assert not ok(run_module("fleet_agent", args)).changed
+
+    # the hub side can wait for the check-in too, now immediately true
+    waited = ok(run_module("fleet_cluster", dict(hub_args(lab), name="predefined", namespace=hub_ns, wait=True, wait_timeout=30)))
+    assert not waited.changed and waited["cluster"]["checked_in"]
+
+    ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent")))
+    ok(run_module("fleet_cluster", dict(hub_args(lab), name="predefined", namespace=hub_ns, state="absent", wait=True, wait_timeout=120)))
+    assert hub.items("clusters", hub_ns) == []
+
+
+# ---------------------------------------------------------------------------
+# fleet_cluster: manager-initiated
+# ---------------------------------------------------------------------------
+
+def _member_kubeconfig(lab, member, path):
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    path.write_text(yaml.safe_dump(config))
+    os.chmod(path, 0o600)
+    ctx = next(c for c in config["contexts"] if c["name"] == member)["context"]
+    user = next(u for u in config["users"] if u["name"] == ctx["user"])["user"]
+    return str(path), user
+
+
+def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp_path):
+    member = fresh_member("member1")
+    kubeconfig, user = _member_kubeconfig(lab, member, tmp_path / "all.yaml")
+    secrets = [v for k, v in user.items() if k in ("token", "client-key-data")]
+    assert secrets
+    cargs = dict(hub_args(lab), name="imported", namespace=hub_ns, cluster_kubeconfig=kubeconfig, cluster_kubeconfig_context=member,
+                 labels={"env": "imported"})
+
+    planned = ok(run_module("fleet_cluster", cargs, check=True, diff=True))
+    assert planned.changed
+    assert hub.get("clusters", hub_ns, "imported") is None and hub.secret(hub_ns, "imported-kubeconfig") is None
+    assert planned["diff"]["after"]["kubeconfig_secret"]["data"]["value"] == REDACTED
+
+    result = ok(run_module("fleet_cluster", dict(cargs, wait=True, wait_timeout=CHECKIN_TIMEOUT), diff=True))
+    assert result.changed and result["kubeconfig_secret"] == "imported-kubeconfig"
+    for secret in secrets:
+        assert secret not in result["raw_output"]
+    cluster = hub.get("clusters", hub_ns, "imported")
+    assert cluster["spec"]["kubeConfigSecret"] == "imported-kubeconfig" and cluster["spec"]["clientID"] == result["client_id"]
+    assert result["cluster"]["checked_in"]
+    stored = hub.secret(hub_ns, "imported-kubeconfig")
+    stored_config = yaml.safe_load(base64.b64decode(stored.data["value"]))
+    assert stored_config["current-context"] == member and len(stored_config["contexts"]) == 1
+    assert stored_config["clusters"][0]["cluster"]["server"] == lab.api_urls[member]
+    assert [o["uid"] for o in stored.metadata.owner_references] == [cluster["metadata"]["uid"]]
+    # the agent Fleet deployed runs on the member, not as a Helm release
+    assert releases(lab, member) == []
+
+    again = ok(run_module("fleet_cluster", cargs))
+    assert not again.changed
+
+    removed = ok(run_module("fleet_cluster", dict(hub_args(lab), name="imported", namespace=hub_ns, state="absent", wait=True,
+                                                  wait_timeout=120)))
+    assert removed.changed and removed["kubeconfig_secret"] == "imported-kubeconfig"
+    assert hub.get("clusters", hub_ns, "imported") is None
+    assert hub.secret(hub_ns, "imported-kubeconfig") is None
+
+
+def test_manager_initiated_secret_referenced_by_name(lab, hub, hub_ns):
+    # cluster-api writes <cluster>-kubeconfig itself; the module only refers to it and never deletes it
+    missing = run_module("fleet_cluster", dict(hub_args(lab), name="capi", namespace=hub_ns, kubeconfig_secret="capi-kubeconfig"))
+    assert missing.failed and missing["msg"].startswith("kubeconfig_secret:") and "value" in missing["msg"]
+    assert hub.get("clusters", hub_ns, "capi") is None
+    hub.core.create_namespaced_secret(hub_ns, client.V1Secret(metadata=client.V1ObjectMeta(name="capi-kubeconfig"),
+                                                              string_data={"value": "apiVersion: v1\nkind: Config\n"}))
+    result = ok(run_module("fleet_cluster", dict(hub_args(lab), name="capi", namespace=hub_ns, kubeconfig_secret="capi-kubeconfig",
+                                                 client_id="capi-client")))
+    assert result.changed and hub.get("clusters", hub_ns, "capi")["spec"]["kubeConfigSecret"] == "capi-kubeconfig"
+    ok(run_module("fleet_cluster", dict(hub_args(lab), name="capi", namespace=hub_ns, state="absent", wait=True, wait_timeout=120)))
+    assert hub.get("clusters", hub_ns, "capi") is None
+    assert hub.secret(hub_ns, "capi-kubeconfig") is not None
+
+
+# ---------------------------------------------------------------------------
+# bad input leaves nothing half-made
+# ---------------------------------------------------------------------------
+
+def test_bad_input_fails_naming_the_parameter_and_leaves_nothing(lab, hub, hub_ns, fresh_member, tmp_path):
+    member = fresh_member("member2")
+    make_token(lab, hub_ns)
+    token = hub.token_values(hub_ns, "join")["token"]
+    base = agent_args(lab, member, token_name="join", token_namespace=hub_ns)
+    cases = [
+        (dict(base, release_namespace="fleet-system"), "release_namespace:"),
+        (dict(base, release_name="agent"), "release_name:"),
+        (dict(base, labels={"not a key": "x"}), "labels:"),
+        (dict(base, token_name="no-such-token"), "token_name:"),
+        (dict(base, hub_host="https://127.0.0.1:1"), "hub_kubeconfig"),
+        (dict(base, chart_ref=str(tmp_path / "no-chart")), "chart_ref:"),
+    ]
+    for args, words in cases:
+        result = run_module("fleet_agent", args)
+        assert result.failed, args
+        assert words in result["msg"], (words, result["msg"])
+        assert token not in result["raw_output"]
+    assert releases(lab, member) == []
+    assert _missing(lambda: client.CoreV1Api(lab.api_client(member)).read_namespace(AGENT_NS))
+
+    unreachable = run_module("fleet_agent", dict(base, hub_host="https://127.0.0.1:1"))
+    assert "cannot reach the hub" in unreachable["msg"]
+
+    for args, words in [
+        (dict(hub_args(lab), name="c1", namespace=hub_ns, cluster_kubeconfig=str(tmp_path / "missing.yaml")), "cluster_kubeconfig:"),
+        (dict(hub_args(lab), name="c2", namespace=hub_ns, labels={"bad/key/x": "y"}), "labels:"),
+        (dict(hub_args(lab), name="c3", namespace=hub_ns, kubeconfig_secret="nope"), "kubeconfig_secret:"),
+    ]:
+        result = run_module("fleet_cluster", args)
+        assert result.failed and result["msg"].startswith(words), result["msg"]
+    assert hub.items("clusters", hub_ns) == []
+    assert [s.metadata.name for s in hub.core.list_namespaced_secret(hub_ns).items if s.metadata.name.startswith("c")] == []
