@@ -502,10 +502,11 @@ class TokenBackend(_Backend):
             return result
         try:
             secret, token = self._values_secret(token)
-        except FleetOpsError:
+        except FleetOpsError as exc:
             if created and not self.check_mode:
                 # Leave nothing half-made: a token whose values never appeared is removed again.
                 self.kube.delete(TOKEN, self.name, self.namespace)
+                exc.msg += " (the token this run created was deleted again)"
             raise
         result.update(self._result(result["changed"], token, current, outcome.after))
         if secret is None:
@@ -515,13 +516,16 @@ class TokenBackend(_Backend):
             return result
         result["secret_name"] = secret["metadata"]["name"]
         text = unb64(secret["data"][VALUES_KEY], "values")
-        token_value = (parse_values(text, "values") or {}).get("token")
+        try:
+            token_value = (yaml.safe_load(text) or {}).get("token")
+        except (yaml.YAMLError, AttributeError):
+            token_value = None
         if self.params.get("return_values"):
             result["values"] = text
             if not self.module.no_log:
                 self.warn("return_values is set: the result holds the registration token; add no_log: true to this task")
         else:
-            self.module.hide(text, token_value, b64(token_value))
+            self.module.hide(text, token_value, b64(token_value) if token_value else None)
         if self.params.get("values_dest"):
             dest_changed = write_values_file(self.params["values_dest"], text, self.check_mode)
             result["values_dest"] = os.path.abspath(os.path.expanduser(self.params["values_dest"]))
@@ -536,9 +540,9 @@ class TokenBackend(_Backend):
         def fetch():
             live = self.kube.get(TOKEN, self.name, self.namespace)
             if live is None:
-                raise FleetOpsError(
-                    "Fleet deleted ClusterRegistrationToken %s/%s while waiting for its Secret" % (self.namespace, self.name),
-                    "The token expired (ttl too short) or the controller requires a TTL (FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); "
+                raise ParameterError(
+                    "ttl", "Fleet deleted ClusterRegistrationToken %s/%s while the module waited for its Secret" % (self.namespace, self.name),
+                    "The token expired (ttl too short), or the controller requires a TTL (FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); "
                     "set a longer ttl")
             state["token"] = live
             name = ((live.get("status") or {}).get("secretName")) or self.name
@@ -635,7 +639,6 @@ class ClusterBackend(_Backend):
         return {
             "metadata": {"name": secret_name, "namespace": self.namespace,
                          "labels": {MANAGED_BY_LABEL: MANAGED_BY, OWNER_CLUSTER_LABEL: self.name}},
-            "type": "Opaque",
             "data": data,
         }
 
