@@ -30,7 +30,7 @@ description:
   - O(state=absent) uninstalls the release and deletes the Secret.
   - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.k8s_auth.HUB

@@ -23,7 +23,7 @@ description:
   - Labels are reconciled after the join, so inventories can keep them current (placement targets them).
   - Tested with KubeFleet's v1beta1 API as shipped in go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait

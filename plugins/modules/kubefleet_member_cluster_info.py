@@ -18,7 +18,7 @@ description:
     conditions with the age of its last heartbeat.
   - Tested with KubeFleet's v1beta1 API as shipped in go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
 attributes:

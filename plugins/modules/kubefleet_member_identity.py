@@ -24,7 +24,7 @@ description:
     exists; see M(fleetops.registration.kubefleet_member_cluster).
   - Tested with KubeFleet's v1beta1 API as shipped in go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
-  - fleetops.registration contributors
+  - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
@@ -64,8 +64,8 @@ options:
     default: true
   return_token:
     description:
-      - Whether to return the token in RV(token). Give the task C(no_log: true): a module cannot return a value and
-        have Ansible mask it at the same time.
+      - Whether to return the token in RV(token). Set C(no_log) on the task, because a module cannot return a value
+        and have Ansible mask it at the same time.
       - Without it the token never appears in the result, the diff or an error message.
       - Usually unnecessary, since M(fleetops.registration.kubefleet_member_agent) reads the token from the hub itself.
     type: bool
