@@ -144,7 +144,7 @@ def report(seconds, sampler):
         top = sorted(sampler.detail.get(name, {}).items(), key=lambda item: -item[1])[:4]
         print('  %-8s peak %s (own %s)   target < %s   ratio %.2f %s' % (
             name, gib(total), gib(sampler.peak[name]), gib(MEMORY_TARGET_BYTES), ratio, verdict(ratio)))
-        print('           largest: %s' % ', '.join('%s %.0f MiB' % (proc, rss / 2 ** 20) for proc, rss in top))
+        print('           largest: %s' % ', '.join('%s %.0f MiB' % (proc.rsplit('/', 1)[-1], rss / 2 ** 20) for proc, rss in top))
 
 
 def main(argv=None):
