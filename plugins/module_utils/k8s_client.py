@@ -76,19 +76,38 @@ class KubeClient:
     def request(self, method, path, body=None, query=None, content_type="application/json"):
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            response = self.api.call_api(
-                path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
+            if hasattr(self.api, "param_serialize"):
+                data = self._send(method, path, body, query, headers)
+            else:  # kubernetes < 31 (the older OpenAPI generator)
+                response = self.api.call_api(
+                    path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
+                    auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+                data = response.data
         except ApiException as exc:
+            if not exc.status:  # the client reports TLS failures as status 0
+                raise self._unreachable(exc.reason)
             raise self._api_error(exc, method, path)
         except urllib3.exceptions.HTTPError as exc:
-            raise ConnectionFailure(
-                "cannot reach the %s API server at %s: %s" % (self.label, self.host, _short(exc)), self.hint, host=self.host,
-            )
-        data = response.data
+            raise self._unreachable(exc)
         return json.loads(data) if data else None
+
+    def _send(self, method, path, body, query, headers):
+        """One call with the newer client (kubernetes >= 31): serialize, send, raise on a non-2xx status."""
+        method, url, headers, body, _post = self.api.param_serialize(
+            method=method, resource_path=path, query_params=list((query or {}).items()) or None, header_params=headers,
+            body=body, auth_settings=["BearerToken"])
+        response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT)
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=response)
+        return data
+
+    def _unreachable(self, exc):
+        return ConnectionFailure(
+            "cannot reach the %s API server at %s: %s" % (self.label, self.host, _short(exc)), self.hint, host=self.host,
+        )
 
     def _api_error(self, exc, method, path):
         message = exc.reason or ""
