@@ -151,6 +151,9 @@ class KubeClient:
     def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
         """Delete; return the object as it was (None if it was already gone)."""
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if dry_run:
+            # With a DeleteOptions body the API server ignores the dryRun query parameter: it must be in the body.
+            body["dryRun"] = ["All"]
         try:
             return self.request("DELETE", resource.path(namespace, name), body=body, query=_dry(dry_run))
         except NotFoundError:
