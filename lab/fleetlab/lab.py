@@ -95,11 +95,20 @@ def write_access_files(paths, clusters, binaries):
     hub = clusters[0]
     members = clusters[1:]
 
-    def host(c):
-        return {'kubeconfig': str(paths.kubeconfig), 'context': c.name, 'api_server_url': c.url, 'ca_file': str(c.pki.ca_cert)}
-    inventory = {'all': {'vars': {'ansible_connection': 'local'},
+    # The collection's inventory contract (fleetops_* host vars, see docs/inventory.md); the labels show
+    # label reconciliation in the demo. Modules run with the controller's Python, which has the kubernetes client.
+    def host(c, **extra):
+        return dict({'fleetops_kubeconfig': str(paths.kubeconfig), 'fleetops_context': c.name,
+                     'fleetops_api_server_url': c.url, 'fleetops_ca_file': str(c.pki.ca_cert)}, **extra)
+    build = _build()
+    common = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
+              'fleetops_helm_binary': str(paths.bin / 'helm'),
+              'fleetops_fleet_agent_chart': str(build.fleet_chart('fleet-agent')),
+              'fleetops_kubefleet_member_agent_chart': str(build.kubefleet_chart('member-agent'))}
+    inventory = {'all': {'vars': common,
                          'children': {'hub': {'hosts': {hub.name: host(hub)}},
-                                      'members': {'hosts': {m.name: host(m) for m in members}}}}}
+                                      'members': {'hosts': {m.name: host(m, fleetops_labels={'env': 'lab', 'member': m.name})
+                                                            for m in members}}}}}
     write_private(paths.inventory, yaml.safe_dump(inventory, sort_keys=False))
     paths.bin.mkdir(parents=True, exist_ok=True)
     for name in ('helm', 'kubectl'):
