@@ -141,6 +141,11 @@ def agent_args(lab, member, **extra):
     return args
 
 
+def warnings(result):
+    """Warning texts (ansible-core 2.19 returns WarningSummary objects, older versions plain strings)."""
+    return [w if isinstance(w, str) else (w.get("event") or {}).get("msg", "") for w in result.get("warnings", [])]
+
+
 def ok(result):
     assert not result.failed, result.get("msg")
     return result
@@ -206,7 +211,7 @@ def test_token_lifecycle_values_file_rerun_check_mode_and_absent(lab, hub, hub_n
     # the values only when asked, with a warning when the task is not no_log
     shown = ok(run_module("fleet_registration_token", dict(args, return_values=True)))
     assert yaml.safe_load(shown["values"]) == values
-    assert any("no_log" in w for w in shown.get("warnings", []))
+    assert any("no_log" in w for w in warnings(shown))
 
     # absent: check mode keeps everything; the real run removes token, Fleet's Secret and the file
     assert ok(run_module("fleet_registration_token", dict(args, state="absent"), check=True)).changed
