@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hub as both backends need it: their APIs served, their controllers running, namespaces present.
+
+The API check reads one APIResourceList per group version (``GET /apis/<group>/<version>``),
+which is what ``kubectl api-resources`` does, but only for the two groups the collection uses.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
+
+DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
+MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+
+# What each backend needs on the hub: the group version, the resources the collection uses, where the
+# controller usually runs, and how to get the API served.
+BACKENDS = {
+    "rancher_fleet": {
+        "title": "Rancher Fleet",
+        "group_version": "fleet.cattle.io/v1alpha1",
+        "resources": ["clusters", "clusterregistrationtokens", "clusterregistrations"],
+        "controller": ("cattle-fleet-system", "fleet-controller"),
+        "install": "install Fleet's fleet-crd and fleet charts on the hub (Rancher installs them itself)",
+    },
+    "kubefleet": {
+        "title": "KubeFleet",
+        "group_version": "cluster.kubernetes-fleet.io/v1beta1",
+        "resources": ["memberclusters", "internalmemberclusters"],
+        "controller": ("fleet-system", "hub-agent"),
+        "install": "apply KubeFleet's hub CRDs and install the hub-agent chart on the hub",
+    },
+}
+
+
+def missing_resources(resource_list, wanted):
+    """Names in ``wanted`` that an APIResourceList (None when the group version is not served) lacks."""
+    if resource_list is None:
+        return list(wanted)
+    served = set(r.get("name") for r in resource_list.get("resources") or [])
+    return [name for name in wanted if name not in served]
+
+
+def describe_missing(report):
+    """One sentence naming every API a backend lacks and how to get it served, e.g. for a failure message."""
+    parts = []
+    for backend in sorted(report):
+        item = report[backend]
+        if item["missing"]:
+            spec = BACKENDS[backend]
+            names = ", ".join("%s.%s" % (name, spec["group_version"]) for name in item["missing"])
+            parts.append("%s (%s): %s" % (spec["title"], backend, names))
+    return "; ".join(parts)
+
+
+def install_hints(report):
+    return "; ".join("for %s, %s" % (BACKENDS[b]["title"], BACKENDS[b]["install"]) for b in sorted(report) if report[b]["missing"])
+
+
+def deployment_available(obj):
+    """Whether a Deployment reports as many available replicas as it wants (False when it is absent)."""
+    if not obj:
+        return False
+    wanted = (obj.get("spec") or {}).get("replicas", 1)
+    available = (obj.get("status") or {}).get("availableReplicas") or 0
+    return available >= wanted
+
+
+class HubPrepare:
+    """hub_prepare: check the APIs (and controllers) of the chosen backends, then ensure the namespaces."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check_mode = module.check_mode
+        self.kube = module.kube()
+        self.backends = list(dict.fromkeys(self.params.get("backends") or []))
+        self.namespaces = list(dict.fromkeys(self.params.get("namespaces") or []))
+        for name in self.namespaces:
+            validate_dns_label(name, "namespaces")
+
+    def apis(self):
+        report = {}
+        for backend in self.backends:
+            spec = BACKENDS[backend]
+            try:
+                resource_list = self.kube.request("GET", "/apis/" + spec["group_version"])
+            except NotFoundError:
+                resource_list = None
+            missing = missing_resources(resource_list, spec["resources"])
+            report[backend] = {"group_version": spec["group_version"], "served": not missing, "missing": missing}
+        return report
+
+    def controllers(self):
+        report = {}
+        for backend in self.backends:
+            namespace, name = BACKENDS[backend]["controller"]
+            try:
+                deployment = self.kube.get(DEPLOYMENT, name, namespace)
+            except ApiError as exc:
+                if exc.status != 403:
+                    raise
+                report[backend] = {"namespace": namespace, "deployment": name, "found": None, "available": None}
+                continue
+            available = deployment_available(deployment)
+            report[backend] = {"namespace": namespace, "deployment": name, "found": deployment is not None, "available": available}
+            if not available:
+                self.module.warn("%s: the controller Deployment %s/%s %s; objects this collection creates will not be processed "
+                                 "until it runs (it may run elsewhere under another name, then ignore this)"
+                                 % (BACKENDS[backend]["title"], namespace, name, "is not available" if deployment else "was not found"))
+        return report
+
+    def ensure_namespaces(self):
+        before, created = [], []
+        for name in self.namespaces:
+            current = self.kube.get(NAMESPACE, name)
+            if current is not None:
+                if (current.get("metadata") or {}).get("deletionTimestamp"):
+                    raise ApiError("namespace %s on the hub is being deleted" % name,
+                                   hint="Wait until it is gone (or remove what blocks its finalizers), then run again")
+                before.append(name)
+                continue
+            body = {"metadata": {"name": name, "labels": dict(MANAGED_BY)}}
+            self.kube.create(NAMESPACE, body, dry_run=self.check_mode)
+            created.append(name)
+        return before, created
+
+    def run(self):
+        apis = self.apis()
+        problem = describe_missing(apis)
+        if problem:
+            raise NotFoundError("the hub does not serve the APIs the collection needs - %s" % problem,
+                                hint="Point the connection options at the fleet manager's hub, or %s" % install_hints(apis),
+                                apis=apis)
+        controllers = self.controllers() if self.params.get("check_controllers") else {}
+        existing, created = self.ensure_namespaces()
+        result = {
+            "changed": bool(created),
+            "apis": apis,
+            "controllers": controllers,
+            "namespaces": self.namespaces,
+            "created_namespaces": created,
+        }
+        if self.module._diff:
+            result["diff"] = {"before": {"namespaces": existing}, "after": {"namespaces": existing + created}}
+        return result

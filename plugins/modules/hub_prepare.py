@@ -1,0 +1,115 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: hub_prepare
+short_description: Check that a hub serves the Rancher Fleet and KubeFleet APIs and create the namespaces registration uses
+version_added: 0.1.0
+description:
+  - Preflight for the hub (the fleet manager) - reads the API resource lists of C(fleet.cattle.io/v1alpha1) (Rancher
+    Fleet - C(clusters), C(clusterregistrationtokens), C(clusterregistrations)) and C(cluster.kubernetes-fleet.io/v1beta1)
+    (KubeFleet - C(memberclusters), C(internalmemberclusters)) for the backends in O(backends), and fails before
+    changing anything when one is not served, naming each missing API and how to get it served.
+  - Reports whether each backend's controller Deployment runs where its charts put it (C(cattle-fleet-system/fleet-controller),
+    C(fleet-system/hub-agent)) and warns when it does not; objects created without a running controller are never
+    processed (no token values, no C(ReadyToJoin)).
+  - Creates the namespaces in O(namespaces) that do not exist (for example C(fleet-default), where Rancher Fleet clusters
+    register, and C(fleet-system) for KubeFleet member identities). Existing namespaces are left as they are.
+author:
+  - fleetops.registration contributors (@fleetops)
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+attributes:
+  check_mode:
+    support: full
+    description: Namespaces are created with a server-side dry run.
+  diff_mode:
+    support: full
+    description: Shows the namespaces of O(namespaces) that exist before and after.
+options:
+  backends:
+    description:
+      - The fleet managers whose APIs the hub must serve.
+    type: list
+    elements: str
+    choices: [rancher_fleet, kubefleet]
+    default: [rancher_fleet, kubefleet]
+  namespaces:
+    description:
+      - Namespaces to create on the hub when missing.
+    type: list
+    elements: str
+    default: []
+  check_controllers:
+    description:
+      - Whether to look for the backends' controller Deployments and warn when one is missing or not available.
+    type: bool
+    default: true
+seealso:
+  - module: fleetops.registration.fleet_registration_token
+  - module: fleetops.registration.kubefleet_member_identity
+'''
+
+EXAMPLES = r'''
+- name: Preflight the hub and create the registration namespaces
+  fleetops.registration.hub_prepare:
+    kubeconfig: ~/.kube/hub.yaml
+    backends: [rancher_fleet, kubefleet]
+    namespaces: [fleet-default, fleet-system]
+
+- name: A hub that only runs KubeFleet
+  fleetops.registration.hub_prepare:
+    context: hub
+    backends: [kubefleet]
+    namespaces: [fleet-system]
+'''
+
+RETURN = r'''
+apis:
+  description: Per backend, its group version, whether everything the collection uses is served, and what is missing.
+  returned: always
+  type: dict
+  sample: {"rancher_fleet": {"group_version": "fleet.cattle.io/v1alpha1", "served": true, "missing": []}}
+controllers:
+  description:
+    - Per backend, the controller Deployment looked for and whether it was found and available (null when not allowed to read it).
+    - Empty when O(check_controllers=false).
+  returned: always
+  type: dict
+  sample: {"kubefleet": {"namespace": "fleet-system", "deployment": "hub-agent", "found": true, "available": true}}
+namespaces:
+  description: The namespaces of O(namespaces).
+  returned: always
+  type: list
+  elements: str
+created_namespaces:
+  description: The namespaces this run created (or would create, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: [fleet-default]
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.hub import HubPrepare
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(
+        argument_spec=dict(
+            backends=dict(type="list", elements="str", choices=["rancher_fleet", "kubefleet"], default=["rancher_fleet", "kubefleet"]),
+            namespaces=dict(type="list", elements="str", default=[]),
+            check_controllers=dict(type="bool", default=True),
+        ),
+    )
+    run_module(module, lambda m: HubPrepare(m).run())
+
+
+if __name__ == "__main__":
+    main()

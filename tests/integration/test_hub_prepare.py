@@ -1,0 +1,73 @@
+"""hub_prepare against the lab: the real hub serves both APIs, a member serves neither."""
+
+import uuid
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from modrun import run_module
+
+pytestmark = pytest.mark.lab
+
+
+def read_namespace(core, name):
+    try:
+        return core.read_namespace(name)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+@pytest.fixture
+def namespace(lab):
+    core = client.CoreV1Api(lab.api_client("hub"))
+    name = "prep-%s" % uuid.uuid4().hex[:6]
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def test_creates_missing_namespaces_once_and_respects_check_mode(lab_controllers, namespace):
+    lab = lab_controllers
+    core = client.CoreV1Api(lab.api_client("hub"))
+    args = dict(kubeconfig=str(lab.kubeconfig), context="hub", namespaces=[namespace, "fleet-system"])
+
+    predicted = run_module("hub_prepare", args, check=True, diff=True)
+    assert not predicted.failed, predicted.get("msg")
+    assert predicted.changed and predicted["created_namespaces"] == [namespace]
+    assert predicted["diff"] == {"before": {"namespaces": ["fleet-system"]}, "after": {"namespaces": ["fleet-system", namespace]}}
+    assert read_namespace(core, namespace) is None
+
+    result = run_module("hub_prepare", args)
+    assert not result.failed, result.get("msg")
+    assert result.changed and result["created_namespaces"] == [namespace]
+    assert result["apis"]["rancher_fleet"] == {"group_version": "fleet.cattle.io/v1alpha1", "served": True, "missing": []}
+    assert result["apis"]["kubefleet"]["served"] is True
+    assert result["controllers"]["rancher_fleet"]["available"] is True
+    assert result["controllers"]["kubefleet"]["available"] is True
+    created = read_namespace(core, namespace)
+    assert created.metadata.labels["app.kubernetes.io/managed-by"] == "fleetops.registration"
+
+    again = run_module("hub_prepare", args)
+    assert not again.failed and not again.changed and again["created_namespaces"] == []
+
+
+def test_a_cluster_without_the_apis_fails_naming_each_missing_one_and_creates_nothing(lab, namespace):
+    member = lab.members[0]
+    core = client.CoreV1Api(lab.api_client(member))
+    result = run_module("hub_prepare", dict(kubeconfig=str(lab.kubeconfig), context=member, namespaces=[namespace]))
+    assert result.failed
+    for api in ("clusters.fleet.cattle.io/v1alpha1", "clusterregistrationtokens.fleet.cattle.io/v1alpha1",
+                "memberclusters.cluster.kubernetes-fleet.io/v1beta1"):
+        assert api in result["msg"], result["msg"]
+    assert "hub-agent chart" in result["msg"]
+    assert result["apis"]["kubefleet"]["served"] is False
+    assert read_namespace(core, namespace) is None
+
+    only_fleet = run_module("hub_prepare", dict(kubeconfig=str(lab.kubeconfig), context=member, backends=["rancher_fleet"]))
+    assert only_fleet.failed and "memberclusters" not in only_fleet["msg"] and "clusters.fleet.cattle.io" in only_fleet["msg"]
