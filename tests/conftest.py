@@ -65,6 +65,14 @@ class Lab:
         from kubernetes import config  # pylint: disable=import-outside-toplevel
         return config.new_client_from_config(config_file=str(self.kubeconfig), context=context)
 
+    def agent_processes(self, context):
+        """Host processes the agent runner currently runs for a context's pods (from state.json), alive ones only."""
+        from fleetlab import processes, state  # pylint: disable=import-outside-toplevel
+        from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+        current = state.load(LabPaths()) or {}
+        entries = current.get('clusters', {}).get(context, {}).get('agents', [])
+        return [e for e in entries if processes.alive(e)]
+
     def ca_pem(self, context):
         """The CA certificate of a lab cluster (PEM text)."""
         return self.ca_files[context].read_text()

@@ -1,5 +1,7 @@
 """Bring the lab up, report on it, tear it down."""
 
+import contextlib
+import fcntl
 import os
 import shutil
 import sys
@@ -149,6 +151,7 @@ class Starter:
         """Start everything; returns the state."""
         started = time.monotonic()
         names = CONTROL_PLANE + (AGENTS if self.with_controllers else [])
+        choose_ports(self.members)  # a pinned port that is busy fails before any build
         build = _build()
         binaries = {k: str(v) for k, v in build.ensure_binaries(names, log=lambda m: say('  ' + m)).items()}
         missing = [n for n in names if n not in binaries]
@@ -253,9 +256,27 @@ class Starter:
         self.save()
 
 
+@contextlib.contextmanager
+def exclusive(paths):
+    """Serialise ``up`` and ``down`` of one lab directory (a flock on its parent directory)."""
+    parent = paths.root.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def up(members=2, with_controllers=True, paths=None):
     """``up``: returns a process exit code."""
     paths = paths or LabPaths()
+    with exclusive(paths):
+        return _up(members, with_controllers, paths)
+
+
+def _up(members, with_controllers, paths):
     status, current, dead = lab_status(paths)
     if status == 'running':
         say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
@@ -267,14 +288,14 @@ def up(members=2, with_controllers=True, paths=None):
         raise LabError('a lab in %s is partially running (not running: %s); run "python -m fleetlab down" first' % (paths.root, names))
     if status == 'dead':
         say('removing the state of a lab that no longer runs')
-        down(paths, quiet=True)
+        _down(paths, quiet=True)
     say('starting lab: hub + %d members in %s' % (members, paths.root))
     starter = Starter(paths, members, with_controllers)
     try:
         result = starter.up()
     except BaseException:
-        say('start failed; tearing down')
-        down(paths, quiet=True, keep_logs=True)
+        say('start failed; tearing down (logs kept in %s)' % paths.logs)
+        _down(paths, quiet=True, keep_logs=True)
         raise
     say('lab ready in %.1fs' % result['ready_seconds'])
     say('  kubeconfig: %s (contexts: %s)' % (paths.kubeconfig, ', '.join(result['clusters'])))
@@ -286,6 +307,11 @@ def up(members=2, with_controllers=True, paths=None):
 def down(paths=None, quiet=False, keep_logs=False):
     """``down``: stop every recorded process (runner first), remove the lab's files."""
     paths = paths or LabPaths()
+    with exclusive(paths):
+        return _down(paths, quiet, keep_logs)
+
+
+def _down(paths, quiet=False, keep_logs=False):
     current = labstate.load(paths)
     if current is None and not paths.root.exists():
         if not quiet:

@@ -24,7 +24,11 @@ class ComponentFailed(LabError):
         self.log_path = log_path
         message = '%s %s' % (name, reason)
         if log_path:
-            message += '\n--- last lines of %s ---\n%s' % (log_path, tail(log_path))
+            last = tail(log_path)
+            message += '\n--- last lines of %s ---\n%s' % (log_path, last)
+            if 'address already in use' in last:
+                message += ('\n--- a port the lab picked is in use by another process; run "up" again, or pin the ports '
+                            'with FLEETOPS_LAB_BASE_PORT=<free port range start>')
         super().__init__(message)
 
 

@@ -23,6 +23,10 @@ def _client_with_token(lab, context, token):
     return client.ApiClient(conf)
 
 
+def _with_token(secret):
+    return secret if (secret.data or {}).get('token') else None
+
+
 @pytest.fixture
 def namespace(lab, name):
     """A fresh namespace on every cluster the test asks for (deleted afterwards)."""
@@ -51,8 +55,7 @@ def test_service_account_token_secret_gets_a_working_token(lab, namespace, wait,
         metadata=client.V1ObjectMeta(name='joiner-token', annotations={'kubernetes.io/service-account.name': 'joiner'}),
         type='kubernetes.io/service-account-token'))
 
-    secret = wait(lambda: (lambda s: s if (s.data or {}).get('token') else None)(core.read_namespaced_secret('joiner-token', ns)),
-                  60, 'the token controller to fill the Secret')
+    secret = wait(lambda: _with_token(core.read_namespaced_secret('joiner-token', ns)), 60, 'the token controller to fill the Secret')
     assert base64.b64decode(secret.data['namespace']).decode() == ns
     assert base64.b64decode(secret.data['ca.crt']).decode().strip() == lab.ca_pem(context).strip()
 
@@ -94,9 +97,8 @@ def test_garbage_collection_deletes_dependents(lab, namespace, wait):
     core = _core(lab, 'hub')
     ns = namespace('hub')
     owner = core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name='owner')))
-    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(
-        name='dependent', owner_references=[client.V1OwnerReference(api_version='v1', kind='ConfigMap', name='owner',
-                                                                   uid=owner.metadata.uid)])))
+    reference = client.V1OwnerReference(api_version='v1', kind='ConfigMap', name='owner', uid=owner.metadata.uid)
+    core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name='dependent', owner_references=[reference])))
     core.delete_namespaced_config_map('owner', ns)
 
     def collected():

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.lab
 def _needs_controllers(lab_controllers):
     return lab_controllers
 
+
 GROUP, VERSION = 'cluster.kubernetes-fleet.io', 'v1beta1'
 HUB_NS = 'fleet-system'
 MEMBER = 'member2'
@@ -41,6 +42,10 @@ def _condition(obj, kind):
     return None
 
 
+def _with_token(secret):
+    return secret if (secret.data or {}).get('token') else None
+
+
 @pytest.fixture
 def member_identity(lab, name, wait):
     """ServiceAccount + token Secret on the hub for a new member name; yields (member name, sa, token)."""
@@ -51,8 +56,7 @@ def member_identity(lab, name, wait):
     core.create_namespaced_secret(HUB_NS, client.V1Secret(
         metadata=client.V1ObjectMeta(name=sa_name + '-token', annotations={'kubernetes.io/service-account.name': sa_name}),
         type='kubernetes.io/service-account-token'))
-    secret = wait(lambda: (lambda s: s if (s.data or {}).get('token') else None)(core.read_namespaced_secret(sa_name + '-token', HUB_NS)),
-                  60, 'the hub service-account token')
+    secret = wait(lambda: _with_token(core.read_namespaced_secret(sa_name + '-token', HUB_NS)), 60, 'the hub service-account token')
     yield member_name, sa_name, base64.b64decode(secret.data['token']).decode()
     custom = client.CustomObjectsApi(lab.api_client('hub'))
     try:
