@@ -470,7 +470,6 @@ class _Backend:
         self.params = module.params
         self.check_mode = module.check_mode
         self.diff_mode = getattr(module, "_diff", False)
-        self.warnings = []
 
     @property
     def kube(self):
@@ -906,6 +905,11 @@ class MemberAgent(_Backend):
             client.request("GET", "/api")
             return None
         except ConnectionFailure as exc:
+            if "CERTIFICATE_VERIFY_FAILED" in exc.msg or "certificate verify failed" in exc.msg:
+                raise ConnectionFailure(
+                    "preflight: the hub at %s presents a certificate the given CA does not verify (%s)" % (url, exc.msg), host=url,
+                    hint="Give the CA that signed the hub API server's certificate (hub_ca_pem, hub_ca_cert or hub_kubeconfig's CA); "
+                         "the member agent would fail the same way")
             raise ConnectionFailure("preflight: %s" % exc.msg, exc.hint, host=url)
         except ApiError as exc:
             if exc.status == 401:

@@ -178,7 +178,8 @@ notes:
   - The token never appears on a command line, in logs, diffs or results; Helm gets values through a private file.
   - When the token in the Secret changes, the agent Deployment is restarted, because the refresh-token sidecar only
     re-reads the Secret every few hours.
-  - The release's values hold no secret (the token is only in the Secret), so they are returned.
+  - The release's values hold no secret (the token is only in the Secret), so they are returned and shown in diffs;
+    keep secrets out of O(values) for the same reason.
 seealso:
   - module: fleetops.registration.kubefleet_member_identity
   - module: fleetops.registration.kubefleet_member_cluster
