@@ -366,6 +366,16 @@ def joined_with_heartbeat(obj):
     return PREDICATES["member_joined"](obj) and bool(member_agent_heartbeat(obj))
 
 
+def joined_since(obj, previous=None):
+    """Joined with a heartbeat later than ``previous`` (a heartbeat seen earlier; both are hub timestamps)."""
+    if not joined_with_heartbeat(obj):
+        return False
+    if not previous:
+        return True
+    latest, before = parse_time(member_agent_heartbeat(obj)), parse_time(previous)
+    return latest is not None and (before is None or latest > before)
+
+
 def label_selector(labels=None, selector=None):
     """A label selector string from equality ``labels`` and/or a free-form ``selector``."""
     parts = []
@@ -953,7 +963,7 @@ class MemberAgent(_Backend):
     def present(self):
         url, ca = self.hub_url_and_ca()
         chart, chart_name, chart_version = self.chart()
-        self.check_member_cluster()
+        previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
         token = self.hub_token()
         preflight = None
         if self.params["preflight"]:
@@ -984,9 +994,11 @@ class MemberAgent(_Backend):
             restarted = self._restart_agent(secret_outcome.after)
         member = None
         if self.hub_given and self.params["wait"] and not self.check_mode:
+            # After a change, a heartbeat from before it proves nothing: wait for a newer one.
+            since = previous_heartbeat if (secret_outcome.changed or upgrade) else None
             member = describe_member(self.module.waiter.until(
-                lambda: self.hub.get(MEMBER_CLUSTER, self.name), joined_with_heartbeat,
-                "MemberCluster %s to be Joined with a member agent heartbeat" % self.name,
+                lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda obj: joined_since(obj, since),
+                "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
                 "Look at the member agent's log on the member; check hub_url, the CA and that %s/%s still exists on the hub" % (
                     self.params["identity_namespace"], self.sa_name),
             ))

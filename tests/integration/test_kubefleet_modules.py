@@ -331,10 +331,30 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     assert ok(run_module("kubefleet_member_cluster_info", hub_args(lab, name=unique("nobody"))))["members"] == []
     assert member in [m["name"] for m in ok(run_module("kubefleet_member_cluster_info", hub_args(lab)))["members"]]
 
+    # re-join after an identity change (Azure/fleet#187): a new token reaches the running agent
+    removed_identity = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent")))
+    assert any("still names this identity" in str(w) for w in removed_identity.get("warnings", [])), removed_identity.get("warnings")
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    new_token = hub.token(member)
+    assert new_token != token
+    before = hub.member_cluster(member)["status"]["agentStatus"]
+    old_beat = [a for a in before if a["type"] == "MemberAgent"][0]["lastReceivedHeartbeat"]
+    rotated = ok(run_module("kubefleet_member_agent", args, diff=True))
+    assert rotated.changed and rotated["agent_restarted"] is True
+    assert rotated["diff"]["after"]["secret"]["data"]["token"] == MASK + " (changed)"
+    assert new_token not in rotated["raw_output"] and token not in rotated["raw_output"]
+    assert base64.b64decode(hub.member_secret().data["token"]).decode() == new_token
+    fresh = [a for a in rotated["member"]["agents"] if a["type"] == "MemberAgent"][0]
+    assert fresh["last_received_heartbeat"] > old_beat, "the module returned before a heartbeat with the new token"
+    assert not ok(run_module("kubefleet_member_agent", args)).changed
+
     # leave while the agent runs: graceful, nothing forced
     left = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
     assert left.changed and left["forced"] == []
     assert hub.member_cluster(member) is None and hub.namespace("fleet-member-" + member) is None
+    checked = ok(run_module("kubefleet_member_agent", dict(args, state="absent"), check=True, diff=True))
+    assert checked.changed and hub.release() and hub.member_secret() is not None, "check mode removed the agent"
+    assert checked["diff"]["after"] == {"secret": {}, "release": {}}
     removed = ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
     assert removed.changed
     assert not hub.release() and hub.member_secret() is None

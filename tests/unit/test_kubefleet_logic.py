@@ -268,6 +268,14 @@ def test_joined_needs_a_heartbeat():
     assert not kf.joined_with_heartbeat(None)
 
 
+def test_joined_since_needs_a_newer_heartbeat_after_a_change():
+    member = member_object(heartbeat="2026-11-21T09:59:30Z")
+    assert kf.joined_since(member, None)
+    assert not kf.joined_since(member, "2026-11-21T09:59:30Z")
+    assert kf.joined_since(member, "2026-11-21T09:59:29Z")
+    assert not kf.joined_since(member_object(joined="False"), "2026-11-21T09:00:00Z")
+
+
 def test_label_selector():
     assert kf.label_selector({"b": "2", "a": True}) == "a=true,b=2"
     assert kf.label_selector({"a": "1"}, "env in (prod)") == "a=1,env in (prod)"
