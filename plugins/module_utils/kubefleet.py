@@ -37,7 +37,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, values_differ
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
-    NAMESPACE, SECRET, SERVICE_ACCOUNT, KubeClient, Resource, clean, ensure_object,
+    NAMESPACE, SECRET, SERVICE_ACCOUNT, KubeClient, Outcome, Resource, clean, ensure_object,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
     REDACTED, b64, kubeconfig_ca_pem, kubeconfig_server, label_key_problem, label_value_problem,
@@ -865,6 +865,10 @@ class MemberAgent(_Backend):
             return self.hub.get(SECRET, self.token_secret_name, self.params["identity_namespace"])
 
         secret = fetch()
+        if self.check_mode and not secret_token(secret):
+            self.warn("check mode: the hub has no filled token Secret %s/%s yet; assuming an earlier task creates the identity "
+                      "(a real run fails without it)" % (self.params["identity_namespace"], self.token_secret_name))
+            return None
         if secret is None:
             raise ParameterError(
                 "name", "the hub has no identity token Secret %s/%s for member %s" % (
@@ -884,6 +888,10 @@ class MemberAgent(_Backend):
         if not self.hub_given:
             return None
         member = self.hub.get(MEMBER_CLUSTER, self.name)
+        if member is None and self.check_mode:
+            self.warn("check mode: the hub has no MemberCluster named %s yet; assuming an earlier task creates it "
+                      "(a real run fails without it)" % self.name)
+            return None
         if member is None:
             raise ParameterError("name", "the hub has no MemberCluster named %s" % self.name,
                                  "Create it first with fleetops.registration.kubefleet_member_cluster")
@@ -966,17 +974,23 @@ class MemberAgent(_Backend):
         previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
         token = self.hub_token()
         preflight = None
-        if self.params["preflight"]:
+        if self.params["preflight"] and token is not None:
             preflight = {"hub_url": url, "username": self.preflight(url, ca, token)}
         if self.kube.get(NAMESPACE, self.secret_namespace) is None:
             raise ParameterError("secret_namespace", "namespace %s does not exist on the member" % self.secret_namespace,
                                  "Create it, or keep the default (default)")
-        helm = self.module.helm(secrets=[token])
+        helm = self.module.helm(secrets=[token] if token else [])
         prior = helm.release(self.release_name, self.release_namespace)
         self._check_agent_namespace()
 
-        secret_outcome = ensure_object(self.kube, SECRET, desired_hub_secret(self.secret_name, self.secret_namespace, token),
-                                       check_mode=self.check_mode, hide_data=True)
+        if token is None:
+            # Check mode before the identity exists: the token will be a new one, so the Secret will change.
+            current = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
+            predicted = dict(desired_hub_secret(self.secret_name, self.secret_namespace, "unknown"), apiVersion="v1", kind="Secret")
+            secret_outcome = Outcome(True, clean(current, hide_data=True) if current else None, clean(predicted, hide_data=True))
+        else:
+            secret_outcome = ensure_object(self.kube, SECRET, desired_hub_secret(self.secret_name, self.secret_namespace, token),
+                                           check_mode=self.check_mode, hide_data=True)
         token_changed = secret_outcome.changed and secret_outcome.before is not None
 
         desired = self.values(url, ca)

@@ -39,7 +39,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     description: The Secret is written as a server-side dry run; the Helm change is predicted from the release's chart,
-      version and values, without running Helm's upgrade.
+      version and values, without running Helm's upgrade. When the MemberCluster or the identity token does not exist
+      yet (an earlier task of the same check run only dry-ran it), the module warns and predicts the join instead of
+      failing, and skips the preflight.
     support: full
   diff_mode:
     description: Shows the Secret (token hidden) and the release's chart, version and values before and after.

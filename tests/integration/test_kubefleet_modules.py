@@ -387,6 +387,20 @@ def _nothing_on_member(hub):
     assert not hub.release(), "a failed run left a release behind"
 
 
+def test_agent_check_mode_before_the_hub_side_exists_predicts_the_join(lab, hub, agent_member):
+    """A playbook's check run: identity and MemberCluster were only dry-run by earlier tasks."""
+    result = ok(run_module("kubefleet_member_agent", agent_args(lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub"),
+                           check=True, diff=True))
+    assert result.changed
+    warnings = " ".join(str(w) for w in result.get("warnings", []))
+    assert "no MemberCluster named %s" % agent_member in warnings and "a real run fails without it" in warnings
+    assert result["diff"]["before"] == {"secret": {}, "release": {}}
+    assert result["diff"]["after"]["secret"]["data"] == {"token": MASK}
+    assert result["diff"]["after"]["release"]["values"]["config"]["memberClusterName"] == agent_member
+    assert result["preflight"] is None
+    _nothing_on_member(hub)
+
+
 def test_agent_for_an_unknown_member_fails_first(lab, hub, agent_member):
     result = failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")),
                     "no MemberCluster named", "kubefleet_member_cluster")
