@@ -321,22 +321,28 @@ def _down(paths, quiet=False, keep_logs=False):
     if current.get('runner'):
         processes.stop(current['runner'], grace=30)
         current = labstate.load(paths) or current   # the runner recorded which agents it stopped
-    for cluster in current.get('clusters', {}).values():
-        for entry in cluster.get('agents', []):
-            processes.stop(entry, grace=5)
-    for cluster in current.get('clusters', {}).values():
-        for entry in reversed(cluster.get('processes', [])):
-            if entry['name'] == 'kube-controller-manager':
-                processes.stop(entry, grace=10)
-    for cluster in current.get('clusters', {}).values():
-        for entry in cluster.get('processes', []):
-            processes.stop(entry, grace=15)
+    clusters = current.get('clusters', {}).values()
+    processes.stop_many([e for c in clusters for e in c.get('agents', [])], grace=5)
+    # safety net: lab binaries still running inside the lab directory (e.g. after a runner crash)
+    binaries = current.get('binaries') or {}
+    agent_exes = [path for name, path in binaries.items() if name not in CONTROL_PLANE] + [sys.executable]
+    _stop_leftovers(paths, agent_exes)
+    processes.stop_many([e for c in clusters for e in c.get('processes', []) if e['name'] == 'kube-controller-manager'], grace=10)
+    processes.stop_many([e for c in clusters for e in c.get('processes', [])], grace=15)
     if current.get('etcd'):
         processes.stop(current['etcd'], grace=15)
+    _stop_leftovers(paths, list(binaries.values()) + [sys.executable])
     clean(paths, keep_logs=keep_logs)
     if not quiet:
         say('lab stopped; %s removed' % paths.root)
     return 0
+
+
+def _stop_leftovers(paths, executables):
+    stray = processes.leftovers(paths.root, executables) if paths.root.exists() else []
+    for entry in stray:
+        say('stopping leftover lab process %s (pid %d)' % (entry['name'], entry['pid']))
+    processes.stop_many(stray, grace=5)
 
 
 def _mib(value):
@@ -378,12 +384,19 @@ def print_status(report):
         return
     say('lab %s: hub + %s members, %s' % (report['status'], report['members'], report['lab_dir']))
     say('  kubeconfig %s' % report['kubeconfig'])
+    rows = [(p['name'], p) for p in report.get('shared', [])]
+    rows += [(p['name'], p) for c in report['clusters'].values() for p in c['processes']]
+    width = max([len(name) for name, _p in rows] + [10]) + 2
+
+    def line(proc):
+        return '    %s pid %-7d %s %s' % (proc['name'].ljust(width), proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss']))
+    say('  shared')
     for proc in report.get('shared', []):
-        say('  %-26s pid %-7d %s %s' % (proc['name'], proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss'])))
+        say(line(proc))
     for name, cluster in report['clusters'].items():
-        say('%s  %s  (%s resident)' % (name, cluster['url'], _mib(cluster['rss']).strip()))
+        say('  %s  %s  (%s resident)' % (name, cluster['url'], _mib(cluster['rss']).strip()))
         for proc in cluster['processes']:
-            say('  %-40s pid %-7d %s %s' % (proc['name'], proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss'])))
+            say(line(proc))
 
 
 def env_exports(paths=None):

@@ -103,26 +103,69 @@ def group_members(pgid):
     return pids
 
 
+def ours(entry):
+    """True if the recorded process (group) still exists and is the one recorded.
+
+    The leader is checked by pid and start time. If the leader is gone, members left in its group
+    are still ours: Linux does not reuse an id while a process group of that id exists.
+    """
+    if not entry or not entry.get('pid'):
+        return False
+    current = start_time(entry['pid'])
+    if current is not None:
+        return entry.get('start') is None or current == entry['start']
+    return bool(group_members(entry.get('pgid') or entry['pid']))
+
+
 def stop(entry, grace=10.0):
     """Stop a recorded process and its whole process group: SIGTERM, then SIGKILL after ``grace``."""
-    pgid = entry.get('pgid') or entry.get('pid')
-    if not pgid:
-        return
-    if alive(entry) or group_members(pgid):
+    stop_many([entry], grace)
+
+
+def stop_many(entries, grace=10.0):
+    """Stop several recorded processes at once: SIGTERM to every group, wait, SIGKILL what is left."""
+    entries = [e for e in entries if e]
+    live = [e.get('pgid') or e['pid'] for e in entries if ours(e)]
+    for pgid in live:
         _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not group_members(pgid):
-            break
-        _reap(entry.get('pid'))
-        time.sleep(0.1)
-    else:
-        _signal_group(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while group_members(pgid) and time.monotonic() < deadline:
+    while live and time.monotonic() < deadline:
+        for entry in entries:
             _reap(entry.get('pid'))
-            time.sleep(0.05)
-    _reap(entry.get('pid'))
+        live = [g for g in live if group_members(g)]
+        time.sleep(0.1)
+    for pgid in live:
+        _signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while live and time.monotonic() < deadline:
+        for entry in entries:
+            _reap(entry.get('pid'))
+        live = [g for g in live if group_members(g)]
+        time.sleep(0.05)
+    for entry in entries:
+        _reap(entry.get('pid'))
+
+
+def leftovers(root, executables):
+    """Processes running one of ``executables`` with a working directory inside ``root`` (the lab's own)."""
+    root = os.path.realpath(root)
+    wanted = {os.path.realpath(e) for e in executables}
+    found = []
+    for name in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            cwd = os.readlink('/proc/%s/cwd' % name)
+            exe = os.readlink('/proc/%s/exe' % name)
+        except OSError:
+            continue
+        if exe in wanted and (cwd == root or cwd.startswith(root + os.sep)):
+            pid = int(name)
+            try:
+                if os.getpgid(pid) != pid:   # the lab starts every process as a group leader
+                    continue
+            except OSError:
+                continue
+            found.append({'name': os.path.basename(exe), 'pid': pid, 'pgid': pid, 'start': start_time(pid)})
+    return found
 
 
 def _signal_group(pgid, sig):

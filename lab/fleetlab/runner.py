@@ -63,6 +63,7 @@ TOKEN_SECONDS = 3600
 READY_AFTER = 1.0
 MAX_BACKOFF = 60.0
 STOP_GRACE = 10.0
+SHUTDOWN_GRACE = 3.0   # runner shutdown (lab down): KubeFleet's hubagent ignores SIGTERM
 
 # Host-process adjustments per binary (name as in build.ensure_binaries):
 #   env:        set (overrides the container's value)
@@ -295,6 +296,8 @@ class PodRun:
         self.prepared = False
         self.reported = None    # last status signature written
         self.last_volume_refresh = 0.0
+        self.lock = threading.Lock()   # supervise (main loop) vs stop (deletion thread)
+        self.stopped = False
 
     @property
     def api(self):
@@ -561,6 +564,12 @@ class PodRun:
 
     def supervise(self):
         """Start, restart and report; returns True if the set of processes changed."""
+        with self.lock:
+            if self.stopped:
+                return False
+            return self._supervise()
+
+    def _supervise(self):
         changed = False
         try:
             self.prepare()
@@ -635,12 +644,18 @@ class PodRun:
             LOG.warning('%s %s: status update failed: %s', self.cluster, self.label(), exc)
 
     def stop(self, grace=STOP_GRACE):
-        """Stop every container and remove the pod directory."""
+        """Stop every container and remove the pod directory (no restart after this)."""
+        with self.lock:
+            self.stopped = True
+            self._stop(grace)
+
+    def _stop(self, grace):
+        entries = [run.entry for run in self.containers if run.entry]
+        for entry in entries:
+            LOG.info('%s %s: stopping %s pid %d', self.cluster, self.label(), entry['name'], entry['pid'])
+        processes.stop_many(entries, grace=grace)
         for run in self.containers:
-            if run.entry:
-                LOG.info('%s %s: stopping container %s pid %d', self.cluster, self.label(), run.name, run.entry['pid'])
-                processes.stop(run.entry, grace=grace)
-                run.proc = run.entry = None
+            run.proc = run.entry = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -810,7 +825,7 @@ class Runner:
         with self.lock:
             current = list(self.pods.values())
             self.pods.clear()
-        threads = [threading.Thread(target=p.stop, args=(STOP_GRACE,)) for p in current]
+        threads = [threading.Thread(target=p.stop, args=(SHUTDOWN_GRACE,)) for p in current]
         for thread in threads:
             thread.start()
         for thread in threads:
