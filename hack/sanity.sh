@@ -12,6 +12,16 @@ venv=${VENV:-$repo/.venv}
 stage=${STAGE:-$repo/.cache/sanity}
 python_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
+# The shellcheck sanity test is skipped silently when the program is absent.
+if ! command -v shellcheck >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+  else
+    echo "shellcheck is missing: install it (apt-get install shellcheck) so the shellcheck sanity test runs" >&2
+    exit 1
+  fi
+fi
+
 cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
 for version in 24.2 25.0 25.1 25.3; do
