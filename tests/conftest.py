@@ -1,9 +1,13 @@
 """Session fixtures shared by the lab proof tests and the integration tests.
 
 ``lab`` (session scope) gives a running lab: it reuses one that already runs (``make lab-up``)
-or starts ``hub + 2 members`` (``python -m fleetlab up --members 2``). A lab it started is stopped
-at the end of the session unless ``FLEETOPS_LAB_KEEP`` is set (then it stays up for the next run
-or for inspection); a lab it reused is never stopped. Tests that need it carry the ``lab`` marker.
+or starts ``hub + 2 members`` (as ``python -m fleetlab up --members 2`` does; the lab directory is
+``.lab`` or ``$FLEETOPS_LAB_DIR``). A lab it started is stopped at the end of the session unless
+``FLEETOPS_LAB_KEEP`` is set (then it stays up for the next run or for inspection); a lab it reused
+is never stopped. Two test sessions that find no lab at the same moment share the one the first
+starts, and the first to finish stops it: start the lab beforehand (``make lab-up``) or set
+``FLEETOPS_LAB_KEEP`` when running sessions in parallel. Tests that need it carry the ``lab`` marker;
+``lab_controllers`` additionally requires the Fleet and KubeFleet controllers.
 """
 
 import os
@@ -25,12 +29,6 @@ MEMBERS = 2
 def pytest_configure(config):
     """Register the ``lab`` marker (also declared in pytest.ini)."""
     config.addinivalue_line('markers', 'lab: needs the local lab (real kube-apiservers, Fleet and KubeFleet controllers)')
-
-
-def _lab_cli(*args, check=True):
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(LAB_PATH), env.get('PYTHONPATH')]))
-    return subprocess.run([sys.executable, '-m', 'fleetlab'] + list(args), env=env, check=check, cwd=str(REPO))
 
 
 class Lab:
@@ -106,18 +104,18 @@ def lab():
     """The running lab (started if needed; stopped at the end only if this fixture started it and FLEETOPS_LAB_KEEP is unset)."""
     from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
     from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+    from fleetlab.processes import LabError  # pylint: disable=import-outside-toplevel
     paths = LabPaths()
+    try:
+        started = fleetlab_lab.ensure_up(MEMBERS, paths=paths)
+    except (LabError, RuntimeError) as exc:  # RuntimeError: build.BuildError
+        pytest.fail('could not start the lab: %s' % exc)
     status, state, _dead = fleetlab_lab.lab_status(paths)
-    started = False
-    if status != 'running':
-        _lab_cli('up', '--members', str(MEMBERS))
-        started = True
-        status, state, _dead = fleetlab_lab.lab_status(paths)
-        assert status == 'running', 'the lab did not start (see %s/logs)' % paths.root
+    assert status == 'running', 'the lab is %s (see %s/logs)' % (status, paths.root)
     if state['members'] < MEMBERS:
         pytest.fail('the running lab in %s has %d members; the tests need %d: run "make lab-down" and let the tests start one'
                     % (paths.root, state['members'], MEMBERS))
     with tempfile.TemporaryDirectory(prefix='fleetops-helm-') as helm_home:
         yield Lab(state, Path(helm_home))
     if started and not os.environ.get('FLEETOPS_LAB_KEEP'):
-        _lab_cli('down', check=False)
+        fleetlab_lab.down(paths)

@@ -270,7 +270,13 @@ def exclusive(paths):
 
 
 def up(members=2, with_controllers=True, paths=None):
-    """``up``: returns a process exit code."""
+    """``up``: returns a process exit code (0 also when a lab already runs: nothing is changed then)."""
+    ensure_up(members, with_controllers, paths)
+    return 0
+
+
+def ensure_up(members=2, with_controllers=True, paths=None):
+    """Start a lab unless one runs; True if this call started it. Raises LabError."""
     paths = paths or LabPaths()
     with exclusive(paths):
         return _up(members, with_controllers, paths)
@@ -282,7 +288,7 @@ def _up(members, with_controllers, paths):
         say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
         if current['members'] != members:
             say('note: it has %d members, not %d; run "down" first to change that' % (current['members'], members))
-        return 0
+        return False
     if status == 'partial':
         names = ', '.join(sorted({e['name'] for e in dead}))
         raise LabError('a lab in %s is partially running (not running: %s); run "python -m fleetlab down" first' % (paths.root, names))
@@ -301,7 +307,7 @@ def _up(members, with_controllers, paths):
     say('  kubeconfig: %s (contexts: %s)' % (paths.kubeconfig, ', '.join(result['clusters'])))
     say('  inventory:  %s' % paths.inventory)
     say('  shell:      eval "$(PYTHONPATH=lab python -m fleetlab env)"')
-    return 0
+    return True
 
 
 def down(paths=None, quiet=False, keep_logs=False):

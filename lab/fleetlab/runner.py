@@ -50,6 +50,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import yaml
 
@@ -59,7 +60,8 @@ from fleetlab.paths import LabPaths, write_private
 
 LOG = logging.getLogger('fleetlab.runner')
 
-TOKEN_SECONDS = 3600
+# lifetime of minted tokens (the API server's minimum is 600 s); re-minted at 60 % of it
+TOKEN_SECONDS = max(600, int(os.environ.get('FLEETOPS_LAB_TOKEN_SECONDS', '3600')))
 READY_AFTER = 1.0
 MAX_BACKOFF = 60.0
 STOP_GRACE = 10.0
@@ -340,7 +342,7 @@ class PodRun:
         for (audience, targets, seconds), (issued, expiry) in list(self.tokens.items()):
             if time.time() > issued + 0.6 * (expiry - issued):
                 LOG.info('%s %s: refreshing token', self.cluster, self.label())
-                self._write_token(audience, [self.dir / t for t in targets], seconds)
+                self._write_token(audience, [Path(t) for t in targets], seconds)
 
     def volume_dir(self, name):
         """Host directory of a pod volume."""
@@ -400,7 +402,7 @@ class PodRun:
         if 'serviceAccountToken' in source:
             src = source['serviceAccountToken']
             path = target / src['path']
-            key = (src.get('audience') or '', (str(path.relative_to(self.dir)),), int(src.get('expirationSeconds') or TOKEN_SECONDS))
+            key = (src.get('audience') or '', (str(path),), int(src.get('expirationSeconds') or TOKEN_SECONDS))
             if key not in self.tokens:
                 self._write_token(key[0], [path], key[2])
         elif 'secret' in source:
