@@ -303,6 +303,9 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     assert not again.changed, again.get("diff")
     assert not ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"site": "lab"}))).changed
     assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member))).changed
+    waited = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5, labels={"site": "lab"},
+                                                                wait_for="joined", wait_timeout=60)))
+    assert not waited.changed and waited["member"]["joined"] is True
 
     # a values change shows in check mode's diff and changes nothing
     checked = ok(run_module("kubefleet_member_agent", dict(args, log_verbosity=3), check=True, diff=True))
