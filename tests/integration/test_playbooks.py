@@ -1,0 +1,203 @@
+"""The playbooks, run by the real ansible-playbook against the lab's inventory.
+
+One scenario, in order, on the lab's member1 and member2 (both backends each): leave (to start from a clean
+hub whatever ran before, e.g. ``make demo``), join, join again (no changes), join in check mode with other
+labels (reported, not applied), status, leave, leave again (no changes). The hub is inspected with the
+kubernetes client after each step; the secrets the join creates must never appear in ansible-playbook's output.
+"""
+
+import base64
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from modrun import REPO, collections_root
+
+pytestmark = pytest.mark.lab
+
+FLEET = ("fleet.cattle.io", "v1alpha1")
+KUBEFLEET = ("cluster.kubernetes-fleet.io", "v1beta1")
+FLEET_NS = "fleet-default"
+RECAP = re.compile(r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
+                   r"failed=(?P<failed>\d+)", re.M)
+
+
+class Run:
+    """One ansible-playbook run: its output and PLAY RECAP."""
+
+    def __init__(self, proc):
+        self.returncode = proc.returncode
+        self.output = proc.stdout + proc.stderr
+        self.recap = dict((m.group("host"), dict((k, int(v)) for k, v in m.groupdict().items() if k != "host"))
+                          for m in RECAP.finditer(proc.stdout))
+
+    def changed(self, host):
+        return self.recap[host]["changed"]
+
+
+def playbook(lab, name, *args, tmp_path):
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(collections_root()),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+        "ANSIBLE_HOST_KEY_CHECKING": "0",
+        "ANSIBLE_DEPRECATION_WARNINGS": "0",
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    })
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(lab.inventory),
+            str(REPO / "playbooks" / name)] + list(args)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False)
+    run = Run(proc)
+    assert run.returncode == 0, "%s failed (%d):\n%s" % (name, run.returncode, run.output[-6000:])
+    return run
+
+
+class Hub:
+    """What the lab's hub and members hold, read with the admin kubeconfig."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.custom = client.CustomObjectsApi(lab.api_client("hub"))
+        self.core = client.CoreV1Api(lab.api_client("hub"))
+
+    @staticmethod
+    def _get(read):
+        try:
+            return read()
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def fleet_cluster(self, name):
+        return self._get(lambda: self.custom.get_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", name))
+
+    def fleet_list(self, plural):
+        return self.custom.list_namespaced_custom_object(*FLEET, FLEET_NS, plural)["items"]
+
+    def member_cluster(self, name):
+        return self._get(lambda: self.custom.get_cluster_custom_object(*KUBEFLEET, "memberclusters", name))
+
+    def namespace(self, name):
+        return self._get(lambda: self.core.read_namespace(name))
+
+    def service_account(self, name):
+        return self._get(lambda: self.core.read_namespaced_service_account(name, "fleet-system"))
+
+    def secret_value(self, core, namespace, name, key):
+        secret = self._get(lambda: core.read_namespaced_secret(name, namespace))
+        return base64.b64decode(secret.data[key]).decode() if secret is not None and (secret.data or {}).get(key) else None
+
+    def releases(self, member):
+        proc = self.lab.run_helm(member, "list", "--all-namespaces", "--output", "yaml")
+        return sorted(r["name"] for r in yaml.safe_load(proc.stdout) or [])
+
+
+def condition(obj, cond_type):
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == cond_type:
+            return cond.get("status")
+    return None
+
+
+@pytest.fixture
+def hub(lab_controllers):
+    text = lab_controllers.inventory.read_text()
+    if "fleetops_kubeconfig" not in text:
+        pytest.fail("the running lab's %s predates the fleetops_* inventory variables; run 'make lab-down' and let the tests "
+                    "start a lab" % lab_controllers.inventory)
+    return Hub(lab_controllers)
+
+
+def assert_left(hub, members, client_ids=()):
+    for member in members:
+        assert hub.fleet_cluster(member) is None
+        assert hub.member_cluster(member) is None
+        assert hub.namespace("fleet-member-" + member) is None
+        assert hub.service_account(member + "-hub-cluster-access") is None
+        assert "fleet-agent" not in hub.releases(member) and "member-agent" not in hub.releases(member)
+    leftovers = [r["metadata"]["name"] for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") in client_ids]
+    assert leftovers == [], "ClusterRegistrations of the removed clusters were left behind: %s" % leftovers
+
+
+def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint: disable=too-many-locals,too-many-statements
+    lab = lab_controllers
+    members = ["member1", "member2"]
+
+    # A clean start, whatever ran on this lab before.
+    playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    assert_left(hub, members)
+
+    join = playbook(lab, "join_cluster.yml", "-v", tmp_path=tmp_path)
+    client_ids = {}
+    for member in members:
+        assert join.changed(member) > 0
+        cluster = hub.fleet_cluster(member)
+        assert cluster["metadata"]["labels"]["env"] == "lab" and cluster["metadata"]["labels"]["member"] == member
+        client_ids[member] = cluster["spec"]["clientID"]
+        assert re.match(r"^[0-9a-f]{64}$", client_ids[member]), "the generated client ID is not 64 random hex digits"
+        assert cluster["status"]["agent"]["lastSeen"], "the agent never checked in"
+        registrations = [r for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") == client_ids[member]]
+        assert registrations and all(r["status"].get("granted") for r in registrations)
+        mc = hub.member_cluster(member)
+        assert mc["metadata"]["labels"]["env"] == "lab" and mc["metadata"]["labels"]["member"] == member
+        assert condition(mc, "ReadyToJoin") == "True"
+        agent = [a for a in mc["status"].get("agentStatus") or [] if a["type"] == "MemberAgent"]
+        assert agent and [c["status"] for c in agent[0]["conditions"] if c["type"] == "Joined"] == ["True"]
+        assert sorted(hub.releases(member)) == ["fleet-agent", "member-agent"]
+        assert "%s: rancher_fleet %s/%s: agent registered, checked in" % (member, FLEET_NS, member) in join.output
+        assert "kubefleet %s: agent installed/updated, joined" % member in join.output
+    assert len(set(client_ids.values())) == 2
+    # The run's registration token was revoked once the agents had registered.
+    assert hub.fleet_list("clusterregistrationtokens") == []
+    # Secrets the join created never reach the output, even with -v.
+    for member in members:
+        member_core = client.CoreV1Api(lab.api_client(member))
+        identity_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+        agent_kubeconfig = yaml.safe_load(hub.secret_value(member_core, "cattle-fleet-system", "fleet-agent", "kubeconfig"))
+        agent_credential = agent_kubeconfig["users"][0]["user"]["token"]
+        assert identity_token and identity_token not in join.output
+        assert agent_credential and agent_credential not in join.output
+    assert "fleetops_members" in join.output  # the per-cluster statistics AWX keeps
+
+    again = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
+    assert again.recap.keys() == {"hub", "member1", "member2"}
+    assert all(again.changed(host) == 0 for host in again.recap), again.recap
+    for member in members:
+        assert hub.fleet_cluster(member)["spec"]["clientID"] == client_ids[member], "a re-run must keep the client ID"
+        assert "%s: rancher_fleet %s/%s: agent unchanged, checked in, ready; labels in sync" % (member, FLEET_NS, member) in again.output
+        assert "kubefleet %s: agent unchanged, joined, healthy; labels in sync" % member in again.output
+    assert hub.fleet_list("clusterregistrationtokens") == []
+
+    # Label drift is reported in check mode and not applied.
+    predicted = playbook(lab, "join_cluster.yml", "--check", "-e", '{"fleetops_labels": {"env": "staging"}}', tmp_path=tmp_path)
+    for member in members:
+        assert predicted.changed(member) == 2  # the Fleet Cluster and the MemberCluster, nothing else
+        assert "%s: rancher_fleet %s/%s: agent unchanged, checked in, ready; labels ~env=staging" % (member, FLEET_NS, member) \
+            in predicted.output
+        assert hub.fleet_cluster(member)["metadata"]["labels"]["env"] == "lab"
+        assert hub.member_cluster(member)["metadata"]["labels"]["env"] == "lab"
+
+    status = playbook(lab, "cluster_status.yml", tmp_path=tmp_path)
+    assert status.changed("hub") == 0
+    for member in members:
+        row = re.search(r'"%s +yes +\| checked-in yes .*\| joined +yes .*\| (?P<labels>[^"]*)"' % member, status.output)
+        assert row, status.output[-3000:]
+        assert sorted(row.group("labels").split(",")) == ["env=lab", "member=%s" % member]
+
+    leave = playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    for member in members:
+        assert leave.changed(member) == 5
+        assert ("%s: kubefleet removed: MemberCluster, agent, identity | rancher_fleet removed: agent, agent credential, Cluster" % member) \
+            in leave.output
+    assert_left(hub, members, set(client_ids.values()))
+
+    again = playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    assert all(again.changed(host) == 0 for host in again.recap), again.recap
