@@ -13,7 +13,9 @@ PY := $(VENV)/bin/python
 LAB := PYTHONPATH=$(CURDIR)/lab $(PY) -m fleetlab
 COLLECTIONS := $(CURDIR)/.cache/collections
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
-export PATH := $(CURDIR)/.lab/bin:$(VENV)/bin:$(PATH)
+# The lab's state directory; FLEETOPS_LAB_DIR moves it (the lab honours it too), e.g. for a second lab.
+LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
+export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
 .PHONY: demo test venv collection lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
@@ -43,7 +45,8 @@ lab-down: venv
 
 demo: venv collection lab-build
 	$(LAB) up --members $(MEMBERS)
-	ansible-playbook -i .lab/inventory.yml playbooks/join_cluster.yml
+	ansible-playbook -i $(LAB_DIR)/inventory.yml playbooks/join_cluster.yml
+	ansible-playbook -i $(LAB_DIR)/inventory.yml playbooks/cluster_status.yml
 	$(LAB) status
 
 bench: venv lab-build
