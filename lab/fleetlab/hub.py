@@ -6,10 +6,11 @@ Rancher Fleet (github.com/rancher/fleet v0.16.0):
     ``apiServerCA``, a short ``agentCheckinInterval``, and off: ``bootstrap`` (no ``fleet-local``
     cluster and no local agent on the hub), ``gitops`` (gitjob) and ``helmops``; the collection
     registers downstream clusters and needs neither.
-  - the chart (v0.16.0) has no value for ``manageAgent`` although the controller's config has the
-    key; the lab adds ``"manageAgent": false`` to the ``fleet-controller`` ConfigMap right after
-    install, so agentmanagement creates no per-cluster agent bundles (agents are installed by the
-    chart, i.e. by the collection). Manager-initiated import still deploys agents.
+  - ``manageAgent`` stays on (the default; the v0.16.0 chart has no value for it although the
+    controller's config knows the key). With it off, manager-initiated import never finishes in
+    v0.16.0 (the import handler waits for the ``fleet-agent-<cluster>`` bundle that only the
+    manageagent controller creates), and the agent bundles do become ready in the lab because the
+    agent runner realises the Deployments they contain.
   - the chart's ``fleet-controller`` Deployment (containers fleet-controller, fleet-cleanup,
     fleet-agentmanagement, image rancher/fleet) is realised by the agent runner as host processes.
 KubeFleet (go.goms.io/fleet v0.14.0, stand-in for kubefleet-dev/kubefleet, see docs):
@@ -88,14 +89,6 @@ def install_fleet(tools, hub, build):
     values = _values_file(tools.paths, 'fleet', fleet_values(hub))
     tools.helm(hub.name, 'upgrade', '--install', 'fleet', str(build.fleet_chart('fleet')),
                '--namespace', FLEET_NAMESPACE, '--no-hooks', '-f', values, what='helm install fleet')
-    raw = tools.kubectl(hub.name, '-n', FLEET_NAMESPACE, 'get', 'configmap', 'fleet-controller', '-o', 'json')
-    configmap = json.loads(raw)
-    config = json.loads(configmap['data']['config'])
-    if config.get('manageAgent') is not False:
-        config['manageAgent'] = False
-        patch = {'data': {'config': json.dumps(config, indent=2)}}
-        tools.kubectl(hub.name, '-n', FLEET_NAMESPACE, 'patch', 'configmap', 'fleet-controller', '--type=merge',
-                      '-p', json.dumps(patch), what='patch fleet-controller config (manageAgent=false)')
 
 
 def apply_crds(tools, context, files):

@@ -184,3 +184,51 @@ def _agent_processes(lab, pod_name):
 
 def _ready(pod):
     return any(c.type == 'Ready' and c.status == 'True' for c in pod.status.conditions or [])
+
+
+def _single_context_kubeconfig(lab, context):
+    """The lab kubeconfig reduced to one context (what a user hands the hub for an import)."""
+    full = yaml.safe_load(lab.kubeconfig.read_text())
+    ctx = [c for c in full['contexts'] if c['name'] == context][0]
+    return {'apiVersion': 'v1', 'kind': 'Config', 'current-context': context, 'contexts': [ctx],
+            'clusters': [c for c in full['clusters'] if c['name'] == ctx['context']['cluster']],
+            'users': [u for u in full['users'] if u['name'] == ctx['context']['user']]}
+
+
+def test_manager_initiated_import_deploys_and_manages_the_agent(lab, name, wait):
+    """The hub deploys the agent itself from a kubeconfig Secret; the agent then runs its own agent bundle."""
+    member = 'member2'
+    core = client.CoreV1Api(lab.api_client('hub'))
+    custom = _custom(lab, 'hub')
+    member_core = client.CoreV1Api(lab.api_client(member))
+    namespace = name('fleet-import')
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    try:
+        core.create_namespaced_secret(namespace, client.V1Secret(
+            metadata=client.V1ObjectMeta(name='member-kubeconfig'),
+            string_data={'value': yaml.safe_dump(_single_context_kubeconfig(lab, member))}))
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', {
+            'apiVersion': '%s/%s' % (GROUP, VERSION), 'kind': 'Cluster',
+            'metadata': {'name': 'imported', 'labels': {'proof': 'imported'}}, 'spec': {'kubeConfigSecret': 'member-kubeconfig'}})
+
+        def ready():
+            cluster = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', 'imported')
+            status = cluster.get('status') or {}
+            conditions = {c['type']: c['status'] for c in status.get('conditions') or []}
+            done = (status.get('agent') or {}).get('lastSeen') and conditions.get('Imported') == 'True' and \
+                (status.get('display') or {}).get('readyBundles') == '1/1'
+            return cluster if done else None
+        cluster = wait(ready, 240, 'the imported Cluster checked in with its agent bundle ready')
+        assert cluster['metadata']['labels']['proof'] == 'imported'
+        deployment = client.AppsV1Api(lab.api_client(member)).read_namespaced_deployment('fleet-agent', AGENT_NS)
+        assert deployment.status.available_replicas == 1
+    finally:
+        for cluster in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters')['items']:
+            custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', cluster['metadata']['name'])
+        core.delete_namespace(namespace)
+        try:
+            member_core.delete_namespace(AGENT_NS)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        wait(lambda: _absent(lambda: member_core.read_namespace(AGENT_NS)), 120, 'namespace %s to go on %s' % (AGENT_NS, member))
