@@ -78,7 +78,8 @@ class Lab:
     def helm_env(self):
         """Environment for running helm against the lab (Helm state in a session temp dir)."""
         env = dict(os.environ)
-        env.update({'KUBECONFIG': str(self.kubeconfig), 'HELM_CACHE_HOME': str(self.helm_home / 'cache'),
+        env.update({'KUBECONFIG': str(self.kubeconfig), 'KUBECACHEDIR': str(self.helm_home / 'kube-cache'),
+                    'HELM_CACHE_HOME': str(self.helm_home / 'cache'),
                     'HELM_CONFIG_HOME': str(self.helm_home / 'config'), 'HELM_DATA_HOME': str(self.helm_home / 'data')})
         return env
 

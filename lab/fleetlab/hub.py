@@ -46,7 +46,9 @@ class Tools:
         self.kubectl_bin = str(binaries['kubectl'])
         helm_home = paths.work / 'helm'
         self.env = dict(os.environ)
-        self.env.update({'KUBECONFIG': str(paths.kubeconfig), 'HELM_CACHE_HOME': str(helm_home / 'cache'),
+        # KUBECACHEDIR: kubectl's and helm's discovery cache stays in the lab directory (down removes it)
+        self.env.update({'KUBECONFIG': str(paths.kubeconfig), 'KUBECACHEDIR': str(paths.work / 'kube-cache'),
+                         'HELM_CACHE_HOME': str(helm_home / 'cache'),
                          'HELM_CONFIG_HOME': str(helm_home / 'config'), 'HELM_DATA_HOME': str(helm_home / 'data')})
 
     def _run(self, argv, what, stdin=None, timeout=300):

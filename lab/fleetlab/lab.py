@@ -406,6 +406,8 @@ def print_status(report):
 
 
 def env_exports(paths=None):
-    """Shell exports for using the lab (KUBECONFIG, PATH with .lab/bin)."""
+    """Shell exports for using the lab: KUBECONFIG, PATH with .lab/bin (helm, kubectl), and the
+    kubectl/helm discovery cache inside the lab directory so ``down`` removes it."""
     paths = paths or LabPaths()
-    return 'export KUBECONFIG=%s\nexport PATH=%s:"$PATH"\n' % (paths.kubeconfig, paths.bin)
+    return 'export KUBECONFIG=%s\nexport KUBECACHEDIR=%s\nexport PATH=%s:"$PATH"\n' % (
+        paths.kubeconfig, paths.work / 'kube-cache', paths.bin)
