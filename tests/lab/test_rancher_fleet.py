@@ -82,6 +82,7 @@ def registration(lab, name, wait, tmp_path):
         yaml.safe_dump(values, handle)
     _delete_member_agent(lab, wait)
     yield namespace, values, values_file
+    values_file.unlink()   # it holds the registration token: do not leave it in pytest's kept temp dirs
     _delete_member_agent(lab, wait)
     for cluster in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters')['items']:
         custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', cluster['metadata']['name'])
