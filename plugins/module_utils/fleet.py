@@ -30,6 +30,7 @@ __metaclass__ = type
 
 import copy
 import datetime
+import json
 import os
 import re
 import secrets
@@ -40,7 +41,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, values_differ
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
-    NAMESPACE, SECRET, Resource, clean, condition, ensure_object,
+    CONFIG_MAP, NAMESPACE, SECRET, Resource, clean, condition, ensure_object,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
     REDACTED, b64, kubeconfig_ca_pem, kubeconfig_server, label_patch, load_kubeconfig, normalize_labels,
@@ -65,6 +66,12 @@ VALUES_KEY = "values"
 KUBECONFIG_KEY = "value"
 API_SERVER_URL_KEY = "apiServerURL"
 API_SERVER_CA_KEY = "apiServerCA"
+
+FLEET_CONFIG_MAP = "fleet-controller"
+MANAGE_AGENT_WARNING = (
+    "Fleet's controller runs with manageAgent: false (ConfigMap %s/fleet-controller). Fleet v0.16.0 cannot import a cluster "
+    "then: its import handler first deletes the agent bundle fleet-agent-<cluster>, which only exists with manageAgent on, "
+    "and retries forever on 'not found'. Enable manageAgent, or register this cluster agent-initiated (fleet_agent)")
 
 # Labels Fleet (and Rancher) manage on Cluster objects; ``labels_mode: replace`` keeps them.
 MANAGED_LABEL_PREFIXES = ("fleet.cattle.io/", "management.cattle.io/", "provisioning.cattle.io/")
@@ -435,6 +442,18 @@ def write_values_file(path, content, check_mode=False):
     return True
 
 
+def manage_agent_disabled(configmap):
+    """Whether a fleet-controller ConfigMap says ``manageAgent: false`` (None when it cannot tell)."""
+    text = ((configmap or {}).get("data") or {}).get("config")
+    if not text:
+        return None
+    try:
+        config = json.loads(text)
+    except ValueError:
+        return None
+    return config.get("manageAgent") is False
+
+
 def _hub_hint(exc):
     """Re-raise a hub connection failure naming the options that reach the hub."""
     return ConnectionFailure(exc.msg, "Check hub_kubeconfig, hub_context and hub_host: the hub's API server must be reachable "
@@ -705,10 +724,14 @@ class ClusterBackend(_Backend):
         cluster = outcome.after
         if secret_outcome is not None and not self.check_mode:
             changed = self._own_secret(secret_name, cluster) or changed
+        import_blocked = bool(secret_name) and self._import_blocked()
+        if import_blocked:
+            self.warn(MANAGE_AGENT_WARNING % AGENT_NAMESPACE)
         if self.params.get("wait") and not self.check_mode:
             cluster = self.module.waiter.until(
                 lambda: self.kube.get(CLUSTER, self.name, self.namespace), "fleet_cluster_checked_in",
                 "the agent of Cluster %s/%s to check in" % (self.namespace, self.name),
+                (MANAGE_AGENT_WARNING % AGENT_NAMESPACE) if import_blocked else
                 "wait_timeout: install the agent (fleet_agent) with this client ID, or for an imported cluster check that "
                 "Fleet's controller can reach the cluster through the kubeconfig Secret")
         result = {
@@ -728,6 +751,13 @@ class ClusterBackend(_Backend):
                 after["kubeconfig_secret"] = secret_outcome.after or {}
             result["diff"] = {"before": before, "after": after}
         return result
+
+    def _import_blocked(self):
+        """Whether the hub's Fleet is configured so that it cannot import (best effort: unreadable means no)."""
+        try:
+            return bool(manage_agent_disabled(self.kube.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE)))
+        except FleetOpsError:
+            return False
 
     def _own_secret(self, secret_name, cluster):
         """Make the kubeconfig Secret owned by the Cluster, so deleting the Cluster by any means removes it."""
@@ -965,6 +995,14 @@ class AgentBackend(_Backend):
                 reasons.append("chart version %s -> %s" % (release.get("chart_version"), version))
             if values_differ(live, values):
                 reasons.append("values differ")
+        managed = self._fleet_managed(helm)
+        if reasons and managed:
+            # Fleet (manageAgent, its default) has adopted the agent as its own release: upgrades are Fleet's job now,
+            # and a Helm upgrade of fleet-agent would fight it over the objects' ownership.
+            self.warn("the agent on this cluster is managed by Fleet (release %s), so fleet-agent was not changed (%s); "
+                      "Fleet upgrades its agents itself, and the registration values only matter for a new registration"
+                      % (managed[0], ", ".join(reasons)))
+            reasons = []
         changed = bool(reasons)
         if changed:
             try:
@@ -979,6 +1017,7 @@ class AgentBackend(_Backend):
         result = {
             "changed": changed, "reasons": reasons,
             "release": release or {"name": self.release, "namespace": self.namespace},
+            "fleet_managed_releases": managed,
             "chart_version": version,
             "values": redact_values(values),
             "sources": sources,
@@ -1017,19 +1056,29 @@ class AgentBackend(_Backend):
             "a wrong apiServerURL/apiServerCA or an expired token are the usual causes")
         return cluster_summary(cluster)
 
+    def _fleet_managed(self, helm):
+        """Names of the releases Fleet made to manage this agent itself (``fleet-agent-<cluster>``)."""
+        _rc, out, _err = helm.run(["list", "--namespace", self.namespace, "--all", "--max", "0", "--output", "json"])
+        return sorted(r["name"] for r in json.loads(out or "[]") if r.get("name", "").startswith(self.release + "-"))
+
     def absent(self):
         helm = self.module.helm()
         release = helm.release(self.release, self.namespace)
+        managed = self._fleet_managed(helm)
         kube = self.module.kube()
         credential = kube.get(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace)
-        if release is not None and not self.check_mode:
-            helm.uninstall(self.release, self.namespace)
+        if not self.check_mode:
+            if release is not None:
+                helm.uninstall(self.release, self.namespace)
+            for name in managed:
+                helm.uninstall(name, self.namespace)
         if credential is not None:
             # The agent writes its hub credential itself; Helm does not know it and would leave it behind.
             kube.delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace, dry_run=self.check_mode)
         result = {
-            "changed": release is not None or credential is not None,
+            "changed": release is not None or credential is not None or bool(managed),
             "release": release or {"name": self.release, "namespace": self.namespace},
+            "fleet_managed_releases": managed,
             "removed_credential": credential is not None,
         }
         if self.module._diff:

@@ -26,8 +26,11 @@ description:
     ones, and Helm runs only when they differ (or the release is not C(deployed)).
   - The registration token travels to Helm in a C(0600) values file, never on a command line, and never appears in the
     result, a log or the diff.
-  - C(state=absent) uninstalls the release and deletes the agent's hub credential Secret C(fleet-agent) that the agent
-    wrote itself (Helm would leave it behind). The Cluster on the hub is removed with M(fleetops.registration.fleet_cluster).
+  - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
+    and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
+  - C(state=absent) uninstalls the release (and Fleet's C(fleet-agent-<cluster>) release, if any) and deletes the agent's hub
+    credential Secret C(fleet-agent) that the agent wrote itself (Helm would leave it behind). The Cluster on the hub is
+    removed with M(fleetops.registration.fleet_cluster).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -182,6 +185,12 @@ cluster:
   description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
   returned: when wait is true and state is present
   type: dict
+fleet_managed_releases:
+  description: Releases Fleet created to manage the agent itself (C(fleet-agent-<cluster>)); removed too with state C(absent).
+  returned: always
+  type: list
+  elements: str
+  sample: ["fleet-agent-cluster-ede2ae4bad0a"]
 removed_credential:
   description: Whether the agent's credential Secret C(fleet-agent) was deleted.
   returned: when state is absent

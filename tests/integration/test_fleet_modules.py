@@ -6,6 +6,7 @@ Every test works in its own hub namespace and leaves the members' cattle-fleet-s
 """
 
 import base64
+import json
 import os
 import stat
 import time
@@ -276,13 +277,20 @@ def test_agent_initiated_with_labels_rerun_check_mode_relabel_and_absent(lab, hu
     assert token not in again["raw_output"]
 
     relabel = dict(args, labels={"env": "prod"})
-    predicted = ok(run_module("fleet_agent", relabel, check=True, diff=True))
-    assert predicted.changed and predicted["reasons"] == ["values differ"]
-    assert predicted["diff"]["before"]["values"]["labels"] == {"env": "dev", "example": "true"}
-    assert predicted["diff"]["after"]["values"]["labels"] == {"env": "prod"}
-    assert token not in predicted["raw_output"]
+    if manage_agent_disabled(hub):
+        predicted = ok(run_module("fleet_agent", relabel, check=True, diff=True))
+        assert predicted.changed and predicted["reasons"] == ["values differ"]
+        assert predicted["diff"]["before"]["values"]["labels"] == {"env": "dev", "example": "true"}
+        assert predicted["diff"]["after"]["values"]["labels"] == {"env": "prod"}
+        assert token not in predicted["raw_output"]
+    else:
+        # Fleet adopts the agent as release fleet-agent-<cluster>; the module must not fight it with an upgrade
+        wait_for(lambda: [r for r in releases(lab, member) if r["name"].startswith("fleet-agent-")], 120, "Fleet to adopt the agent")
+        deferred = ok(run_module("fleet_agent", relabel))
+        assert not deferred.changed and deferred["fleet_managed_releases"]
+        assert any("managed by Fleet" in w for w in warnings(deferred))
     assert helm_values(lab, member)["labels"] == {"env": "dev", "example": "true"}
-    assert releases(lab, member)[0]["revision"] == revision
+    assert [int(r["revision"]) for r in releases(lab, member) if r["name"] == "fleet-agent"] == [revision]
 
     info = ok(run_module("fleet_cluster_info", dict(hub_args(lab), namespace=hub_ns, include_registrations=True)))
     assert [c["name"] for c in info["clusters"]] == [cluster["name"]]
@@ -307,10 +315,10 @@ def test_agent_initiated_with_labels_rerun_check_mode_relabel_and_absent(lab, hu
 
     # leave: check mode keeps the agent; the real run removes release and credential; then the hub side
     kept = ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent"), check=True))
-    assert kept.changed and len(releases(lab, member)) == 1
+    assert kept.changed and "fleet-agent" in [r["name"] for r in releases(lab, member)]
     left = ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent")))
     assert left.changed and left["removed_credential"]
-    assert releases(lab, member) == []
+    assert releases(lab, member) == []  # also Fleet's own fleet-agent-<cluster> release when manageAgent adopted the agent
     core = client.CoreV1Api(lab.api_client(member))
     assert _missing(lambda: core.read_namespaced_secret("fleet-agent", AGENT_NS))
     assert not ok(run_module("fleet_agent", dict(agent_args(lab, member), state="absent"))).changed
@@ -404,6 +412,11 @@ def _member_kubeconfig(lab, member, path):
     return str(path), user
 
 
+def manage_agent_disabled(hub):
+    config = hub.core.read_namespaced_config_map("fleet-controller", AGENT_NS).data["config"]
+    return json.loads(config).get("manageAgent") is False
+
+
 def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp_path):
     member = fresh_member("member1")
     kubeconfig, user = _member_kubeconfig(lab, member, tmp_path / "all.yaml")
@@ -417,20 +430,24 @@ def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp
     assert hub.get("clusters", hub_ns, "imported") is None and hub.secret(hub_ns, "imported-kubeconfig") is None
     assert planned["diff"]["after"]["kubeconfig_secret"]["data"]["value"] == REDACTED
 
-    result = ok(run_module("fleet_cluster", dict(cargs, wait=True, wait_timeout=CHECKIN_TIMEOUT), diff=True))
+    # Fleet v0.16.0 only imports with manageAgent on (import.go deletes bundle fleet-agent-<cluster> and
+    # retries on NotFound); on a hub without it the module must say so instead of waiting in vain.
+    blocked = manage_agent_disabled(hub)
+    result = ok(run_module("fleet_cluster", dict(cargs, wait=not blocked, wait_timeout=CHECKIN_TIMEOUT), diff=True))
     assert result.changed and result["kubeconfig_secret"] == "imported-kubeconfig"
+    assert any("manageAgent" in w for w in warnings(result)) == blocked
     for secret in secrets:
         assert secret not in result["raw_output"]
     cluster = hub.get("clusters", hub_ns, "imported")
     assert cluster["spec"]["kubeConfigSecret"] == "imported-kubeconfig" and cluster["spec"]["clientID"] == result["client_id"]
-    assert result["cluster"]["checked_in"]
+    assert result["cluster"]["checked_in"] != blocked
     stored = hub.secret(hub_ns, "imported-kubeconfig")
     stored_config = yaml.safe_load(base64.b64decode(stored.data["value"]))
     assert stored_config["current-context"] == member and len(stored_config["contexts"]) == 1
     assert stored_config["clusters"][0]["cluster"]["server"] == lab.api_urls[member]
-    assert [o["uid"] for o in stored.metadata.owner_references] == [cluster["metadata"]["uid"]]
-    # the agent Fleet deployed runs on the member, not as a Helm release
-    assert releases(lab, member) == []
+    assert [o.uid for o in stored.metadata.owner_references] == [cluster["metadata"]["uid"]]
+    # the agent is Fleet's doing, not a fleet-agent release of this collection
+    assert "fleet-agent" not in [r["name"] for r in releases(lab, member)]
 
     again = ok(run_module("fleet_cluster", cargs))
     assert not again.changed

@@ -389,3 +389,11 @@ def test_values_file_needs_an_existing_directory(tmp_path):
 ])
 def test_split_chart_keeps_the_whole_version(text, expected):
     assert split_chart(text) == expected
+
+
+def test_manage_agent_disabled_reads_the_fleet_controller_config():
+    assert fleet.manage_agent_disabled({"data": {"config": '{"manageAgent": false, "apiServerURL": "x"}'}}) is True
+    assert fleet.manage_agent_disabled({"data": {"config": '{"manageAgent": true}'}}) is False
+    assert fleet.manage_agent_disabled({"data": {"config": '{"apiServerURL": "x"}'}}) is False  # default: on
+    assert fleet.manage_agent_disabled({"data": {"config": "not json"}}) is None
+    assert fleet.manage_agent_disabled(None) is None
