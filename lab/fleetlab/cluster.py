@@ -25,11 +25,13 @@ SERVICE_CIDR = '10.0.0.0/24'
 GO_ENV = {'GOGC': '50'}
 
 
-def go_env(extra=None):
-    """Environment for a Go control-plane process."""
+def go_env(paths):
+    """Environment for a Go control-plane process (temporary files inside the lab directory)."""
+    tmp = paths.work / 'tmp'
+    tmp.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(GO_ENV)
-    env.update(extra or {})
+    env['TMPDIR'] = str(tmp)
     return env
 
 
@@ -58,7 +60,7 @@ class Etcd:
         """Start etcd (returns the Popen)."""
         self.paths.etcd_data.mkdir(parents=True, exist_ok=True)
         os.chmod(self.paths.etcd_data, 0o700)
-        return processes.spawn('etcd', self.argv(), self.log, env=go_env(), cwd=str(self.paths.root))
+        return processes.spawn('etcd', self.argv(), self.log, env=go_env(self.paths), cwd=str(self.paths.root))
 
     def healthy(self):
         """True when etcd answers /health with health true."""
@@ -133,12 +135,12 @@ class Cluster:
 
     def start_apiserver(self):
         """Start kube-apiserver (returns the Popen)."""
-        return processes.spawn('%s kube-apiserver' % self.name, self.apiserver_argv(), self.apiserver_log, env=go_env(),
+        return processes.spawn('%s kube-apiserver' % self.name, self.apiserver_argv(), self.apiserver_log, env=go_env(self.paths),
                                cwd=str(self.paths.root))
 
     def start_kcm(self):
         """Start kube-controller-manager (returns the Popen)."""
-        return processes.spawn('%s kube-controller-manager' % self.name, self.kcm_argv(), self.kcm_log, env=go_env(),
+        return processes.spawn('%s kube-controller-manager' % self.name, self.kcm_argv(), self.kcm_log, env=go_env(self.paths),
                                cwd=str(self.paths.root))
 
     def _ssl(self):
