@@ -8,6 +8,7 @@ import base64
 import http.client
 import json
 import os
+import shlex
 import ssl
 
 import yaml
@@ -119,7 +120,7 @@ class Cluster:
                 # the master endpoints reconciler cannot publish a loopback address; nothing in the lab
                 # reaches the API through the in-cluster `kubernetes` Service
                 '--endpoint-reconciler-type=none',
-                '--v=1']
+                '--v=1'] + shlex.split(os.environ.get('FLEETOPS_LAB_APISERVER_ARGS', ''))
 
     def kcm_argv(self):
         """kube-controller-manager command line (no serving port: --secure-port=0)."""
