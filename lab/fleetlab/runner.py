@@ -300,6 +300,7 @@ class PodRun:
         self.last_volume_refresh = 0.0
         self.lock = threading.Lock()   # supervise (main loop) vs stop (deletion thread)
         self.stopped = False
+        self.retry_at = 0.0     # after a missing Secret/ConfigMap/ServiceAccount, retry later
 
     @property
     def api(self):
@@ -573,14 +574,19 @@ class PodRun:
 
     def _supervise(self):
         changed = False
+        if time.monotonic() < self.retry_at:
+            return False
         try:
             self.prepare()
             if time.time() - self.last_volume_refresh > 60:
                 self.materialise_volumes()
             self.refresh_tokens()
         except NotReadyYet as exc:
-            for run in self.containers:
-                run.waiting_reason, run.waiting_message = 'ContainerCreating', str(exc)
+            if not self.prepared:
+                for run in self.containers:
+                    run.waiting_reason, run.waiting_message = 'ContainerCreating', str(exc)
+            LOG.info('%s %s: waiting: %s', self.cluster, self.label(), exc)
+            self.retry_at = time.monotonic() + 5
             self.report()
             return False
         for run in self.containers:
