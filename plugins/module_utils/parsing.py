@@ -46,7 +46,7 @@ def parse_duration(text, param="ttl"):
         return 0.0
     sign = 1.0
     body = raw
-    if body[:1] in "+-":
+    if body[:1] in ("+", "-"):
         sign = -1.0 if body[0] == "-" else 1.0
         body = body[1:]
     total = 0.0
