@@ -43,9 +43,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     CONFIG_MAP, NAMESPACE, SECRET, Resource, clean, condition, ensure_object,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Backend
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
-    REDACTED, b64, kubeconfig_ca_pem, kubeconfig_server, label_patch, load_kubeconfig, normalize_labels,
-    parse_duration, reconcile_labels, unb64, validate_dns_subdomain,
+    REDACTED, b64, deep_merge, kubeconfig_ca_pem, kubeconfig_server, label_patch, load_kubeconfig, normalize_labels,
+    parse_duration, read_pem, reconcile_labels, unb64, validate_dns_subdomain,
 )
 
 try:
@@ -161,15 +162,6 @@ def parse_values(text, param="values_file"):
     return data
 
 
-def deep_merge(base, override):
-    """``override`` laid over ``base`` (dicts merged recursively, everything else replaced); both left untouched."""
-    result = copy.deepcopy(base) if base else {}
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
 
 
 def pick_api_server(explicit, from_values, from_hub):
@@ -233,20 +225,6 @@ def check_release_identity(namespace, name):
                              "Remove release_name or set it to %s (the chart refuses any other name)" % AGENT_RELEASE)
 
 
-def read_ca(value, param):
-    """PEM text given inline or as a path to a PEM file."""
-    if value is None or value == "":
-        return None
-    text = value
-    if "-----BEGIN" not in value:
-        path = os.path.expanduser(value)
-        if not os.path.isfile(path):
-            raise ParameterError(param, "is neither PEM text nor an existing file", "Give the hub CA as PEM text or the path of a PEM file")
-        with open(path) as handle:
-            text = handle.read()
-    if "-----BEGIN CERTIFICATE-----" not in text:
-        raise ParameterError(param, "is not a PEM certificate", "Give the hub CA as PEM text or the path of a PEM file")
-    return text
 
 
 def _read_file(path, base_dir, param, what):
@@ -464,17 +442,7 @@ def _hub_hint(exc):
 # Orchestration
 # ---------------------------------------------------------------------------
 
-class _Backend:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.check_mode = module.check_mode
-
-    def warn(self, text):
-        self.module.warn(text)
-
-
-class TokenBackend(_Backend):
+class TokenBackend(Backend):
     """fleet_registration_token: the token, Fleet's values Secret, and the local values.yaml."""
 
     def __init__(self, module):
@@ -482,7 +450,6 @@ class TokenBackend(_Backend):
         self.name = validate_name(self.params["name"], "name")
         self.namespace = validate_name(self.params["namespace"], "namespace")
         self.ttl = validate_ttl(self.params.get("ttl"))
-        self.kube = module.kube()
 
     def run(self):
         if self.params["state"] == "absent":
@@ -498,7 +465,7 @@ class TokenBackend(_Backend):
             "secret_name": status.get("secretName") or None,
             "token": clean(token) if token else {},
         }
-        if self.module._diff:
+        if self.diff_mode:
             result["diff"] = {"before": clean(before) if before else {}, "after": clean(after) if after else {}}
         return result
 
@@ -602,14 +569,13 @@ class TokenBackend(_Backend):
         return result
 
 
-class ClusterBackend(_Backend):
+class ClusterBackend(Backend):
     """fleet_cluster: a predefined (agent-initiated) or imported (manager-initiated) Cluster."""
 
     def __init__(self, module):
         super(ClusterBackend, self).__init__(module)
         self.name = validate_name(self.params["name"], "name")
         self.namespace = validate_name(self.params["namespace"], "namespace")
-        self.kube = module.kube()
         secret_name = self.params.get("kubeconfig_secret")
         if secret_name:
             validate_dns_subdomain(secret_name, "kubeconfig_secret")
@@ -652,7 +618,7 @@ class ClusterBackend(_Backend):
         data = {KUBECONFIG_KEY: b64(kubeconfig_text)}
         if self.params.get("agent_api_server_url"):
             data[API_SERVER_URL_KEY] = b64(self.params["agent_api_server_url"])
-        ca = read_ca(self.params.get("agent_api_server_ca"), "agent_api_server_ca")
+        ca = read_pem(self.params.get("agent_api_server_ca"), "agent_api_server_ca")
         if ca:
             data[API_SERVER_CA_KEY] = b64(ca)
         return {
@@ -743,7 +709,7 @@ class ClusterBackend(_Backend):
             if labels is not None else label_changes({}, {}),
             "cluster": cluster_summary(cluster or {}),
         }
-        if self.module._diff:
+        if self.diff_mode:
             before = {"cluster": clean(current) if current else {}}
             after = {"cluster": outcome.after or {}}
             if secret_outcome is not None:
@@ -816,7 +782,7 @@ class ClusterBackend(_Backend):
             "removed_registrations": sorted(r["metadata"]["name"] for r in registrations),
             "cluster": {},
         }
-        if self.module._diff:
+        if self.diff_mode:
             before = {"cluster": clean(current) if current else {}}
             if secret is not None:
                 before["kubeconfig_secret"] = clean(secret, hide_data=True)
@@ -824,12 +790,11 @@ class ClusterBackend(_Backend):
         return result
 
 
-class ClusterInfoBackend(_Backend):
+class ClusterInfoBackend(Backend):
     """fleet_cluster_info: read-only view of Clusters (and their registrations)."""
 
     def __init__(self, module):
         super(ClusterInfoBackend, self).__init__(module)
-        self.kube = module.kube()
         if self.params.get("name") and not self.params.get("namespace"):
             raise ParameterError("namespace", "is required with name", "Give the Cluster's namespace (e.g. fleet-default)")
 
@@ -854,7 +819,7 @@ class ClusterInfoBackend(_Backend):
         return {"changed": False, "clusters": clusters}
 
 
-class AgentBackend(_Backend):
+class AgentBackend(Backend):
     """fleet_agent: the fleet-agent Helm release on a member, from a token's values."""
 
     def __init__(self, module):
@@ -937,7 +902,7 @@ class AgentBackend(_Backend):
         url = settings.host
         ca = None
         if settings.ca_cert:
-            ca = read_ca(settings.ca_cert, "hub_ca_cert")
+            ca = read_pem(settings.ca_cert, "hub_ca_cert")
         if isinstance(settings.kubeconfig, (str, dict)) and settings.kubeconfig:
             config, base_dir = settings.kubeconfig_dict()
             if not url:
@@ -957,7 +922,7 @@ class AgentBackend(_Backend):
                 not (self.params.get("api_server_ca") or token_values.get(API_SERVER_CA_KEY)):
             hub_url, hub_ca = self._hub_endpoint()
         url, url_source = pick_api_server(self.params.get("api_server_url"), token_values.get(API_SERVER_URL_KEY), hub_url)
-        ca, ca_source = pick_api_server(read_ca(self.params.get("api_server_ca"), "api_server_ca"),
+        ca, ca_source = pick_api_server(read_pem(self.params.get("api_server_ca"), "api_server_ca"),
                                         token_values.get(API_SERVER_CA_KEY), hub_ca)
         if url and not url.startswith("https://"):
             raise ParameterError("api_server_url", "%r is not an https:// URL" % url, "Give the hub API server's https:// URL")
@@ -1022,7 +987,7 @@ class AgentBackend(_Backend):
             "values": redact_values(values),
             "sources": sources,
         }
-        if self.module._diff:
+        if self.diff_mode:
             result["diff"] = {
                 "before": {"chart_version": before.get("chart_version"), "values": redact_values(live)} if before else {},
                 "after": {"chart_version": version, "values": redact_values(values, live)},
@@ -1081,6 +1046,6 @@ class AgentBackend(_Backend):
             "fleet_managed_releases": managed,
             "removed_credential": credential is not None,
         }
-        if self.module._diff:
+        if self.diff_mode:
             result["diff"] = {"before": {"chart_version": (release or {}).get("chart_version")} if release else {}, "after": {}}
         return result

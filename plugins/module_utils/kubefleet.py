@@ -27,7 +27,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import datetime
 import os
 
@@ -40,9 +39,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
     NAMESPACE, SECRET, SERVICE_ACCOUNT, KubeClient, Outcome, Resource, clean, ensure_object,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
-    REDACTED, b64, kubeconfig_ca_pem, kubeconfig_server, label_key_problem, label_value_problem,
-    label_patch, normalize_labels, reconcile_labels, unb64, validate_dns_label, validate_dns_subdomain,
+    REDACTED, b64, deep_merge, kubeconfig_ca_pem, kubeconfig_server, label_key_problem, label_value_problem,
+    label_patch, normalize_labels, read_pem, reconcile_labels, unb64, validate_dns_label, validate_dns_subdomain,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Backend
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES, Waiter
 
 MEMBER_CLUSTER = Resource("cluster.kubernetes-fleet.io/v1beta1", "MemberCluster", "memberclusters", namespaced=False)
@@ -388,15 +388,6 @@ def label_selector(labels=None, selector=None):
 
 # -- member agent ----------------------------------------------------------------
 
-def deep_merge(base, override):
-    """``override`` merged into a copy of ``base``, recursing into mappings."""
-    result = copy.deepcopy(base or {})
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
 
 
 def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=FLEET_SYSTEM, secret_name="hub-kubeconfig-secret",
@@ -460,13 +451,7 @@ def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=Non
             raise ParameterError(param, "is not a PEM certificate", "Give the PEM text of the hub's CA")
         return explicit_pem
     if ca_file:
-        if not os.path.isfile(ca_file):
-            raise ParameterError("hub_ca_cert", "%s does not exist" % ca_file)
-        with open(ca_file) as handle:
-            pem = handle.read()
-        if "-----BEGIN CERTIFICATE-----" not in pem:
-            raise ParameterError("hub_ca_cert", "%s is not a PEM certificate" % ca_file)
-        return pem
+        return read_pem(ca_file, "hub_ca_cert")
     if kubeconfig:
         return kubeconfig_ca_pem(kubeconfig, context, base_dir, param="hub_kubeconfig")
     return None
@@ -474,28 +459,7 @@ def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=Non
 
 # -- backends ------------------------------------------------------------------
 
-class _Backend:
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.check_mode = module.check_mode
-        self.diff_mode = getattr(module, "_diff", False)
-
-    @property
-    def kube(self):
-        """The cluster the module acts on, connected on first use (so bad input fails before any connection)."""
-        return self.module.kube()
-
-    def warn(self, text):
-        self.module.warn(text)
-
-    def finish(self, result, before=None, after=None):
-        if self.diff_mode and (before is not None or after is not None):
-            result["diff"] = {"before": before or {}, "after": after or {}}
-        return result
-
-
-class MemberIdentity(_Backend):
+class MemberIdentity(Backend):
     """The hub-side ServiceAccount and its long-lived token Secret the member agent authenticates with."""
 
     def __init__(self, module):
@@ -627,7 +591,7 @@ class MemberIdentity(_Backend):
         return self.finish(result, before, {"service_account": {}, "token_secret": {}})
 
 
-class MemberCluster(_Backend):
+class MemberCluster(Backend):
     """The hub's MemberCluster: join (present) and leave (absent)."""
 
     def __init__(self, module):
@@ -776,7 +740,7 @@ class MemberCluster(_Backend):
         return done
 
 
-class MemberClusterInfo(_Backend):
+class MemberClusterInfo(Backend):
     """Read-only: one or all MemberClusters, summarised."""
 
     def run(self):
@@ -796,7 +760,7 @@ class MemberClusterInfo(_Backend):
         return {"changed": False, "members": members}
 
 
-class MemberAgent(_Backend):
+class MemberAgent(Backend):
     """The member side: the hub token Secret and the member-agent Helm release."""
 
     def __init__(self, module):

@@ -117,6 +117,30 @@ class FleetModule(AnsibleModule):
         super(FleetModule, self).fail_json(msg=msg, **kwargs)
 
 
+class Backend:
+    """Base of a module's orchestration: the module's params, modes and clients in one place."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check_mode = module.check_mode
+        self.diff_mode = getattr(module, "_diff", False)
+
+    @property
+    def kube(self):
+        """The cluster the module acts on, connected on first use (so bad input fails before any connection)."""
+        return self.module.kube()
+
+    def warn(self, text):
+        self.module.warn(text)
+
+    def finish(self, result, before=None, after=None):
+        """``result`` with ``diff`` added in diff mode."""
+        if self.diff_mode and (before is not None or after is not None):
+            result["diff"] = {"before": before or {}, "after": after or {}}
+        return result
+
+
 def run_module(module, action):
     """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json."""
     try:

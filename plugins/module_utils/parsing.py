@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import copy
 import os
 import re
 
@@ -282,3 +283,30 @@ def redact(data, keys):
     if isinstance(data, list):
         return [redact(v, keys) for v in data]
     return data
+
+
+def deep_merge(base, override):
+    """``override`` laid over a copy of ``base``: mappings merged recursively, everything else replaced."""
+    result = copy.deepcopy(base) if base else {}
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PEM file"):
+    """A PEM certificate given inline or as the path of a PEM file; None when not given."""
+    if value is None or value == "":
+        return None
+    text = value
+    if "-----BEGIN" not in value:
+        path = os.path.expanduser(value)
+        if not os.path.isfile(path):
+            raise ParameterError(param, "is neither PEM text nor an existing file", hint)
+        with open(path) as handle:
+            text = handle.read()
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ParameterError(param, "is not a PEM certificate", hint)
+    return text

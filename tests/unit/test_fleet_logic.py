@@ -181,16 +181,16 @@ def test_release_identity_is_fixed_by_the_chart():
 
 
 def test_read_ca_accepts_pem_text_or_a_file(tmp_path):
-    assert fleet.read_ca(CA, "api_server_ca") == CA
+    assert fleet.read_pem(CA, "api_server_ca") == CA
     path = tmp_path / "ca.pem"
     path.write_text(CA)
-    assert fleet.read_ca(str(path), "api_server_ca") == CA
-    assert fleet.read_ca(None, "api_server_ca") is None
+    assert fleet.read_pem(str(path), "api_server_ca") == CA
+    assert fleet.read_pem(None, "api_server_ca") is None
     with pytest.raises(ParameterError) as err:
-        fleet.read_ca(str(tmp_path / "missing.pem"), "api_server_ca")
+        fleet.read_pem(str(tmp_path / "missing.pem"), "api_server_ca")
     assert err.value.param == "api_server_ca"
     with pytest.raises(ParameterError):
-        fleet.read_ca("-----BEGIN RSA PRIVATE KEY-----", "api_server_ca")
+        fleet.read_pem("-----BEGIN RSA PRIVATE KEY-----", "api_server_ca")
 
 
 # -- kubeconfigs for manager-initiated registration ----------------------------------------------------
