@@ -55,7 +55,9 @@ def playbook(lab, name, *args, tmp_path):
             str(REPO / "playbooks" / name)] + list(args)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False)
     run = Run(proc)
-    assert run.returncode == 0, "%s failed (%d):\n%s" % (name, run.returncode, run.output[-6000:])
+    if run.returncode != 0:
+        failures = "\n".join(line for line in run.output.splitlines() if line.startswith(("fatal:", "failed:", "[ERROR]")))
+        raise AssertionError("%s failed (%d):\n%s\n...\n%s" % (name, run.returncode, failures, run.output[-4000:]))
     return run
 
 
@@ -122,7 +124,7 @@ def assert_left(hub, members, client_ids=()):
         assert hub.member_cluster(member) is None
         assert hub.namespace("fleet-member-" + member) is None
         assert hub.service_account(member + "-hub-cluster-access") is None
-        assert "fleet-agent" not in hub.releases(member) and "member-agent" not in hub.releases(member)
+        assert [r for r in hub.releases(member) if r.startswith(("fleet-agent", "member-agent"))] == []
     leftovers = [r["metadata"]["name"] for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") in client_ids]
     assert leftovers == [], "ClusterRegistrations of the removed clusters were left behind: %s" % leftovers
 
@@ -151,7 +153,8 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
         assert condition(mc, "ReadyToJoin") == "True"
         agent = [a for a in mc["status"].get("agentStatus") or [] if a["type"] == "MemberAgent"]
         assert agent and [c["status"] for c in agent[0]["conditions"] if c["type"] == "Joined"] == ["True"]
-        assert sorted(hub.releases(member)) == ["fleet-agent", "member-agent"]
+        # fleet-agent-<cluster> is the agent bundle Fleet's manager deploys itself (manageAgent, Fleet's default).
+        assert set(hub.releases(member)) - {"fleet-agent-" + member} == {"fleet-agent", "member-agent"}
         assert "%s: rancher_fleet %s/%s: agent registered, checked in" % (member, FLEET_NS, member) in join.output
         assert "kubefleet %s: agent installed/updated, joined" % member in join.output
     assert len(set(client_ids.values())) == 2
@@ -184,6 +187,25 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
             in predicted.output
         assert hub.fleet_cluster(member)["metadata"]["labels"]["env"] == "lab"
         assert hub.member_cluster(member)["metadata"]["labels"]["env"] == "lab"
+
+    # An agent silent for longer than allowed (here: any) is removed with its credential and registers again with a
+    # new token; the token is revoked only after the hub granted the new registration and the agent checked in.
+    before = hub.fleet_cluster("member1")["status"]["agent"]["lastSeen"]
+    old_registrations = set(r["metadata"]["name"] for r in hub.fleet_list("clusterregistrations")
+                            if r["spec"].get("clientID") == client_ids["member1"])
+    again = playbook(lab, "join_cluster.yml", "--limit", "member1", "-e", "member_join_fleet_agent_stale_after=-1",
+                     "-e", '{"member_join_backends": ["rancher_fleet"]}', tmp_path=tmp_path)
+    assert re.search(r"member1: rancher_fleet %s/member1: agent re-registered \(silent for \d+s\), checked in, ready" % FLEET_NS,
+                     again.output), again.output[-3000:]
+    cluster = hub.fleet_cluster("member1")
+    assert cluster["spec"]["clientID"] == client_ids["member1"]
+    assert cluster["status"]["agent"]["lastSeen"] != before
+    new_registrations = [r for r in hub.fleet_list("clusterregistrations")
+                         if r["spec"].get("clientID") == client_ids["member1"] and r["metadata"]["name"] not in old_registrations]
+    assert new_registrations and all(r["status"].get("granted") for r in new_registrations)
+    assert hub.fleet_list("clusterregistrationtokens") == []
+    settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
+    assert all(settled.changed(host) == 0 for host in settled.recap), settled.recap
 
     status = playbook(lab, "cluster_status.yml", tmp_path=tmp_path)
     assert status.changed("hub") == 0
