@@ -162,8 +162,6 @@ def parse_values(text, param="values_file"):
     return data
 
 
-
-
 def pick_api_server(explicit, from_values, from_hub):
     """The first of (parameter, token values, hub kubeconfig) that is set, and where it came from."""
     for value, source in ((explicit, "parameter"), (from_values, "token"), (from_hub, "hub_kubeconfig")):
@@ -223,8 +221,6 @@ def check_release_identity(namespace, name):
     if name != AGENT_RELEASE:
         raise ParameterError("release_name", "the fleet-agent chart only installs as release %s, not %r" % (AGENT_RELEASE, name),
                              "Remove release_name or set it to %s (the chart refuses any other name)" % AGENT_RELEASE)
-
-
 
 
 def _read_file(path, base_dir, param, what):

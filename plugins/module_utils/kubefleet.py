@@ -389,7 +389,6 @@ def label_selector(labels=None, selector=None):
 # -- member agent ----------------------------------------------------------------
 
 
-
 def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=FLEET_SYSTEM, secret_name="hub-kubeconfig-secret",
                  secret_namespace="default", image_repository=None, image_tag=KUBEFLEET_VERSION,
                  refresh_token_repository=None, refresh_token_tag=None, pull_policy="IfNotPresent",
