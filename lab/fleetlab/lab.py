@@ -108,7 +108,8 @@ def write_access_files(paths, clusters, binaries):
               'fleetops_fleet_agent_chart': str(build.fleet_chart('fleet-agent')),
               'fleetops_kubefleet_member_agent_chart': str(build.kubefleet_chart('member-agent'))}
     inventory = {'all': {'vars': common,
-                         'children': {'hub': {'hosts': {hub.name: host(hub)}},
+                         # the hub's host is not named like its group ("hub"), which Ansible warns about on every run
+                         'children': {'hub': {'hosts': {'fleet-' + hub.name: host(hub)}},
                                       'members': {'hosts': {m.name: host(m, fleetops_labels={'env': 'lab', 'member': m.name})
                                                             for m in members}}}}}
     write_private(paths.inventory, yaml.safe_dump(inventory, sort_keys=False))

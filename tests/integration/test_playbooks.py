@@ -171,7 +171,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert "fleetops_members" in join.output  # the per-cluster statistics AWX keeps
 
     again = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
-    assert again.recap.keys() == {"hub", "member1", "member2"}
+    assert again.recap.keys() == {"fleet-hub", "member1", "member2"}
     assert all(again.changed(host) == 0 for host in again.recap), again.recap
     for member in members:
         assert hub.fleet_cluster(member)["spec"]["clientID"] == client_ids[member], "a re-run must keep the client ID"
@@ -208,7 +208,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert all(settled.changed(host) == 0 for host in settled.recap), settled.recap
 
     status = playbook(lab, "cluster_status.yml", tmp_path=tmp_path)
-    assert status.changed("hub") == 0
+    assert status.changed("fleet-hub") == 0
     for member in members:
         row = re.search(r'"%s +yes +\| checked-in yes .*\| joined +yes .*\| (?P<labels>[^"]*)"' % member, status.output)
         assert row, status.output[-3000:]
