@@ -61,9 +61,13 @@ sanity: venv
 lint: venv collection
 	ansible-lint --profile production --offline
 
-# The lab fixture starts a lab when none runs and stops it afterwards.
+# Tests get a lab of their own (started by the fixture, stopped afterwards), so a demo lab in .lab/
+# is neither disturbed by them nor able to disturb them. TEST_LAB=.lab reuses the demo's lab.
+TEST_LAB ?= $(CURDIR)/.cache/test-lab
+PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest -q -rs
+
 lab-tests: venv collection lab-build
-	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/lab tests/integration -q -rs
+	$(PYTEST) tests/lab tests/integration
 
 test: venv collection lab-build sanity lint
-	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit tests/lab tests/integration -q -rs
+	$(PYTEST) tests/unit tests/lab tests/integration

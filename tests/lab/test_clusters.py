@@ -2,12 +2,25 @@
 manager fills service-account token Secrets, finishes namespace deletion, and RBAC is enforced."""
 
 import base64
+import time
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 pytestmark = pytest.mark.lab
+
+
+def _eventually(call, seconds=15):
+    """``call()``'s result once it stops answering 403 (RBAC changes reach the authorizer's cache asynchronously)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except ApiException as exc:
+            if exc.status != 403 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
 
 
 def _core(lab, context):
@@ -135,7 +148,8 @@ def test_rbac_denies_an_unprivileged_service_account_and_allows_what_is_granted(
         metadata=client.V1ObjectMeta(name='read-cm'),
         role_ref=client.V1RoleRef(api_group='rbac.authorization.k8s.io', kind='Role', name='read-cm'),
         subjects=[client.RbacV1Subject(kind='ServiceAccount', name='nobody', namespace=ns)]))
-    assert as_nobody.read_namespaced_config_map('visible', ns).data == {'k': 'v'}
+    # The authorizer sees new bindings through an informer, so a grant takes effect a moment later.
+    assert _eventually(lambda: as_nobody.read_namespaced_config_map('visible', ns)).data == {'k': 'v'}
     with pytest.raises(ApiException) as still_denied:
         as_nobody.list_namespaced_secret(ns)
     assert still_denied.value.status == 403
