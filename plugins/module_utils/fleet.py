@@ -965,6 +965,13 @@ class AgentBackend(Backend):
                       % (managed[0], ", ".join(reasons)))
             reasons = []
         changed = bool(reasons)
+        seen_before = None
+        if self.params.get("wait") and not self.check_mode:
+            find_cluster = self._agent_cluster_finder(values)
+            if changed:
+                # The previous agent's check-in must not count as the new one's (a re-registration would look done).
+                previous = find_cluster()
+                seen_before = _timestamp((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
         if changed:
             try:
                 helm.upgrade_install(self.release, chart, self.namespace, values, create_namespace=True, dry_run=self.check_mode)
@@ -989,10 +996,11 @@ class AgentBackend(Backend):
                 "after": {"chart_version": version, "values": redact_values(values, live)},
             }
         if self.params.get("wait") and not self.check_mode:
-            result["cluster"] = self._wait_for_checkin(values)
+            result["cluster"] = self._wait_for_checkin(find_cluster, seen_before)
         return result
 
-    def _wait_for_checkin(self, values):
+    def _agent_cluster_finder(self, values):
+        """A function returning the hub's Cluster this agent registers as (by client ID), or None."""
         if not self._hub_configured():
             raise ParameterError("wait", "waiting for the hub to see the cluster needs access to the hub",
                                  "Set hub_kubeconfig (or hub_host), or wait: false")
@@ -1011,8 +1019,17 @@ class AgentBackend(Backend):
                     return cluster
             return None
 
+        fetch.description = "the hub to see the agent with client ID %s check in to namespace %s" % (client_id, namespace)
+        return fetch
+
+    def _wait_for_checkin(self, fetch, seen_before=None):
+        """Wait for a check-in; after an install or upgrade, one newer than ``seen_before`` (the old agent's last one)."""
+        def checked_in(cluster):
+            seen = _timestamp((((cluster or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+            return seen is not None and (seen_before is None or seen > seen_before)
+
         cluster = self.module.waiter.until(
-            fetch, "fleet_cluster_checked_in", "the hub to see the agent with client ID %s check in to namespace %s" % (client_id, namespace),
+            fetch, checked_in, fetch.description,
             "wait_timeout: look at the agent's logs on the member (kubectl -n cattle-fleet-system logs -l app=fleet-agent); "
             "a wrong apiServerURL/apiServerCA or an expired token are the usual causes")
         return cluster_summary(cluster)

@@ -104,6 +104,8 @@ options:
     description:
       - Wait until the hub sees the agent - a Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID)
         in the token's namespace with C(status.agent.lastSeen) set. Needs O(hub_kubeconfig) or O(hub_host).
+      - When the task installed or upgraded the agent, only a check-in newer than the previous agent's last one counts,
+        so a re-registration is not reported done on the old agent's word.
       - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
     type: bool
     default: false
