@@ -116,7 +116,7 @@ identity:
   type: dict
   sample: {kind: ServiceAccount, name: east-1-hub-cluster-access, namespace: fleet-system, apiGroup: ""}
 service_account:
-  description: The ServiceAccount (C(uid) is null when it does not exist, for example in check mode).
+  description: The ServiceAccount. In check mode, when it does not exist yet, C(uid) is the one the server-side dry run made up and is not kept.
   returned: always
   type: dict
   contains:
