@@ -9,8 +9,6 @@ import base64
 import json
 import os
 import stat
-import time
-import uuid
 
 import pytest
 import yaml
@@ -18,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from modrun import run_module
+from kube_helpers import absent as _missing, unique, wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -25,31 +24,6 @@ GROUP, VERSION = "fleet.cattle.io", "v1alpha1"
 AGENT_NS = "cattle-fleet-system"
 REDACTED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 CHECKIN_TIMEOUT = 300
-
-
-def unique(prefix):
-    return "%s-%s" % (prefix, uuid.uuid4().hex[:6])
-
-
-def wait_for(check, timeout, what, interval=1.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail("timed out after %ds waiting for %s (last: %r)" % (timeout, what, value))
-        time.sleep(interval)
-
-
-def _missing(read):
-    try:
-        read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 class Hub:

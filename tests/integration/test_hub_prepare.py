@@ -7,17 +7,13 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from modrun import run_module
+from kube_helpers import read_or_none
 
 pytestmark = pytest.mark.lab
 
 
 def read_namespace(core, name):
-    try:
-        return core.read_namespace(name)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return read_or_none(lambda: core.read_namespace(name))
 
 
 @pytest.fixture

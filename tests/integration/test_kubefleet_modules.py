@@ -10,9 +10,9 @@ import uuid
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from modrun import run_module
+from kube_helpers import ignore_404, read_or_none, unique
 
 pytestmark = pytest.mark.lab
 
@@ -27,10 +27,6 @@ def _needs_controllers(lab_controllers):
     return lab_controllers
 
 
-def unique(prefix):
-    return "%s-%s" % (prefix, uuid.uuid4().hex[:6])
-
-
 class Hub:
     """Direct reads of the lab (admin) to check what the modules did."""
 
@@ -40,14 +36,7 @@ class Hub:
         self.custom = client.CustomObjectsApi(lab.api_client("hub"))
         self.member_core = client.CoreV1Api(lab.api_client(MEMBER_CTX))
 
-    @staticmethod
-    def _get(read):
-        try:
-            return read()
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+    _get = staticmethod(read_or_none)
 
     def member_cluster(self, name):
         return self._get(lambda: self.custom.get_cluster_custom_object(GROUP, VERSION, "memberclusters", name))
@@ -87,13 +76,7 @@ class Hub:
         self.lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--ignore-not-found", check=False)
         self._ignore_404(lambda: self.member_core.delete_namespaced_secret("hub-kubeconfig-secret", "default"))
 
-    @staticmethod
-    def _ignore_404(call):
-        try:
-            call()
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    _ignore_404 = staticmethod(ignore_404)
 
 
 @pytest.fixture

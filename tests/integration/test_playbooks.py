@@ -15,9 +15,9 @@ import sys
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from modrun import REPO, collections_root
+from kube_helpers import read_or_none
 
 pytestmark = pytest.mark.lab
 
@@ -69,14 +69,7 @@ class Hub:
         self.custom = client.CustomObjectsApi(lab.api_client("hub"))
         self.core = client.CoreV1Api(lab.api_client("hub"))
 
-    @staticmethod
-    def _get(read):
-        try:
-            return read()
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+    _get = staticmethod(read_or_none)
 
     def fleet_cluster(self, name):
         return self._get(lambda: self.custom.get_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", name))

@@ -1,27 +1,7 @@
 """Helpers for the lab proof tests (kubernetes client and helm only, no collection code)."""
 
-import time
-import uuid
-
 import pytest
-
-
-def wait_for(check, timeout, what, interval=1.0):
-    """Poll ``check()`` until it returns a truthy value; fail with ``what`` (and the last value) on timeout."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = check()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail('timed out after %ds waiting for %s (last: %r)' % (timeout, what, last))
-        time.sleep(interval)
-
-
-def unique(prefix):
-    """A DNS-label name unique to this test run."""
-    return '%s-%s' % (prefix, uuid.uuid4().hex[:6])
+from kube_helpers import unique, wait_for
 
 
 @pytest.fixture

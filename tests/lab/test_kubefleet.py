@@ -11,6 +11,7 @@ import base64
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from kube_helpers import absent as _absent
 
 pytestmark = pytest.mark.lab
 
@@ -23,16 +24,6 @@ def _needs_controllers(lab_controllers):
 GROUP, VERSION = 'cluster.kubernetes-fleet.io', 'v1beta1'
 HUB_NS = 'fleet-system'
 MEMBER = 'member2'
-
-
-def _absent(read):
-    try:
-        read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 def _condition(obj, kind):

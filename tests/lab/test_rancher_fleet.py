@@ -11,6 +11,7 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from kube_helpers import absent as _absent
 
 pytestmark = pytest.mark.lab
 
@@ -27,16 +28,6 @@ MEMBER = 'member1'
 
 def _custom(lab, context):
     return client.CustomObjectsApi(lab.api_client(context))
-
-
-def _absent(read):
-    try:
-        read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 def _delete_member_agent(lab, wait):
