@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from modrun import run_module
-from kube_helpers import absent as _missing, unique, wait_for
+from kube_helpers import absent as _missing, ignore_404, unique, wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -71,11 +71,7 @@ def hub_ns(lab, hub):
     yield namespace
     for plural in ("clusters", "clusterregistrationtokens", "clusterregistrations"):
         for item in hub.items(plural, namespace):
-            try:
-                hub.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, item["metadata"]["name"])
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+            ignore_404(lambda: hub.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, item["metadata"]["name"]))
     hub.core.delete_namespace(namespace)
 
 
@@ -83,11 +79,7 @@ def _reset_member(lab, context):
     """No fleet-agent release, no cattle-fleet-system namespace on the member."""
     lab.run_helm(context, "uninstall", "fleet-agent", "--namespace", AGENT_NS, "--ignore-not-found", check=False)
     core = client.CoreV1Api(lab.api_client(context))
-    try:
-        core.delete_namespace(AGENT_NS)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    ignore_404(lambda: core.delete_namespace(AGENT_NS))
     wait_for(lambda: _missing(lambda: core.read_namespace(AGENT_NS)), 180, "namespace %s to go on %s" % (AGENT_NS, context))
 
 

@@ -4,10 +4,9 @@ import uuid
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from modrun import run_module
-from kube_helpers import read_or_none
+from kube_helpers import ignore_404, read_or_none
 
 pytestmark = pytest.mark.lab
 
@@ -21,11 +20,7 @@ def namespace(lab):
     core = client.CoreV1Api(lab.api_client("hub"))
     name = "prep-%s" % uuid.uuid4().hex[:6]
     yield name
-    try:
-        core.delete_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    ignore_404(lambda: core.delete_namespace(name))
 
 
 def test_creates_missing_namespaces_once_and_respects_check_mode(lab_controllers, namespace):

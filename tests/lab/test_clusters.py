@@ -7,6 +7,7 @@ import time
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+from kube_helpers import ignore_404
 
 pytestmark = pytest.mark.lab
 
@@ -52,11 +53,7 @@ def namespace(lab, name):
         return ns
     yield make
     for context, ns in created:
-        try:
-            _core(lab, context).delete_namespace(ns)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        ignore_404(lambda: _core(lab, context).delete_namespace(ns))
 
 
 @pytest.mark.parametrize('context', ['hub', 'member1'])

@@ -10,8 +10,7 @@ import base64
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
-from kube_helpers import absent as _absent
+from kube_helpers import absent as _absent, ignore_404
 
 pytestmark = pytest.mark.lab
 
@@ -50,21 +49,13 @@ def member_identity(lab, name, wait):
     secret = wait(lambda: _with_token(core.read_namespaced_secret(sa_name + '-token', HUB_NS)), 60, 'the hub service-account token')
     yield member_name, sa_name, base64.b64decode(secret.data['token']).decode()
     custom = client.CustomObjectsApi(lab.api_client('hub'))
-    try:
-        custom.delete_cluster_custom_object(GROUP, VERSION, 'memberclusters', member_name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    ignore_404(lambda: custom.delete_cluster_custom_object(GROUP, VERSION, 'memberclusters', member_name))
     lab.run_helm(MEMBER, 'uninstall', 'member-agent', '--namespace', 'default', '--wait', '--ignore-not-found', check=False)
     member_core = client.CoreV1Api(lab.api_client(MEMBER))
     for delete in (lambda: member_core.delete_namespaced_secret('hub-kubeconfig-secret', 'default'),
                    lambda: core.delete_namespaced_secret(sa_name + '-token', HUB_NS),
                    lambda: core.delete_namespaced_service_account(sa_name, HUB_NS)):
-        try:
-            delete()
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        ignore_404(delete)
 
 
 def test_member_joins_with_heartbeat_and_leaves(lab, member_identity, wait):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
-from kube_helpers import absent as _absent
+from kube_helpers import absent as _absent, ignore_404
 
 pytestmark = pytest.mark.lab
 
@@ -34,11 +34,7 @@ def _delete_member_agent(lab, wait):
     """Uninstall the agent and remove its namespace, so the next registration starts from scratch."""
     lab.run_helm(MEMBER, 'uninstall', 'fleet-agent', '--namespace', AGENT_NS, '--wait', '--ignore-not-found', check=False)
     core = client.CoreV1Api(lab.api_client(MEMBER))
-    try:
-        core.delete_namespace(AGENT_NS)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    ignore_404(lambda: core.delete_namespace(AGENT_NS))
     wait(lambda: _absent(lambda: core.read_namespace(AGENT_NS)), 120, 'namespace %s to go on %s' % (AGENT_NS, MEMBER))
 
 
@@ -218,9 +214,5 @@ def test_manager_initiated_import_deploys_and_manages_the_agent(lab, name, wait)
         for cluster in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters')['items']:
             custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, 'clusters', cluster['metadata']['name'])
         core.delete_namespace(namespace)
-        try:
-            member_core.delete_namespace(AGENT_NS)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        ignore_404(lambda: member_core.delete_namespace(AGENT_NS))
         wait(lambda: _absent(lambda: member_core.read_namespace(AGENT_NS)), 120, 'namespace %s to go on %s' % (AGENT_NS, member))
