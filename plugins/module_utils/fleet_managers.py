@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every fleet manager implements, and the one registry that names them.
+
+A fleet manager ("backend" in user-facing variables: ``fleetops_backends: [rancher_fleet, kubefleet]``)
+is one private package under ``module_utils`` (``_rancher_fleet``, ``_kubefleet``) whose ``manager``
+module defines a ``FleetManager`` subclass. ``hub_prepare``, ``member_info`` and the status playbook only
+talk to this interface through ``registry.py`` (static imports: AnsiballZ bundles only what is imported
+by name), so a third manager is one package plus one line in the registry.
+
+The member's state is judged from both sides:
+
+- ``read_hub`` lists the manager's member objects on the hub once per batch (one LIST per resource);
+- ``hub_view`` turns one hub object into the plain facts the hub knows (labels, last check-in...);
+- ``member_view`` asks the member cluster what it knows (agent release, agent credential, and
+  whether the hub still accepts that credential);
+- ``decide`` is pure: from both views and what the inventory wants it returns the action the member
+  needs and the reasons, which the roles use to guard their steps.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# The actions ``decide`` may return, in the order a role applies them.
+ACTIONS = ("none", "join", "reregister", "install", "upgrade", "relabel")
+
+
+class MemberState:
+    """The member as one manager sees it: both views, the action it needs and why."""
+
+    def __init__(self, manager, name, hub, member, action="none", reasons=None):
+        self.manager = manager
+        self.name = name
+        self.hub = hub or {}
+        self.member = member or {}
+        if action not in ACTIONS:
+            raise ValueError("unknown member action %r" % action)
+        self.action = action
+        self.reasons = list(reasons or [])
+
+    @property
+    def healthy(self):
+        return self.action in ("none", "relabel")
+
+    def as_dict(self):
+        return {
+            "manager": self.manager,
+            "name": self.name,
+            "hub": self.hub,
+            "member": self.member,
+            "healthy": self.healthy,
+            "action": self.action,
+            "reasons": self.reasons,
+        }
+
+
+class FleetManager:
+    """The interface. Subclasses set the class attributes and implement every method."""
+
+    name = None            # as users write it in fleetops_backends
+    title = None           # as users read it in messages
+    group_version = None   # the API group version of its hub objects
+    hub_resources = ()     # plural resource names the collection uses on the hub
+    controller = None      # (namespace, Deployment name) of its usual hub controller
+    install_hint = None    # how to get the API served, for a preflight failure
+
+    def read_hub(self, hub, names=None, namespace=None):
+        """``{member name: hub object}`` for the named members (all when None), in as few LISTs as possible."""
+        raise NotImplementedError
+
+    def hub_view(self, hub_object, now=None):
+        """The plain facts the hub knows of one member (``None`` when the hub has no object for it)."""
+        raise NotImplementedError
+
+    def member_view(self, member, hub_connection, params):
+        """What the member cluster knows: agent release, credential, and whether the hub accepts it."""
+        raise NotImplementedError
+
+    def decide(self, name, hub_view, member_view, desired):
+        """Pure: a ``MemberState`` with the action the member needs and the reasons."""
+        raise NotImplementedError
+
+    def status_row(self, hub_view):
+        """One row of the fleet status table (``cluster_status``) from a hub view."""
+        raise NotImplementedError
