@@ -74,8 +74,13 @@ class FleetManager:
         """The plain facts the hub knows of one member (``None`` when the hub has no object for it)."""
         raise NotImplementedError
 
-    def member_view(self, member, hub_connection, params):
-        """What the member cluster knows: agent release, credential, and whether the hub accepts it."""
+    def member_view(self, member, hub, params):
+        """What the member cluster knows: agent release, credential, and whether the hub accepts that credential.
+
+        ``member`` and ``hub`` are KubeClients (the controller's own view of each); ``params`` the calling
+        module's parameters. The credential check authenticates as the agent would, with the agent's own
+        URL, CA and token, and asks the hub who it is (SelfSubjectReview).
+        """
         raise NotImplementedError
 
     def decide(self, name, hub_view, member_view, desired):
