@@ -66,8 +66,12 @@ class FleetManager:
     controller = None      # (namespace, Deployment name) of its usual hub controller
     install_hint = None    # how to get the API served, for a preflight failure
 
-    def read_hub(self, hub, names=None, namespace=None):
-        """``{member name: hub object}`` for the named members (all when None), in as few LISTs as possible."""
+    def read_hub(self, hub, names=None, namespace=None, label_selector=None):
+        """``{member name: hub object}`` for the named members (all when None), in as few LISTs as possible.
+
+        ``namespace`` matters to managers with namespaced member objects (Rancher Fleet); ``label_selector`` is a
+        Kubernetes label selector string passed to the LIST.
+        """
         raise NotImplementedError
 
     def hub_view(self, hub_object, now=None):
@@ -88,5 +92,9 @@ class FleetManager:
         raise NotImplementedError
 
     def status_row(self, hub_view):
-        """One row of the fleet status table (``cluster_status``) from a hub view."""
+        """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view.
+
+        Keys every manager returns: ``state`` (a short word: checked-in, waiting, joined, leaving...), ``healthy``
+        (bool or None), ``last_contact_age_seconds`` (int or None) and ``labels``; more keys may follow.
+        """
         raise NotImplementedError

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fleet_status: every member the fleet managers know, one LIST per manager, as rows and a table."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+
+NAME_WIDTH = 16
+
+
+def merge_rows(views_by_manager, inventory_names=()):
+    """One row per member name known to a manager or listed in the inventory, sorted by name."""
+    inventory = list(inventory_names or [])
+    names = set(inventory)
+    for rows in views_by_manager.values():
+        names.update(rows)
+    merged = []
+    for name in sorted(names):
+        row = {"name": name, "in_inventory": name in inventory}
+        for manager_name, rows in views_by_manager.items():
+            row[manager_name] = rows.get(name)
+        merged.append(row)
+    return merged
+
+
+def _yes_no(value):
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def _labels_text(labels):
+    return ",".join("%s=%s" % item for item in sorted((labels or {}).items())) or "-"
+
+
+def _age_text(seconds):
+    return "-" if seconds is None else "%ss" % seconds
+
+
+def shown_labels(row, manager_names):
+    """The labels once when every manager agrees, else each manager's own."""
+    texts = [(name, _labels_text((row.get(name) or {}).get("labels"))) for name in manager_names if row.get(name)]
+    if not texts:
+        return "-"
+    if len(set(text for _, text in texts)) == 1:
+        return texts[0][1]
+    return "; ".join("%s: %s" % pair for pair in texts)
+
+
+def table(rows, manager_names):
+    """Fixed-width lines: member, in inventory, then per manager its state, health and last contact age, then labels."""
+    width = max([NAME_WIDTH] + [len(row["name"]) for row in rows])
+    header = ["%-*s %-4s" % (width, "MEMBER", "INV")]
+    for name in manager_names:
+        header.append("%-14s %-7s %-9s" % (name.upper(), "HEALTHY", "CONTACT"))
+    lines = [" | ".join(header + ["LABELS"])]
+    for row in rows:
+        cells = ["%-*s %-4s" % (width, row["name"], "yes" if row["in_inventory"] else "no")]
+        for name in manager_names:
+            status = row.get(name)
+            if status is None:
+                cells.append("%-14s %-7s %-9s" % ("absent", "-", "-"))
+            else:
+                cells.append("%-14s %-7s %-9s" % (status.get("state") or "-", _yes_no(status.get("healthy")),
+                                                  _age_text(status.get("last_contact_age_seconds"))))
+        lines.append(" | ".join(cells + [shown_labels(row, manager_names)]))
+    return lines
+
+
+class FleetStatus:
+    """Read each chosen manager's members from the hub once and lay them out."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
+
+    def rows_of(self, name):
+        manager = registry.manager(name)
+        hub = self.module.kube()
+        found = manager.read_hub(hub, namespace=self.params.get("fleet_namespace"),
+                                 label_selector=self.params.get("label_selector"))
+        return dict((member, manager.status_row(manager.hub_view(obj))) for member, obj in found.items())
+
+    def run(self):
+        views = dict((name, self.rows_of(name)) for name in self.backends)
+        rows = merge_rows(views, self.params.get("inventory_names"))
+        return {"changed": False, "rows": rows, "table": table(rows, self.backends),
+                "members": dict((row["name"], row) for row in rows)}
+
+
+def fleet_status_argument_spec():
+    return dict(
+        backends=dict(type="list", elements="str", default=list(registry.NAMES)),
+        fleet_namespace=dict(type="str", default="fleet-default"),
+        label_selector=dict(type="str"),
+        inventory_names=dict(type="list", elements="str", default=[]),
+    )

@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""member_info: one member's state in every fleet manager, read from the hub and from the member in one process.
+
+The roles call it once per member and guard each seed step with the action it returns, so a healthy member
+costs one module process and a few GETs, and a broken one (agent gone, credential rejected, silent) is
+repaired by the same plain re-run that joined it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import secrets
+import string
+
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+
+RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
+RUN_ID_LENGTH = 10
+
+
+def new_run_id():
+    """A random name part for what this run creates on the hub (e.g. its registration token)."""
+    return "".join(secrets.choice(RUN_ID_ALPHABET) for _ in range(RUN_ID_LENGTH))
+
+
+def same_connection(params):
+    """Whether the member options and the hub options name the same cluster connection (an inventory mistake)."""
+    def connection(prefix):
+        return tuple(params.get(prefix + key) or None for key in ("kubeconfig", "context", "host"))
+    return connection("") == connection("hub_")
+
+
+def check_distinct_connections(params):
+    if same_connection(params):
+        raise ParameterError(
+            "hub_kubeconfig", "the member and the hub resolve to the same connection (kubeconfig %s, context %s)"
+            % (params.get("kubeconfig") or "default", params.get("context") or "current"),
+            hint="Give the member and the hub their own kubeconfig/context (inventory: fleetops_kubeconfig and fleetops_context "
+                 "on every host, or member_join_hub_kubeconfig/member_join_hub_context)")
+
+
+def desired_for(name, params):
+    """What the inventory wants of the member in manager ``name`` (the ``desired`` argument of ``decide``)."""
+    force = params.get("force") or []
+    return {
+        "labels": params.get("labels") or {},
+        "labels_mode": params.get("labels_mode") or "merge",
+        "stale_after": params.get("stale_after"),
+        "chart_version": (params.get("agent_chart_versions") or {}).get(name) or None,
+        "values": (params.get("agent_values") or {}).get(name) or {},
+        "force": name in force,
+        "namespace": params.get("fleet_namespace") if name == "rancher_fleet" else None,
+    }
+
+
+def summarize(states):
+    """The module result's per-manager part from ``MemberState`` objects."""
+    return {
+        "managers": dict((state.manager, state.as_dict()) for state in states),
+        "actions": dict((state.manager, state.action) for state in states),
+        "healthy": all(state.healthy for state in states),
+    }
+
+
+class MemberInfo:
+    """Read the hub's and the member's view of one member for each chosen manager, and decide."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.backends = list(dict.fromkeys(self.params.get("backends") or []))
+        for name in self.backends:
+            registry.manager(name)
+        for name in (self.params.get("force") or []):
+            registry.manager(name, param="force")
+        check_distinct_connections(self.params)
+
+    def state(self, name):
+        manager = registry.manager(name)
+        hub, member = self.module.kube("hub_"), self.module.kube()
+        cluster = self.params["name"]
+        found = manager.read_hub(hub, names=[cluster], namespace=self.params.get("fleet_namespace"))
+        hub_object = found.get(cluster)
+        hub_view = manager.hub_view(hub_object) if hub_object is not None else None
+        member_view = manager.member_view(member, hub, self.params)
+        return manager.decide(cluster, hub_view, member_view, desired_for(name, self.params))
+
+    def run(self):
+        states = [self.state(name) for name in self.backends]
+        result = dict(changed=False, name=self.params["name"], run_id=new_run_id(), **summarize(states))
+        return result
+
+
+def member_info_argument_spec():
+    return dict(
+        name=dict(type="str", required=True),
+        backends=dict(type="list", elements="str", default=list(registry.NAMES)),
+        labels=dict(type="dict", default={}),
+        labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
+        stale_after=dict(type="int", default=3600),
+        fleet_namespace=dict(type="str", default="fleet-default"),
+        hub_url=dict(type="str"),
+        hub_ca_cert=dict(type="path"),
+        agent_chart_versions=dict(type="dict", default={}),
+        agent_values=dict(type="dict", default={}),
+        force=dict(type="list", elements="str", default=[]),
+    )
+
