@@ -1,0 +1,100 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: fleet_status
+short_description: Every member the fleet managers know, read from the hub, as rows and a table
+version_added: 0.2.0
+description:
+  - Lists the members of each chosen fleet manager on the hub with one LIST per manager (Rancher Fleet C(Cluster)s in
+    O(fleet_namespace), KubeFleet C(MemberCluster)s), and merges them by name with the inventory's members, so a member
+    known to one manager only, or to none, shows up too.
+  - Returns the rows and a fixed-width table for C(ansible.builtin.debug). The playbook C(cluster_status) uses it.
+  - Changes nothing.
+author:
+  - fleetops.registration contributors (@fleetops)
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+attributes:
+  check_mode:
+    support: full
+    description: Read-only.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+options:
+  backends:
+    description:
+      - The fleet managers to list.
+    type: list
+    elements: str
+    default: [kubefleet, rancher_fleet]
+  fleet_namespace:
+    description:
+      - The namespace of the Rancher Fleet C(Cluster)s.
+    type: str
+    default: fleet-default
+  label_selector:
+    description:
+      - A Kubernetes label selector the members must match, for example C(env=prod).
+    type: str
+  inventory_names:
+    description:
+      - Member names from the inventory; each gets a row, marked as in the inventory, even when no manager knows it.
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: fleetops.registration.member_info
+'''
+
+EXAMPLES = r'''
+- name: Show both fleets
+  fleetops.registration.fleet_status:
+    kubeconfig: ~/.kube/hub.yaml
+    inventory_names: "{{ groups['members'] }}"
+  register: fleet
+
+- name: Print the table
+  ansible.builtin.debug:
+    msg: "{{ fleet.table }}"
+'''
+
+RETURN = r'''
+rows:
+  description:
+    - One row per member name, sorted - C(name), C(in_inventory), and per fleet manager its cell (null when that
+      manager does not know the member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels) and more.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "member1", "in_inventory": true, "rancher_fleet": {"state": "checked-in", "healthy": true,
+            "last_contact_age_seconds": 9, "labels": {"env": "lab"}}, "kubefleet": null}]
+members:
+  description: The rows by member name.
+  returned: always
+  type: dict
+table:
+  description: The rows as fixed-width lines, a header first.
+  returned: always
+  type: list
+  elements: str
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus, fleet_status_argument_spec
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(argument_spec=fleet_status_argument_spec())
+    run_module(module, lambda m: FleetStatus(m).run())
+
+
+if __name__ == "__main__":
+    main()

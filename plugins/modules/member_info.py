@@ -1,0 +1,164 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: member_info
+short_description: One member cluster's state in each fleet manager, judged from the hub and from the member
+version_added: 0.2.0
+description:
+  - Reads, in one process, what the hub knows of a member (the Rancher Fleet C(Cluster), the KubeFleet C(MemberCluster))
+    and what the member itself knows (the agent's Helm release, the agent's credential and whether the hub still accepts
+    that credential, checked by authenticating with it and asking the hub who it is).
+  - Returns, per fleet manager, the action the member needs and the reasons - C(none), C(join) (the hub has no member
+    object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
+    its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
+    (the chart version or the values differ), C(relabel) (only the labels drift).
+  - The roles C(member_join) and C(member_leave) call it once per member and guard each step with its result, so a
+    healthy member costs one module process, and a broken one is repaired by the same plain re-run.
+  - Changes nothing. Never returns a token, values.yaml or kubeconfig.
+author:
+  - fleetops.registration contributors (@fleetops)
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.k8s_auth.HUB
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; the same answer in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+options:
+  name:
+    description:
+      - The member's name in the fleet managers (the Fleet C(Cluster) and the C(MemberCluster)).
+    type: str
+    required: true
+  backends:
+    description:
+      - The fleet managers to read the member's state in.
+    type: list
+    elements: str
+    default: [kubefleet, rancher_fleet]
+  labels:
+    description:
+      - The labels the member should carry; drift gives the action C(relabel).
+    type: dict
+    default: {}
+  labels_mode:
+    description:
+      - C(merge) only adds and updates O(labels); C(replace) also counts labels not in O(labels) as drift.
+    type: str
+    choices: [merge, replace]
+    default: merge
+  stale_after:
+    description:
+      - Seconds after the agent's last check-in (Rancher Fleet) after which a silent agent is re-registered, on top of
+        the credential check.
+    type: int
+    default: 3600
+  fleet_namespace:
+    description:
+      - The namespace of the member's Rancher Fleet C(Cluster) on the hub.
+    type: str
+    default: fleet-default
+  hub_url:
+    description:
+      - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL.
+    type: str
+  hub_ca_cert:
+    description:
+      - A PEM file with the CA the member's agents trust for the hub, when it differs from the hub connection's CA.
+    type: path
+  agent_chart_versions:
+    description:
+      - The agent chart version wanted per fleet manager, for example C({rancher_fleet: 0.16.0}); a release of
+        another version gives the action C(upgrade).
+    type: dict
+    default: {}
+  agent_values:
+    description:
+      - Extra chart values wanted per fleet manager; a release whose values lack them gives the action C(upgrade).
+    type: dict
+    default: {}
+  force:
+    description:
+      - Fleet managers whose agent is reinstalled whatever its state (the action C(install) at least).
+    type: list
+    elements: str
+    default: []
+seealso:
+  - module: fleetops.registration.fleet_status
+  - module: fleetops.registration.fleet_agent
+  - module: fleetops.registration.kubefleet_member_agent
+'''
+
+EXAMPLES = r'''
+- name: Read the member's state in both fleet managers
+  fleetops.registration.member_info:
+    kubeconfig: ~/.kube/edge-07.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    name: edge-07
+    labels: {env: prod}
+  register: member
+
+- name: Reinstall the Rancher Fleet agent only when the member needs it
+  fleetops.registration.fleet_agent:
+    kubeconfig: ~/.kube/edge-07.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    token_name: "fleetops-join-{{ member.run_id }}"
+    chart_ref: /charts/fleet-agent
+  when: member.actions.rancher_fleet in ['join', 'reregister', 'install', 'upgrade']
+'''
+
+RETURN = r'''
+name:
+  description: The member's name.
+  returned: always
+  type: str
+actions:
+  description: Per fleet manager, the action the member needs.
+  returned: always
+  type: dict
+  sample: {"rancher_fleet": "none", "kubefleet": "reregister"}
+healthy:
+  description: Whether the member needs no action but perhaps a relabel in every fleet manager read.
+  returned: always
+  type: bool
+managers:
+  description:
+    - Per fleet manager - C(hub) (what the hub knows, null when it has no object for the member), C(member) (what the
+      member knows - agent release, credential present and accepted), C(action), C(reasons) and C(healthy).
+  returned: always
+  type: dict
+  sample:
+    kubefleet:
+      action: reregister
+      healthy: false
+      reasons: ["the hub rejects the member agent's token (401 Unauthorized)"]
+      hub: {"joined": true, "heartbeat_age_seconds": 12}
+      member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}
+run_id:
+  description: A random name part for what this run creates on the hub for the member (e.g. its registration token).
+  returned: always
+  type: str
+  sample: k3v9x0a7qp
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo, member_info_argument_spec
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(argument_spec=member_info_argument_spec(), hub_auth=True)
+    run_module(module, lambda m: MemberInfo(m).run())
+
+
+if __name__ == "__main__":
+    main()
