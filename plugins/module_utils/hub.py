@@ -11,31 +11,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
 
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
-
-# What each backend needs on the hub: the group version, the resources the collection uses, where the
-# controller usually runs, and how to get the API served.
-BACKENDS = {
-    "rancher_fleet": {
-        "title": "Rancher Fleet",
-        "group_version": "fleet.cattle.io/v1alpha1",
-        "resources": ["clusters", "clusterregistrationtokens", "clusterregistrations"],
-        "controller": ("cattle-fleet-system", "fleet-controller"),
-        "install": "install Fleet's fleet-crd and fleet charts on the hub (Rancher installs them itself)",
-    },
-    "kubefleet": {
-        "title": "KubeFleet",
-        "group_version": "cluster.kubernetes-fleet.io/v1beta1",
-        "resources": ["memberclusters", "internalmemberclusters"],
-        "controller": ("fleet-system", "hub-agent"),
-        "install": "apply KubeFleet's hub CRDs and install the hub-agent chart on the hub",
-    },
-}
 
 
 def missing_resources(resource_list, wanted):
@@ -52,14 +34,15 @@ def describe_missing(report):
     for backend in sorted(report):
         item = report[backend]
         if item["missing"]:
-            spec = BACKENDS[backend]
-            names = ", ".join("%s.%s" % (name, spec["group_version"]) for name in item["missing"])
-            parts.append("%s (%s): %s" % (spec["title"], backend, names))
+            manager = registry.manager(backend)
+            names = ", ".join("%s.%s" % (name, manager.group_version) for name in item["missing"])
+            parts.append("%s (%s): %s" % (manager.title, backend, names))
     return "; ".join(parts)
 
 
 def install_hints(report):
-    return "; ".join("for %s, %s" % (BACKENDS[b]["title"], BACKENDS[b]["install"]) for b in sorted(report) if report[b]["missing"])
+    return "; ".join("for %s, %s" % (registry.manager(b).title, registry.manager(b).install_hint)
+                     for b in sorted(report) if report[b]["missing"])
 
 
 def deployment_available(obj):
@@ -79,7 +62,7 @@ class HubPrepare:
         self.params = module.params
         self.check_mode = module.check_mode
         self.kube = module.kube()
-        self.backends = list(dict.fromkeys(self.params.get("backends") or []))
+        self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
         self.namespaces = list(dict.fromkeys(self.params.get("namespaces") or []))
         for name in self.namespaces:
             validate_dns_label(name, "namespaces")
@@ -87,19 +70,20 @@ class HubPrepare:
     def apis(self):
         report = {}
         for backend in self.backends:
-            spec = BACKENDS[backend]
+            manager = registry.manager(backend)
             try:
-                resource_list = self.kube.request("GET", "/apis/" + spec["group_version"])
+                resource_list = self.kube.request("GET", "/apis/" + manager.group_version)
             except NotFoundError:
                 resource_list = None
-            missing = missing_resources(resource_list, spec["resources"])
-            report[backend] = {"group_version": spec["group_version"], "served": not missing, "missing": missing}
+            missing = missing_resources(resource_list, manager.hub_resources)
+            report[backend] = {"group_version": manager.group_version, "served": not missing, "missing": missing}
         return report
 
     def controllers(self):
         report = {}
         for backend in self.backends:
-            namespace, name = BACKENDS[backend]["controller"]
+            title = registry.manager(backend).title
+            namespace, name = registry.manager(backend).controller
             try:
                 deployment = self.kube.get(DEPLOYMENT, name, namespace)
             except ApiError as exc:
@@ -112,7 +96,7 @@ class HubPrepare:
             if not available:
                 self.module.warn("%s: the controller Deployment %s/%s %s; objects this collection creates will not be processed "
                                  "until it runs (it may run elsewhere under another name, then ignore this)"
-                                 % (BACKENDS[backend]["title"], namespace, name, "is not available" if deployment else "was not found"))
+                                 % (title, namespace, name, "is not available" if deployment else "was not found"))
         return report
 
     def ensure_namespaces(self):

@@ -38,8 +38,8 @@ options:
       - The fleet managers whose APIs the hub must serve.
     type: list
     elements: str
-    choices: [rancher_fleet, kubefleet]
-    default: [rancher_fleet, kubefleet]
+    choices: [kubefleet, rancher_fleet]
+    default: [kubefleet, rancher_fleet]
   namespaces:
     description:
       - Namespaces to create on the hub when missing.
@@ -96,6 +96,7 @@ created_namespaces:
   sample: [fleet-default]
 '''
 
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.hub import HubPrepare
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -103,7 +104,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 def main():
     module = FleetModule(
         argument_spec=dict(
-            backends=dict(type="list", elements="str", choices=["rancher_fleet", "kubefleet"], default=["rancher_fleet", "kubefleet"]),
+            backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
             namespaces=dict(type="list", elements="str", default=[]),
             check_controllers=dict(type="bool", default=True),
         ),

@@ -1,14 +1,14 @@
 """The hub preflight's pure rules: which APIs are missing and how the failure names them."""
 
-from ansible_collections.fleetops.registration.plugins.module_utils import hub
+from ansible_collections.fleetops.registration.plugins.module_utils import hub, registry
 
 
 def test_missing_resources_when_group_version_absent_or_partial():
     assert hub.missing_resources(None, ["clusters", "clusterregistrations"]) == ["clusters", "clusterregistrations"]
     partial = {"resources": [{"name": "clusters"}, {"name": "clusters/status"}, {"name": "bundles"}]}
     assert hub.missing_resources(partial, ["clusters", "clusterregistrationtokens"]) == ["clusterregistrationtokens"]
-    full = {"resources": [{"name": n} for n in hub.BACKENDS["kubefleet"]["resources"]]}
-    assert hub.missing_resources(full, hub.BACKENDS["kubefleet"]["resources"]) == []
+    full = {"resources": [{"name": n} for n in registry.manager("kubefleet").hub_resources]}
+    assert hub.missing_resources(full, registry.manager("kubefleet").hub_resources) == []
 
 
 def test_describe_missing_names_each_api_with_its_group_and_backend():
