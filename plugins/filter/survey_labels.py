@@ -27,7 +27,7 @@ def survey_labels(value):
     text = str(value).strip()
     if not text:
         return {}
-    if text.startswith("{"):
+    if text.startswith(("{", "[")):
         try:
             parsed = json.loads(text)
         except ValueError as exc:

@@ -26,6 +26,17 @@ __metaclass__ = type
 # The actions ``decide`` may return, in the order a role applies them.
 ACTIONS = ("none", "join", "reregister", "install", "upgrade", "relabel")
 
+# Which of a join's steps each action needs: the hub-side member object (with its labels), the member's hub identity,
+# removing an agent whose credential the hub no longer accepts, and the agent itself.
+STEPS = {
+    "none": (),
+    "relabel": ("member_object",),
+    "upgrade": ("member_object", "agent"),
+    "install": ("member_object", "agent"),
+    "reregister": ("member_object", "identity", "reset_credential", "agent"),
+    "join": ("member_object", "identity", "agent"),
+}
+
 
 class MemberState:
     """The member as one manager sees it: both views, the action it needs and why."""
@@ -53,6 +64,7 @@ class MemberState:
             "healthy": self.healthy,
             "action": self.action,
             "reasons": self.reasons,
+            "steps": dict((step, step in STEPS[self.action]) for step in STEPS["reregister"]),
         }
 
 

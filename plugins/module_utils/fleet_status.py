@@ -14,7 +14,7 @@ NAME_WIDTH = 16
 
 def merge_rows(views_by_manager, inventory_names=()):
     """One row per member name known to a manager or listed in the inventory, sorted by name."""
-    inventory = list(inventory_names or [])
+    inventory = [name for name in inventory_names or [] if name]
     names = set(inventory)
     for rows in views_by_manager.values():
         names.update(rows)

@@ -63,7 +63,11 @@ class HubPrepare:
         self.check_mode = module.check_mode
         self.kube = module.kube()
         self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
-        self.namespaces = list(dict.fromkeys(self.params.get("namespaces") or []))
+        per_backend = self.params.get("backend_namespaces") or {}
+        for name in per_backend:
+            registry.manager(name, param="backend_namespaces")
+        chosen = [per_backend[name] for name in self.backends if per_backend.get(name)]
+        self.namespaces = list(dict.fromkeys(chosen + list(self.params.get("namespaces") or [])))
         for name in self.namespaces:
             validate_dns_label(name, "namespaces")
 
@@ -129,6 +133,11 @@ class HubPrepare:
             "controllers": controllers,
             "namespaces": self.namespaces,
             "created_namespaces": created,
+            "summary": {
+                "apis_served": dict((name, item["served"]) for name, item in apis.items()),
+                "controllers_available": dict((name, item["available"]) for name, item in controllers.items()),
+                "created_namespaces": created,
+            },
         }
         if self.module._diff:
             result["diff"] = {"before": {"namespaces": existing}, "after": {"namespaces": existing + created}}

@@ -17,6 +17,7 @@ import string
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import normalize_labels
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -78,6 +79,7 @@ class MemberInfo:
         for name in (self.params.get("force") or []):
             registry.manager(name, param="force")
         check_distinct_connections(self.params)
+        self.params["labels"] = normalize_labels(self.params.get("labels"), "labels")
 
     def state(self, name):
         manager = registry.manager(name)
@@ -91,7 +93,8 @@ class MemberInfo:
 
     def run(self):
         states = [self.state(name) for name in self.backends]
-        result = dict(changed=False, name=self.params["name"], run_id=new_run_id(), **summarize(states))
+        result = dict(changed=False, name=self.params["name"], run_id=new_run_id(), labels=self.params.get("labels") or {},
+                      **summarize(states))
         return result
 
 

@@ -40,9 +40,16 @@ options:
     elements: str
     choices: [kubefleet, rancher_fleet]
     default: [kubefleet, rancher_fleet]
+  backend_namespaces:
+    description:
+      - Per fleet manager, the namespace where it registers members (for example C(fleet-default) for Rancher Fleet
+        clusters, C(fleet-system) for KubeFleet member identities); created when missing, for the managers in
+        O(backends) only.
+    type: dict
+    default: {}
   namespaces:
     description:
-      - Namespaces to create on the hub when missing.
+      - Further namespaces to create on the hub when missing.
     type: list
     elements: str
     default: []
@@ -61,7 +68,7 @@ EXAMPLES = r'''
   fleetops.registration.hub_prepare:
     kubeconfig: ~/.kube/hub.yaml
     backends: [rancher_fleet, kubefleet]
-    namespaces: [fleet-default, fleet-system]
+    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleet-system}
 
 - name: A hub that only runs KubeFleet
   fleetops.registration.hub_prepare:
@@ -84,10 +91,15 @@ controllers:
   type: dict
   sample: {"kubefleet": {"namespace": "fleet-system", "deployment": "hub-agent", "found": true, "available": true}}
 namespaces:
-  description: The namespaces of O(namespaces).
+  description: The namespaces of O(backend_namespaces) for the chosen managers, then those of O(namespaces).
   returned: always
   type: list
   elements: str
+summary:
+  description: What the job's statistics keep of the hub - APIs served and controllers available per manager, namespaces created.
+  returned: always
+  type: dict
+  sample: {"apis_served": {"kubefleet": true}, "controllers_available": {"kubefleet": true}, "created_namespaces": []}
 created_namespaces:
   description: The namespaces this run created (or would create, in check mode).
   returned: always
@@ -105,6 +117,7 @@ def main():
     module = FleetModule(
         argument_spec=dict(
             backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
+            backend_namespaces=dict(type="dict", default={}),
             namespaces=dict(type="list", elements="str", default=[]),
             check_controllers=dict(type="bool", default=True),
         ),

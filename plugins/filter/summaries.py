@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The per-member summaries of the join and leave roles, from module results (no state machine in Jinja)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+AGENT_STEPS = ("join", "reregister", "install", "upgrade")
+
+
+def _ran(result):
+    return bool(result) and not result.get("skipped")
+
+
+def _label_drift(results):
+    """``+k=v ~k=v -k`` from the label changes the hub-side modules report, ``in sync`` when none."""
+    parts = []
+    for result in results:
+        if not _ran(result):
+            continue
+        changes = result.get("label_changes") or {}
+        parts += ["+%s=%s" % item for item in sorted((changes.get("added") or {}).items())]
+        parts += ["~%s=%s" % item for item in sorted((changes.get("changed") or {}).items())]
+        parts += ["-%s" % key for key in sorted(changes.get("removed") or [])]
+    return " ".join(parts) or "in sync"
+
+
+def _agent_outcome(state, agent, check_mode):
+    action = state.get("action", "none")
+    if action not in AGENT_STEPS:
+        return "unchanged"
+    if check_mode:
+        return "would %s" % {"join": "register", "reregister": "re-register"}.get(action, action)
+    if not _ran(agent):
+        return "unchanged"
+    if action == "reregister":
+        return "re-registered (%s)" % "; ".join(state.get("reasons") or ["credential replaced"])
+    if action == "join":
+        return "registered"
+    return "%sed" % action.rstrip("e") if agent.get("changed") else "unchanged"
+
+
+def _latest_view(state, results, key):
+    """What the hub says after the run: the last result that carries a view, else member_info's."""
+    for result in reversed(results):
+        if _ran(result) and isinstance(result.get(key), dict):
+            return result[key]
+    return state.get("hub") or {}
+
+
+def _rancher_fleet(state, results, check_mode, host):
+    cluster_result, agent_result = (list(results) + [{}, {}])[:2]
+    view = _latest_view(state, [cluster_result, agent_result], "cluster")
+    summary = {
+        "cluster": "%s/%s" % (view.get("namespace") or state.get("namespace") or "fleet-default", state.get("name")),
+        "action": state.get("action"),
+        "reasons": state.get("reasons") or [],
+        "agent": _agent_outcome(state, agent_result, check_mode),
+        "checked_in": bool(view.get("checked_in")),
+        "last_seen": view.get("last_seen"),
+        "ready": view.get("ready"),
+        "labels": _label_drift([cluster_result]),
+    }
+    summary["line"] = "rancher_fleet %s: agent %s, %s%s; labels %s" % (
+        summary["cluster"], summary["agent"], "checked in" if summary["checked_in"] else "not checked in",
+        ", ready" if summary["ready"] else "", summary["labels"])
+    return summary
+
+
+def _kubefleet(state, results, check_mode, host):
+    cluster_result, agent_result = (list(results) + [{}, {}])[:2]
+    view = _latest_view(state, [cluster_result, agent_result], "member")
+    outcome = _agent_outcome(state, agent_result, check_mode)
+    summary = {
+        "member_cluster": state.get("name"),
+        "action": state.get("action"),
+        "reasons": state.get("reasons") or [],
+        "agent": "installed/updated" if outcome in ("registered", "installed", "upgraded") else outcome,
+        "joined": view.get("joined"),
+        "healthy": view.get("healthy"),
+        "labels": _label_drift([cluster_result]),
+    }
+    summary["line"] = "kubefleet %s: agent %s, %s%s; labels %s" % (
+        summary["member_cluster"], summary["agent"], "joined" if summary["joined"] else "not joined",
+        ", healthy" if summary["healthy"] else "", summary["labels"])
+    return summary
+
+
+SUMMARIES = {"rancher_fleet": _rancher_fleet, "kubefleet": _kubefleet}
+
+
+# The member_join role's registered step results per manager, in the order hub-side member object, agent.
+JOIN_RESULTS = {
+    "rancher_fleet": ("member_join__fleet_cluster", "member_join__fleet_agent"),
+    "kubefleet": ("member_join__kf_cluster", "member_join__kf_agent"),
+}
+LEAVE_RESULTS = {
+    "kubefleet": {"member_cluster": "member_leave__kf_cluster", "agent": "member_leave__kf_agent",
+                  "identity": "member_leave__kf_identity"},
+    "rancher_fleet": {"agent": "member_leave__fleet_agent", "cluster": "member_leave__fleet_cluster"},
+}
+
+
+def _registered(host_vars, name):
+    value = host_vars.get(name) if hasattr(host_vars, "get") else None
+    return value if isinstance(value, dict) else {}
+
+
+def join_summary(member_info, host_vars, check_mode=False):
+    """The member's join summary: per manager what it needed, what the run did, and one line for the play's output.
+
+    ``member_info`` is the member_info result; ``host_vars`` the member's variables, holding the role's registered
+    step results under the names in ``JOIN_RESULTS``.
+    """
+    results = dict((manager, [_registered(host_vars, name) for name in names]) for manager, names in JOIN_RESULTS.items())
+    host = host_vars.get("inventory_hostname")
+    name = member_info.get("name")
+    summary = {"cluster": name}
+    lines = []
+    for manager, state in sorted((member_info.get("managers") or {}).items(), key=lambda item: item[0] != "rancher_fleet"):
+        state = dict(state, name=name)
+        summary[manager] = SUMMARIES[manager](state, results.get(manager) or [], check_mode, host)
+        lines.append(summary[manager]["line"])
+    summary["line"] = "%s: %s" % (host or name, " | ".join(lines) if lines else "failed before a summary")
+    return summary
+
+
+def _removed(pairs):
+    return ", ".join(name for name, done in pairs if done) or "nothing left to remove"
+
+
+def leave_summary(host_vars, backends):
+    """The member's leave summary from the member_leave role's registered step results (``LEAVE_RESULTS``)."""
+    results = dict((manager, dict((step, _registered(host_vars, name)) for step, name in steps.items()))
+                   for manager, steps in LEAVE_RESULTS.items() if manager in (backends or []))
+    cluster = host_vars.get("member_leave_cluster_name")
+    host = host_vars.get("inventory_hostname")
+    summary = {"cluster": cluster}
+    lines = []
+    kube = (results or {}).get("kubefleet")
+    if kube is not None:
+        member_cluster, agent, identity = (kube.get(k) or {} for k in ("member_cluster", "agent", "identity"))
+        summary["kubefleet"] = {"member_cluster_removed": bool(member_cluster.get("changed")),
+                                "forced": member_cluster.get("forced") or [], "agent_removed": bool(agent.get("changed")),
+                                "identity_removed": bool(identity.get("changed"))}
+        forced = summary["kubefleet"]["forced"]
+        lines.append("kubefleet removed: " + _removed([("MemberCluster", member_cluster.get("changed")), ("agent", agent.get("changed")),
+                                                       ("identity", identity.get("changed"))])
+                     + (" (forced: %s)" % ", ".join(forced) if forced else ""))
+    fleet = (results or {}).get("rancher_fleet")
+    if fleet is not None:
+        agent, cluster_result = fleet.get("agent") or {}, fleet.get("cluster") or {}
+        managed = agent.get("fleet_managed_releases") or []
+        registrations = len(cluster_result.get("removed_registrations") or [])
+        summary["rancher_fleet"] = {"agent_removed": bool(agent.get("changed")),
+                                    "agent_credential_removed": bool(agent.get("removed_credential")),
+                                    "managed_agent_releases_removed": managed,
+                                    "cluster_removed": bool(cluster_result.get("changed")), "removed_registrations": registrations}
+        lines.append("rancher_fleet removed: " + _removed([
+            ("agent", agent.get("changed")), ("agent credential", agent.get("removed_credential")),
+            ("Fleet-managed agent release " + ", ".join(managed), managed), ("Cluster", cluster_result.get("changed")),
+            ("%d ClusterRegistration(s)" % registrations, registrations)]))
+    summary["line"] = "%s: %s" % (host or cluster, " | ".join(lines) if lines else "failed before a summary")
+    return summary
+
+
+class FilterModule:
+    """fleetops.registration summary filters."""
+
+    def filters(self):
+        return {"join_summary": join_summary, "leave_summary": leave_summary}

@@ -1,0 +1,59 @@
+"""Decisions live in Python: the roles and playbooks keep their Jinja small (issue 7's budget).
+
+Counted: the expression inside every ``{{ }}``/``{% %}`` (delimiters and surrounding blanks left out) in role and
+playbook YAML, defaults and templates, plus the bare expressions of ``when``, ``that``, ``until``, ``changed_when`` and
+``failed_when``.
+"""
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATED = re.compile(r"{{-?(.*?)-?}}|{%-?(.*?)-?%}", re.S)
+BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
+TOTAL_BUDGET = 6000
+LONGEST = 200
+
+
+def _files():
+    for top in ("roles", "playbooks"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.suffix in (".yml", ".yaml", ".j2") and path.is_file():
+                yield path
+
+
+def _bare(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in BARE_KEYS:
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, str) and "{{" not in item:
+                        yield item
+            else:
+                yield from _bare(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _bare(item)
+
+
+def expressions():
+    found = []
+    for path in _files():
+        text = path.read_text()
+        found += [(path, "".join(groups).strip()) for groups in TEMPLATED.findall(text)]
+        if path.suffix != ".j2" and "argument_specs" not in path.name:
+            found += [(path, item) for item in _bare(yaml.safe_load(text))]
+    return found
+
+
+def test_jinja_in_roles_and_playbooks_stays_within_budget():
+    found = expressions()
+    total = sum(len(text) for _, text in found)
+    assert total <= TOTAL_BUDGET, "roles and playbooks hold %d characters of Jinja (budget %d)" % (total, TOTAL_BUDGET)
+
+
+def test_no_single_jinja_expression_is_long():
+    long_ones = ["%s: %s" % (path.relative_to(REPO), text[:80]) for path, text in expressions() if len(text) > LONGEST]
+    assert not long_ones, "expressions over %d characters: %s" % (LONGEST, long_ones)

@@ -1,0 +1,85 @@
+"""member_info's and fleet_status's pure parts: connection checks, desired state, steps per action, the status table."""
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import fleet_managers
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import merge_rows, table
+from ansible_collections.fleetops.registration.plugins.module_utils.member_state import (
+    check_distinct_connections, desired_for, new_run_id, summarize,
+)
+
+
+def test_member_and_hub_on_the_same_connection_is_an_inventory_mistake():
+    with pytest.raises(ParameterError, match="hub_kubeconfig: the member and the hub resolve to the same connection"):
+        check_distinct_connections({"kubeconfig": "/k", "context": "a", "hub_kubeconfig": "/k", "hub_context": "a"})
+    with pytest.raises(ParameterError):
+        check_distinct_connections({"kubeconfig": "", "hub_kubeconfig": None})
+    check_distinct_connections({"kubeconfig": "/k", "context": "member1", "hub_kubeconfig": "/k", "hub_context": "hub"})
+
+
+def test_desired_state_per_manager():
+    params = {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60, "fleet_namespace": "clusters",
+              "agent_chart_versions": {"kubefleet": "0.1.0", "rancher_fleet": ""}, "agent_values": {"kubefleet": {"a": 1}},
+              "force": ["rancher_fleet"]}
+    assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
+                                                "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None}
+    fleet = desired_for("rancher_fleet", params)
+    assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
+
+
+@pytest.mark.parametrize("action, steps", [
+    ("none", []),
+    ("relabel", ["member_object"]),
+    ("upgrade", ["agent", "member_object"]),
+    ("install", ["agent", "member_object"]),
+    ("join", ["agent", "identity", "member_object"]),
+    ("reregister", ["agent", "identity", "member_object", "reset_credential"]),
+])
+def test_each_action_names_the_join_steps_it_needs(action, steps):
+    state = MemberState("kubefleet", "edge-07", {}, {}, action, ["why"]).as_dict()
+    assert sorted(step for step, needed in state["steps"].items() if needed) == steps
+    assert state["healthy"] is (action in ("none", "relabel"))
+
+
+def test_an_unknown_action_is_a_programming_error():
+    with pytest.raises(ValueError):
+        MemberState("kubefleet", "edge-07", {}, {}, "explode")
+    assert set(fleet_managers.STEPS) == set(fleet_managers.ACTIONS)
+
+
+def test_summary_is_healthy_only_when_every_manager_is():
+    fine = MemberState("rancher_fleet", "m", {}, {}, "relabel")
+    broken = MemberState("kubefleet", "m", {}, {}, "install", ["the member-agent release is missing"])
+    result = summarize([fine, broken])
+    assert result["actions"] == {"rancher_fleet": "relabel", "kubefleet": "install"}
+    assert result["healthy"] is False and result["managers"]["kubefleet"]["reasons"] == ["the member-agent release is missing"]
+    assert summarize([fine])["healthy"] is True
+
+
+def test_run_ids_are_random_dns_safe_names():
+    ids = set(new_run_id() for _ in range(50))
+    assert len(ids) == 50
+    assert all(len(i) == 10 and set(i) <= set("abcdefghijklmnopqrstuvwxyz0123456789") for i in ids)
+
+
+def test_status_rows_merge_managers_and_inventory_by_name():
+    views = {"rancher_fleet": {"b": {"state": "checked-in", "healthy": True, "last_contact_age_seconds": 4, "labels": {"env": "lab"}}},
+             "kubefleet": {"b": {"state": "joined", "healthy": True, "last_contact_age_seconds": 9, "labels": {"env": "lab"}},
+                           "c": {"state": "leaving", "healthy": None, "last_contact_age_seconds": None, "labels": {}}}}
+    rows = merge_rows(views, ["a", "b", ""])
+    assert [r["name"] for r in rows] == ["a", "b", "c"]
+    assert rows[0] == {"name": "a", "in_inventory": True, "rancher_fleet": None, "kubefleet": None}
+    lines = table(rows, ["rancher_fleet", "kubefleet"])
+    assert lines[0].split() == ["MEMBER", "INV", "|", "RANCHER_FLEET", "HEALTHY", "CONTACT", "|", "KUBEFLEET", "HEALTHY", "CONTACT",
+                                "|", "LABELS"]
+    assert lines[2].split() == ["b", "yes", "|", "checked-in", "yes", "4s", "|", "joined", "yes", "9s", "|", "env=lab"]
+    assert lines[3].split() == ["c", "no", "|", "absent", "-", "-", "|", "leaving", "-", "-", "|", "-"]
+
+
+def test_status_labels_shown_per_manager_when_they_disagree():
+    views = {"rancher_fleet": {"b": {"state": "checked-in", "labels": {"env": "a"}}},
+             "kubefleet": {"b": {"state": "joined", "labels": {"env": "b"}}}}
+    line = table(merge_rows(views), ["rancher_fleet", "kubefleet"])[1]
+    assert line.endswith("rancher_fleet: env=a; kubefleet: env=b")

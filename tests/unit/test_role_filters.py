@@ -1,0 +1,100 @@
+"""The roles' filters: survey-style labels and the per-member join/leave summaries (pure, from module results)."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary, leave_summary
+from ansible_collections.fleetops.registration.plugins.filter.survey_labels import survey_labels
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({"env": "prod", " tier ": 1}, {"env": "prod", "tier": 1}),
+    ('{"env": "prod", "region": "eu"}', {"env": "prod", "region": "eu"}),
+    ("env=prod, region=eu", {"env": "prod", "region": "eu"}),
+    ("env=prod\nregion=eu\n", {"env": "prod", "region": "eu"}),
+    ("team=", {"team": ""}),
+    ("", {}),
+    ("   ", {}),
+    (None, {}),
+])
+def test_survey_labels_accepts_mapping_json_and_pairs(given, expected):
+    assert survey_labels(given) == expected
+
+
+@pytest.mark.parametrize("given, fragment", [
+    ("env prod", "key=value"),
+    ("{not json", "JSON object"),
+    ('["a"]', "JSON object"),
+])
+def test_survey_labels_says_how_to_write_labels(given, fragment):
+    with pytest.raises(AnsibleFilterError, match=fragment):
+        survey_labels(given)
+
+
+def _state(manager, action, hub=None, reasons=()):
+    return {"manager": manager, "action": action, "reasons": list(reasons), "hub": hub or {}, "member": {}}
+
+
+def _info(**managers):
+    return {"name": "edge-07", "managers": managers}
+
+
+HEALTHY_FLEET = {"namespace": "fleet-default", "checked_in": True, "ready": True, "last_seen": "2026-11-23T05:00:00Z"}
+HEALTHY_KUBEFLEET = {"joined": True, "healthy": True}
+
+
+def test_join_summary_of_a_healthy_member_says_unchanged_and_in_sync():
+    info = _info(rancher_fleet=_state("rancher_fleet", "none", HEALTHY_FLEET), kubefleet=_state("kubefleet", "none", HEALTHY_KUBEFLEET))
+    skipped = {"skipped": True, "changed": False}
+    host_vars = {"inventory_hostname": "edge-07", "member_join__fleet_cluster": skipped, "member_join__fleet_agent": skipped}
+    summary = join_summary(info, host_vars)
+    assert summary["line"] == ("edge-07: rancher_fleet fleet-default/edge-07: agent unchanged, checked in, ready; labels in sync | "
+                               "kubefleet edge-07: agent unchanged, joined, healthy; labels in sync")
+    assert summary["rancher_fleet"]["action"] == "none" and summary["kubefleet"]["agent"] == "unchanged"
+
+
+def test_join_summary_reports_a_reregistration_with_its_reason_and_the_new_view():
+    info = _info(rancher_fleet=_state("rancher_fleet", "reregister", {"checked_in": True}, ["the hub rejects the agent's credential"]))
+    host_vars = {
+        "inventory_hostname": "edge-07",
+        "member_join__fleet_cluster": {"changed": False, "label_changes": {}},
+        "member_join__fleet_agent": {"changed": True, "cluster": dict(HEALTHY_FLEET, namespace="clusters")},
+    }
+    line = join_summary(info, host_vars)["line"]
+    assert line == ("edge-07: rancher_fleet clusters/edge-07: agent re-registered (the hub rejects the agent's credential), "
+                    "checked in, ready; labels in sync")
+
+
+def test_join_summary_in_check_mode_predicts_and_shows_label_drift():
+    info = _info(kubefleet=_state("kubefleet", "join"))
+    host_vars = {
+        "member_join__kf_cluster": {"changed": True, "label_changes": {"added": {"env": "prod"}, "changed": {"tier": "1"},
+                                                                       "removed": ["old"]}},
+        "member_join__kf_agent": {"changed": True},
+    }
+    summary = join_summary(info, host_vars, check_mode=True)
+    assert summary["line"] == "edge-07: kubefleet edge-07: agent would register, not joined; labels +env=prod ~tier=1 -old"
+
+
+def test_join_summary_of_an_upgrade_and_an_unrun_agent_step():
+    info = _info(kubefleet=_state("kubefleet", "upgrade", HEALTHY_KUBEFLEET))
+    assert "agent installed/updated" in join_summary(info, {"member_join__kf_agent": {"changed": True}})["line"]
+    assert "agent unchanged" in join_summary(info, {"member_join__kf_agent": {"changed": False}})["line"]
+    assert "agent unchanged" in join_summary(info, {})["line"]
+
+
+def test_leave_summary_names_what_was_removed_per_manager():
+    host_vars = {
+        "inventory_hostname": "member1", "member_leave_cluster_name": "member1",
+        "member_leave__kf_cluster": {"changed": True, "forced": ["finalizers"]},
+        "member_leave__kf_agent": {"changed": True},
+        "member_leave__kf_identity": {"changed": False},
+        "member_leave__fleet_agent": {"changed": True, "removed_credential": True, "fleet_managed_releases": ["fleet-agent-member1"]},
+        "member_leave__fleet_cluster": {"changed": True, "removed_registrations": ["a"]},
+    }
+    summary = leave_summary(host_vars, ["kubefleet", "rancher_fleet"])
+    assert summary["line"] == ("member1: kubefleet removed: MemberCluster, agent (forced: finalizers) | rancher_fleet removed: agent, "
+                               "agent credential, Fleet-managed agent release fleet-agent-member1, Cluster, 1 ClusterRegistration(s)")
+    assert summary["rancher_fleet"]["removed_registrations"] == 1
+    again = leave_summary({"inventory_hostname": "member1", "member_leave_cluster_name": "member1"}, ["rancher_fleet"])
+    assert again["line"] == "member1: rancher_fleet removed: nothing left to remove" and "kubefleet" not in again
