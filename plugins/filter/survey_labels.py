@@ -33,7 +33,7 @@ def survey_labels(value):
         except ValueError as exc:
             raise AnsibleFilterError("labels: %r is not a JSON object (%s); give a mapping, JSON or key=value text" % (text, exc))
         if not isinstance(parsed, dict):
-            raise AnsibleFilterError("labels: JSON text must be an object of label keys to values")
+            raise AnsibleFilterError("labels: JSON text must be a JSON object of label keys to values")
         return survey_labels(parsed)
     labels = {}
     for part in re.split(r"[,\n]", text):
