@@ -1,0 +1,40 @@
+"""Every registered fleet manager implements the whole FleetManager interface (a third one must too)."""
+
+import inspect
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
+
+METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member)]
+ATTRIBUTES = ["name", "title", "group_version", "hub_resources", "controller", "install_hint"]
+
+
+def test_the_interface_has_the_methods_the_roles_and_modules_use():
+    assert sorted(METHODS) == ["decide", "hub_view", "member_view", "read_hub", "status_row"]
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_registered_manager_implements_every_method(name):
+    manager = registry.MANAGERS[name]
+    assert isinstance(manager, FleetManager)
+    for method in METHODS:
+        implementation = getattr(type(manager), method)
+        assert implementation is not getattr(FleetManager, method), "%s does not implement %s" % (name, method)
+        assert inspect.signature(implementation).parameters.keys() == inspect.signature(getattr(FleetManager, method)).parameters.keys()
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_registered_manager_describes_itself(name):
+    manager = registry.MANAGERS[name]
+    assert manager.name == name
+    for attribute in ATTRIBUTES:
+        assert getattr(manager, attribute), "%s has no %s" % (name, attribute)
+    namespace, deployment = manager.controller
+    assert namespace and deployment and "/" in manager.group_version
+
+
+def test_unknown_manager_is_a_parameter_error_listing_the_known_ones():
+    with pytest.raises(Exception, match="backends: unknown fleet manager 'ocm'.*kubefleet, rancher_fleet"):
+        registry.manager("ocm")
