@@ -1,0 +1,51 @@
+"""member_info and fleet_status against the lab: a member no fleet manager knows yet, and the status table.
+
+The states of joined and broken members are asserted by the playbook and fault tests, which join for real.
+"""
+
+import pytest
+
+from modrun import run_module
+from kube_helpers import unique
+
+pytestmark = pytest.mark.lab
+
+
+def _connections(lab, member):
+    return {"kubeconfig": str(lab.kubeconfig), "context": member, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
+
+
+def test_a_member_the_hub_does_not_know_needs_a_join_in_both_managers(lab_controllers):
+    name = unique("ghost")
+    result = run_module("member_info", dict(_connections(lab_controllers, "member2"), name=name, labels={"env": "lab"}))
+    assert not result.failed, result
+    assert result["changed"] is False and result["healthy"] is False
+    assert result["actions"] == {"rancher_fleet": "join", "kubefleet": "join"}
+    for manager in ("rancher_fleet", "kubefleet"):
+        state = result["managers"][manager]
+        assert state["hub"] is None and state["reasons"] and name in " ".join(state["reasons"])
+        assert state["steps"] == {"member_object": True, "identity": True, "reset_credential": False, "agent": True}
+    assert result["labels"] == {"env": "lab"} and len(result["run_id"]) == 10
+    # The same answer in check mode: it only reads.
+    checked = run_module("member_info", dict(_connections(lab_controllers, "member2"), name=name), check=True)
+    assert checked["actions"] == result["actions"]
+
+
+def test_member_info_refuses_the_hub_as_its_own_member(lab):
+    result = run_module("member_info", dict(_connections(lab, "hub"), name="member1"))
+    assert result.failed and "hub_kubeconfig" in result["msg"] and "same connection" in result["msg"]
+
+
+def test_member_info_names_an_unknown_manager(lab):
+    result = run_module("member_info", dict(_connections(lab, "member1"), name="member1", backends=["ocm"]))
+    assert result.failed and "backends" in result["msg"] and "rancher_fleet" in result["msg"]
+
+
+def test_fleet_status_lists_inventory_members_even_when_no_manager_knows_them(lab_controllers):
+    name = unique("ghost")
+    result = run_module("fleet_status", {"kubeconfig": str(lab_controllers.kubeconfig), "context": "hub",
+                                         "inventory_names": [name]})
+    assert not result.failed, result
+    row = result["members"][name]
+    assert row == {"name": name, "in_inventory": True, "rancher_fleet": None, "kubefleet": None}
+    assert result["table"][0].startswith("MEMBER") and any(line.startswith(name) for line in result["table"])
