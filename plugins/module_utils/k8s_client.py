@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, ConnectionFailure, NotFoundError,
+    ApiError, ApiNotServed, ConnectionFailure, NotFoundError,
 )
 
 try:
@@ -57,6 +57,7 @@ NAMESPACE = Resource("v1", "Namespace", "namespaces", namespaced=False)
 SECRET = Resource("v1", "Secret", "secrets")
 SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
 CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
+DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
 
@@ -112,15 +113,23 @@ class KubeClient:
     def _api_error(self, exc, method, path):
         message = exc.reason or ""
         reason = None
+        details = None
         try:
             status = json.loads(exc.body or "{}")
             message = status.get("message") or message
             reason = status.get("reason")
+            details = status.get("details")
         except ValueError:
             pass
         what = "%s %s on the %s" % (method, path, self.label)
+        if exc.status == 404 and not (details or {}).get("kind") and not (details or {}).get("name"):
+            api = api_of_path(path)
+            if api:
+                return ApiNotServed("the %s does not serve %s (resource %s): its CRDs are not installed" % (self.label, api[0], api[1]),
+                                status=404, reason="ApiNotServed",
+                                hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
         if exc.status == 404:
-            return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason)
+            return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason, kind=(details or {}).get("kind"))
         if exc.status in (401, 403):
             hint = "The credentials were refused; check the token or certificate and its RBAC permissions"
             return ApiError("%s: %s" % (what, message), status=exc.status, reason=reason, hint=hint)
@@ -159,14 +168,35 @@ class KubeClient:
         except NotFoundError:
             return None
 
-    def create_token(self, service_account, namespace, seconds=3600, audiences=None):
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                "spec": {"expirationSeconds": int(seconds), "audiences": audiences or []}}
-        result = self.request("POST", SERVICE_ACCOUNT.path(namespace, service_account, "token"), body=body)
-        return result["status"]["token"]
-
     def version(self):
         return self.request("GET", "/version")
+
+    def whoami(self):
+        """The user name this client authenticates as (a SelfSubjectReview); a refused credential raises ApiError 401.
+
+        API servers before Kubernetes 1.28 do not serve SelfSubjectReview: then an authenticated
+        GET of ``/api`` proves the credential and the name is None.
+        """
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self.request("GET", "/api")
+            return None
+        return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
+
+
+def api_of_path(path):
+    """``("fleet.cattle.io/v1alpha1", "clusters")`` for a custom API path, or None for the core API and built-ins."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if len(parts) < 4 or parts[0] != "apis" or "." not in parts[1] or parts[1].endswith(".k8s.io"):
+        return None
+    rest = parts[3:]
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    return "%s/%s" % (parts[1], parts[2]), rest[0]
 
 
 def _dry(dry_run):
@@ -225,13 +255,29 @@ class Outcome:
         self.after = after
 
 
-def ensure_object(kube, resource, desired, check_mode=False, hide_data=False):
-    """Create ``desired`` or patch the live object towards it; server-side dry run in check mode."""
+def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, warn=None):
+    """Create ``desired`` or patch the live object towards it; server-side dry run in check mode.
+
+    In check mode, a namespace that does not exist yet (an earlier task of the same run would create
+    it, but it only ran as a dry run) makes the creation a predicted change: ``warn`` is told, and
+    the predicted object is ``desired`` itself. Outside check mode that is an error naming the namespace.
+    """
     metadata = desired["metadata"]
     namespace = metadata.get("namespace")
     current = kube.get(resource, metadata["name"], namespace)
     if current is None:
-        after = kube.create(resource, desired, namespace, dry_run=check_mode)
+        try:
+            after = kube.create(resource, desired, namespace, dry_run=check_mode)
+        except NotFoundError as exc:
+            if exc.details.get("kind") != "namespaces":
+                raise
+            if not check_mode:
+                raise NotFoundError("namespace %s does not exist on the %s" % (namespace, kube.label), status=404, reason="NotFound",
+                                    hint="Create it first (hub_prepare with namespaces: [%s] does)" % namespace)
+            if warn:
+                warn("namespace %s does not exist yet; assuming an earlier task creates it, %s %s would be created there"
+                     % (namespace, resource.kind, metadata["name"]))
+            return Outcome(True, None, clean(dict(desired, apiVersion=resource.api_version, kind=resource.kind), hide_data))
         return Outcome(True, None, clean(after, hide_data))
     patch = merge_patch(current, desired)
     if not patch:

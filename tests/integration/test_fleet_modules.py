@@ -221,7 +221,7 @@ def test_agent_initiated_with_labels_rerun_check_mode_relabel_and_absent(lab, hu
                       wait=True, wait_timeout=CHECKIN_TIMEOUT)
 
     planned = ok(run_module("fleet_agent", args, check=True, diff=True))
-    assert planned.changed and planned["reasons"] == ["not installed"]
+    assert planned.changed and planned["reasons"] == ["the release is not installed"] and planned["action"] == "install"
     assert releases(lab, member) == []
     assert token not in planned["raw_output"]
 
