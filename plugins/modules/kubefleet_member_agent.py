@@ -252,6 +252,13 @@ preflight:
   returned: with O(state=present)
   type: dict
   sample: {hub_url: "https://hub.example.com:6443", username: "system:serviceaccount:fleet-system:east-1-hub-cluster-access"}
+reasons:
+  description: Why the task changed the member (the token Secret, the release), in plain sentences without values; empty
+    when nothing changed.
+  returned: with O(state=present)
+  type: list
+  elements: str
+  sample: ["the release's values differ from the options"]
 agent_restarted:
   description: Whether the agent Deployment was restarted to pick up a new token.
   returned: with O(state=present)
@@ -266,8 +273,9 @@ diff:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import (
-    DEFAULT_IMAGE_REGISTRY, FLEET_SYSTEM, KUBEFLEET_VERSION, MemberAgent,
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent import MemberAgent
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -279,14 +287,14 @@ def argument_spec():
         hub_url=dict(type="str"),
         hub_ca_pem=dict(type="str"),
         hub_insecure_skip_tls_verify=dict(type="bool", default=False),
-        identity_namespace=dict(type="str", default=FLEET_SYSTEM),
+        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),
         secret_namespace=dict(type="str", default="default", no_log=False),
         release_name=dict(type="str", default="member-agent"),
         release_namespace=dict(type="str", default="default"),
-        agent_namespace=dict(type="str", default=FLEET_SYSTEM),
+        agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/member-agent"),
         image_tag=dict(type="str", default=KUBEFLEET_VERSION),
         refresh_token_image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/refresh-token", no_log=False),

@@ -212,7 +212,8 @@ diff:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import FLEET_SYSTEM, MemberCluster
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberCluster
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -221,7 +222,7 @@ def argument_spec():
         name=dict(type="str", required=True, aliases=["member_name"]),
         identity_kind=dict(type="str", choices=["ServiceAccount", "User", "Group"], default="ServiceAccount"),
         identity_name=dict(type="str"),
-        identity_namespace=dict(type="str", default=FLEET_SYSTEM),
+        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         validate_identity=dict(type="bool", default=True),
         heartbeat_period_seconds=dict(type="int", default=60),
         labels=dict(type="dict"),

@@ -146,7 +146,7 @@ members:
           heartbeat_age_seconds: 12
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import MemberClusterInfo
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberClusterInfo
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 

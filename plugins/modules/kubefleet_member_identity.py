@@ -145,6 +145,12 @@ token_secret:
       description: Whether kube-controller-manager has written the token.
       type: bool
   sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true}
+member_cluster_names_identity:
+  description: Whether a MemberCluster that is not leaving still names this identity when it is removed (its member agent
+    then loses access to the hub). A real run also warns; check mode does not, because the MemberCluster's removal an
+    earlier task of the same check run predicted was only a dry run.
+  returned: with O(state=absent)
+  type: bool
 token:
   description: The ServiceAccount token (null while not yet filled). Not masked; use C(no_log) on the task.
   returned: when O(return_token=true)
@@ -155,14 +161,15 @@ diff:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import FLEET_SYSTEM, MemberIdentity
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity import MemberIdentity
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def argument_spec():
     return dict(
         name=dict(type="str", required=True, aliases=["member_name"]),
-        namespace=dict(type="str", default=FLEET_SYSTEM),
+        namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         create_service_account=dict(type="bool", default=True),
