@@ -63,3 +63,7 @@ class WaitTimeout(FleetOpsError):
 
 class HelmError(FleetOpsError):
     """The helm CLI failed; its stderr (already scrubbed of secrets) is in details."""
+
+
+class ApiNotServed(ApiError):
+    """A whole API (group/version and resource) is not served: its CRDs are not installed. Not a missing object."""

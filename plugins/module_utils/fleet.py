@@ -29,7 +29,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import datetime
 import json
 import os
 import re
@@ -43,11 +42,17 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     CONFIG_MAP, NAMESPACE, SECRET, Resource, clean, condition, ensure_object,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.module import Backend
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
-    REDACTED, b64, deep_merge, kubeconfig_ca_pem, kubeconfig_server, label_patch, load_kubeconfig, normalize_labels,
-    parse_duration, read_pem, reconcile_labels, unb64, validate_dns_subdomain,
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
+    kubeconfig_ca_pem, kubeconfig_secrets, kubeconfig_server, load_kubeconfig, read_pem,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
+    label_changes, label_patch, normalize_labels, reconcile_labels,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner as Backend
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
+    REDACTED, b64, deep_merge, unb64, validate_dns_subdomain,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
 
 try:
     import yaml
@@ -80,8 +85,6 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "fleetops.registration"
 OWNER_CLUSTER_LABEL = "fleetops.registration/cluster"
 
-# The token's own values keys; the rest of a values file is chart configuration.
-TOKEN_VALUE_KEYS = ("token", "tokenName", "clusterNamespace", "systemRegistrationNamespace", API_SERVER_URL_KEY, API_SERVER_CA_KEY)
 SECRET_VALUE_KEYS = ("token",)
 
 # The CRD's own rule for spec.ttl (Fleet v0.16.0), so bad input fails before any API call.
@@ -284,30 +287,9 @@ def _find(items, name, what, param):
                          "Check cluster_kubeconfig_context and the kubeconfig's contexts")
 
 
-def kubeconfig_secrets(config):
-    """The credential strings inside a kubeconfig mapping (to mask them)."""
-    found = []
-    for user in (config or {}).get("users") or []:
-        for key, value in ((user or {}).get("user") or {}).items():
-            if key in ("token", "client-key-data", "password") and isinstance(value, str):
-                found.append(value)
-    return found
-
-
 def dump_yaml(data):
     """Stable YAML text (sorted keys), so equal content compares equal from run to run."""
     return yaml.safe_dump(data, default_flow_style=False, sort_keys=True)
-
-
-def label_changes(before, after):
-    """What a label reconciliation changes: ``{added: {}, changed: {}, removed: []}``."""
-    before = before or {}
-    after = after or {}
-    return {
-        "added": dict((k, v) for k, v in after.items() if k not in before),
-        "changed": dict((k, v) for k, v in after.items() if k in before and before[k] != v),
-        "removed": sorted(k for k in before if k not in after),
-    }
 
 
 def desired_cluster_labels(current, labels, mode):
@@ -370,19 +352,12 @@ def registration_summary(obj):
     }
 
 
-def _timestamp(text):
-    try:
-        return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
-    except (TypeError, ValueError):
-        return None
-
-
 def secret_belongs_to_token(secret, token):
     """A values Secret made for this token, not a leftover of a deleted token of the same name."""
     if not secret or secret.get("type") != VALUES_SECRET_TYPE or not (secret.get("data") or {}).get(VALUES_KEY):
         return False
-    made = _timestamp((secret.get("metadata") or {}).get("creationTimestamp"))
-    born = _timestamp(((token or {}).get("metadata") or {}).get("creationTimestamp"))
+    made = parse_time((secret.get("metadata") or {}).get("creationTimestamp"))
+    born = parse_time(((token or {}).get("metadata") or {}).get("creationTimestamp"))
     return made is None or born is None or made >= born
 
 
@@ -971,7 +946,7 @@ class AgentBackend(Backend):
             if changed:
                 # The previous agent's check-in must not count as the new one's (a re-registration would look done).
                 previous = find_cluster()
-                seen_before = _timestamp((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+                seen_before = parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
         if changed:
             try:
                 helm.upgrade_install(self.release, chart, self.namespace, values, create_namespace=True, dry_run=self.check_mode)
@@ -1025,7 +1000,7 @@ class AgentBackend(Backend):
     def _wait_for_checkin(self, fetch, seen_before=None):
         """Wait for a check-in; after an install or upgrade, one newer than ``seen_before`` (the old agent's last one)."""
         def checked_in(cluster):
-            seen = _timestamp((((cluster or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+            seen = parse_time((((cluster or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
             return seen is not None and (seen_before is None or seen > seen_before)
 
         cluster = self.module.waiter.until(

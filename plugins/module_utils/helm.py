@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import gzip
 import json
 import os
 import re
@@ -20,19 +22,12 @@ import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
-
-HELM_ARGUMENT_SPEC = {
-    "chart_ref": dict(type="str"),
-    "chart_repo_url": dict(type="str"),
-    "chart_version": dict(type="str"),
-    "helm_binary": dict(type="path"),
-}
-
 
 class ChartSource:
     """A chart given as a local path, a repository URL plus a name, or an OCI reference."""
@@ -63,6 +58,23 @@ class ChartSource:
             return None
         with open(os.path.join(self.ref, "Chart.yaml")) as handle:
             return yaml.safe_load(handle)
+
+    def identity(self):
+        """``(chart name, desired version)``: the one chart-version rule for every agent.
+
+        The desired version is the one given (``chart_version``), else the local chart's own
+        version; a local chart whose version differs from the given one is an error (Helm would
+        install the local one whatever ``chart_version`` says). None when neither is known (a
+        repository or OCI chart without a pinned version): the release's version is then not compared.
+        """
+        metadata = self.local_metadata()
+        if metadata is not None:
+            version = str(metadata.get("version") or "") or None
+            if self.version and version and self.version != version:
+                raise ParameterError("chart_version", "the local chart %s is version %s, not %s" % (self.ref, version, self.version),
+                                     "Set chart_version to %s or drop it, or point chart_ref at the chart you want" % version)
+            return metadata.get("name") or _ref_name(self.ref), version or self.version
+        return _ref_name(self.ref), self.version or None
 
 
 class Helm:
@@ -163,6 +175,113 @@ class Helm:
     def show_chart(self, chart):
         _rc, out, _err = self.run(["show", "chart"] + chart.args())
         return yaml.safe_load(out) or {}
+
+
+def _ref_name(ref):
+    """The chart name a reference points at: ``oci://r/charts/fleet-agent:1`` or ``./fleet-agent-0.16.0.tgz`` -> ``fleet-agent``."""
+    name = ref.rstrip("/").rsplit("/", 1)[-1]
+    if name.endswith(".tgz"):
+        return split_chart(name[:-4])[0]
+    return name.split(":")[0].split("@")[0]
+
+
+HELM_STORAGE_PREFIX = "sh.helm.release.v1."
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+def decode_release(data):
+    """Helm's storage payload (the Secret's ``release`` key, base64 of base64(gzip(JSON))) as a dict."""
+    raw = base64.b64decode(base64.b64decode(data))
+    if raw[:3] == _GZIP_MAGIC:
+        raw = gzip.decompress(raw)
+    return json.loads(raw.decode("utf-8"))
+
+
+def release_from_storage(payload, namespace):
+    """The release fields the collection uses, from a decoded Helm storage payload."""
+    info = payload.get("info") or {}
+    metadata = (payload.get("chart") or {}).get("metadata") or {}
+    return {
+        "name": payload.get("name"),
+        "namespace": payload.get("namespace") or namespace,
+        "revision": int(payload.get("version") or 0),
+        "status": info.get("status"),
+        "chart": metadata.get("name"),
+        "chart_version": metadata.get("version"),
+        "app_version": metadata.get("appVersion"),
+        "values": payload.get("config") or {},
+        "updated": info.get("last_deployed"),
+    }
+
+
+def read_release(kube, name, namespace):
+    """The newest revision of release ``name`` from Helm's own storage Secrets (one LIST, no helm process), or None.
+
+    Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
+    ``values`` are the user-supplied values and may carry secrets: the caller hides them.
+    """
+    newest = None
+    for secret in kube.list(SECRET, namespace, label_selector="owner=helm,name=%s" % name):
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        try:
+            revision = int(labels.get("version") or 0)
+        except ValueError:
+            continue
+        if newest is None or revision > newest[0]:
+            newest = (revision, secret)
+    if newest is None:
+        return None
+    data = (newest[1].get("data") or {}).get("release")
+    if not data:
+        return None
+    try:
+        payload = decode_release(data)
+    except (ValueError, TypeError, OSError) as exc:
+        raise HelmError("cannot decode Helm's record of release %s/%s (Secret %s): %s" % (
+            namespace, name, newest[1]["metadata"]["name"], exc), "Inspect it with helm history %s -n %s" % (name, namespace))
+    return release_from_storage(payload, namespace)
+
+
+class ReleasePlan:
+    """What Helm must do to a release: ``action`` (none, install, upgrade) and ``reasons`` (plain sentences, no values).
+
+    The one install/upgrade decision for every agent, and the one check-mode strategy: check mode
+    reports the plan as the predicted change, with no ``helm --dry-run``, so it works on fresh targets.
+    """
+
+    NONE = "none"
+    INSTALL = "install"
+    UPGRADE = "upgrade"
+
+    def __init__(self, action, reasons=None):
+        self.action = action
+        self.reasons = list(reasons or [])
+
+    @property
+    def changes(self):
+        return self.action != self.NONE
+
+    def __repr__(self):
+        return "ReleasePlan(%r, %r)" % (self.action, self.reasons)
+
+    @classmethod
+    def decide(cls, release, chart_name, chart_version, desired_values):
+        """From the live release (``read_release``'s dict or None) and what is wanted."""
+        if release is None:
+            return cls(cls.INSTALL, ["the release is not installed"])
+        status = release.get("status")
+        if status == "uninstalled":
+            return cls(cls.INSTALL, ["the release was uninstalled (its history was kept)"])
+        reasons = []
+        if status != "deployed":
+            reasons.append("the release status is %s, not deployed" % (status or "unknown"))
+        if chart_name and release.get("chart") and release.get("chart") != chart_name:
+            reasons.append("the release runs chart %s, not %s" % (release.get("chart"), chart_name))
+        if chart_version and release.get("chart_version") != chart_version:
+            reasons.append("chart version %s -> %s" % (release.get("chart_version"), chart_version))
+        if values_differ(release.get("values"), desired_values):
+            reasons.append("values differ")
+        return cls(cls.UPGRADE if reasons else cls.NONE, reasons)
 
 
 def split_chart(text):

@@ -14,29 +14,8 @@ __metaclass__ = type
 import os
 import tempfile
 
-from ansible.module_utils.basic import env_fallback
-
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_kubeconfig
-
-
-def auth_argument_spec(prefix="", env=True):
-    """The auth options; ``prefix`` (e.g. ``hub_``) gives a second, independent set."""
-    def fallback(name):
-        return dict(fallback=(env_fallback, [name])) if env else {}
-
-    return {
-        prefix + "kubeconfig": dict(type="raw", no_log=False, **fallback("K8S_AUTH_KUBECONFIG")),
-        prefix + "context": dict(type="str", **fallback("K8S_AUTH_CONTEXT")),
-        prefix + "host": dict(type="str", **fallback("K8S_AUTH_HOST")),
-        prefix + "api_key": dict(type="str", no_log=True, **fallback("K8S_AUTH_API_KEY")),
-        prefix + "validate_certs": dict(type="bool", aliases=[prefix + "verify_ssl"], **fallback("K8S_AUTH_VERIFY_SSL")),
-        prefix + "ca_cert": dict(type="path", aliases=[prefix + "ssl_ca_cert"], **fallback("K8S_AUTH_SSL_CA_CERT")),
-        prefix + "client_cert": dict(type="path", aliases=[prefix + "cert_file"], **fallback("K8S_AUTH_CERT_FILE")),
-        prefix + "client_key": dict(type="path", aliases=[prefix + "key_file"], no_log=False, **fallback("K8S_AUTH_KEY_FILE")),
-        prefix + "proxy": dict(type="str", **fallback("K8S_AUTH_PROXY")),
-    }
-
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import check_context, load_kubeconfig
 
 AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
 
@@ -58,10 +37,6 @@ class ConnectionSettings:
             if os.path.isfile(default):
                 self.kubeconfig = default
 
-    @property
-    def given(self):
-        return bool(self.kubeconfig or self.host)
-
     def param(self, key):
         return self.prefix + key
 
@@ -82,6 +57,9 @@ class ConnectionSettings:
         from kubernetes.config.config_exception import ConfigException
 
         configuration = k8s_client.Configuration()
+        if self.context and self.kubeconfig is not None:
+            # The client's own message would blame the kubeconfig; the fix is the context option.
+            check_context(self.kubeconfig_dict()[0], self.context, self.param("context"))
         try:
             if isinstance(self.kubeconfig, dict):
                 k8s_config.load_kube_config_from_dict(self.kubeconfig, context=self.context,
@@ -152,6 +130,30 @@ class ConnectionSettings:
         }
         path = write_private_file(os.path.join(tmpdir, "kubeconfig-%s" % (self.prefix or "target")), yaml.safe_dump(doc))
         return path, "fleetops"
+
+
+def endpoint_configuration(url, ca_pem=None, token=None, proxy=None, validate_certs=True, tmpdir=None):
+    """A ``kubernetes.client.Configuration`` for an arbitrary endpoint, such as the hub as an agent sees it.
+
+    The one way to build a client from a URL, a CA (PEM text) and a bearer token rather than from
+    the module's connection options. The CA goes in memory where the client supports it, else into
+    a file under ``tmpdir``.
+    """
+    from kubernetes import client as k8s_client
+
+    configuration = k8s_client.Configuration()
+    configuration.host = url.rstrip("/")
+    configuration.verify_ssl = bool(validate_certs)
+    if ca_pem and validate_certs:
+        if hasattr(configuration, "ca_cert_data"):
+            configuration.ca_cert_data = ca_pem
+        else:  # pragma: no cover - kubernetes < 30
+            configuration.ssl_ca_cert = write_private_file(os.path.join(tmpdir or private_tempdir(), "endpoint-ca.pem"), ca_pem)
+    if token:
+        configuration.api_key = {"authorization": "Bearer " + token}
+    if proxy:
+        configuration.proxy = proxy
+    return configuration
 
 
 def write_private_file(path, content):

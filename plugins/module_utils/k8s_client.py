@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, ConnectionFailure, NotFoundError,
+    ApiError, ApiNotServed, ConnectionFailure, NotFoundError,
 )
 
 try:
@@ -112,13 +112,21 @@ class KubeClient:
     def _api_error(self, exc, method, path):
         message = exc.reason or ""
         reason = None
+        details = None
         try:
             status = json.loads(exc.body or "{}")
             message = status.get("message") or message
             reason = status.get("reason")
+            details = status.get("details")
         except ValueError:
             pass
         what = "%s %s on the %s" % (method, path, self.label)
+        if exc.status == 404 and not (details or {}).get("kind") and not (details or {}).get("name"):
+            api = api_of_path(path)
+            if api:
+                return ApiNotServed("the %s does not serve %s (resource %s): its CRDs are not installed" % (self.label, api[0], api[1]),
+                                status=404, reason="ApiNotServed",
+                                hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
         if exc.status == 404:
             return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason)
         if exc.status in (401, 403):
@@ -159,14 +167,35 @@ class KubeClient:
         except NotFoundError:
             return None
 
-    def create_token(self, service_account, namespace, seconds=3600, audiences=None):
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                "spec": {"expirationSeconds": int(seconds), "audiences": audiences or []}}
-        result = self.request("POST", SERVICE_ACCOUNT.path(namespace, service_account, "token"), body=body)
-        return result["status"]["token"]
-
     def version(self):
         return self.request("GET", "/version")
+
+    def whoami(self):
+        """The user name this client authenticates as (a SelfSubjectReview); a refused credential raises ApiError 401.
+
+        API servers before Kubernetes 1.28 do not serve SelfSubjectReview: then an authenticated
+        GET of ``/api`` proves the credential and the name is None.
+        """
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            review = self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self.request("GET", "/api")
+            return None
+        return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
+
+
+def api_of_path(path):
+    """``("fleet.cattle.io/v1alpha1", "clusters")`` for a custom API path, or None for the core API and built-ins."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if len(parts) < 4 or parts[0] != "apis" or "." not in parts[1] or parts[1].endswith(".k8s.io"):
+        return None
+    rest = parts[3:]
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    return "%s/%s" % (parts[1], parts[2]), rest[0]
 
 
 def _dry(dry_run):

@@ -12,33 +12,27 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import HELM_ARGUMENT_SPEC, Helm
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import (
-    ConnectionSettings, auth_argument_spec, private_tempdir,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings, private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, KubeClient,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.waiter import WAIT_ARGUMENT_SPEC, Waiter
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
 
 class FleetModule(AnsibleModule):
     """AnsibleModule plus the collection's shared options and clients.
 
-    ``hub_auth`` adds a second set of auth options (``hub_kubeconfig``...) for
-    modules that act on a member but read from the hub.
+    ``argument_spec`` is built with ``argspec.merge(AUTH, HUB_AUTH, WAIT, HELM, own_options)``.
+    The target's auth options are always there. The ``hub_auth``/``wait``/``helm`` flags are the
+    older way of adding fragments, kept until every module builds its spec with ``merge``.
     """
 
     def __init__(self, argument_spec, hub_auth=False, wait=False, helm=False, **kwargs):
-        spec = auth_argument_spec()
-        if hub_auth:
-            spec.update(auth_argument_spec("hub_", env=False))
-        if wait:
-            spec.update(WAIT_ARGUMENT_SPEC)
-        if helm:
-            spec.update(HELM_ARGUMENT_SPEC)
-        spec.update(argument_spec)
+        spec = merge(AUTH, HUB_AUTH if hub_auth else None, WAIT if wait else None, HELM if helm else None, argument_spec)
         kwargs.setdefault("supports_check_mode", True)
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
         if not HAS_KUBERNETES:
@@ -53,13 +47,7 @@ class FleetModule(AnsibleModule):
             kubeconfig = self.params.get(key)
             if isinstance(kubeconfig, dict):
                 # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
-                self._hide_kubeconfig_secrets(kubeconfig)
-
-    def _hide_kubeconfig_secrets(self, kubeconfig):
-        for user in kubeconfig.get("users") or []:
-            for key, value in (user.get("user") or {}).items():
-                if key in ("token", "client-key-data", "password") and isinstance(value, str):
-                    self.no_log_values.add(value)
+                self.hide(*kubeconfig_secrets(kubeconfig))
 
     def settings(self, prefix=""):
         return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
@@ -117,8 +105,11 @@ class FleetModule(AnsibleModule):
         super(FleetModule, self).fail_json(msg=msg, **kwargs)
 
 
-class Backend:
-    """Base of a module's orchestration: the module's params, modes and clients in one place."""
+class Runner:
+    """Base of one module's logic: the module's params, modes and clients in one place.
+
+    ("Backend" is reserved for fleet managers; see fleet_managers.py.)
+    """
 
     def __init__(self, module):
         self.module = module
@@ -135,14 +126,22 @@ class Backend:
         self.module.warn(text)
 
     def finish(self, result, before=None, after=None):
-        """``result`` with ``diff`` added in diff mode."""
+        """``result`` with ``diff`` added in diff mode: the one way a module reports its diff."""
         if self.diff_mode and (before is not None or after is not None):
             result["diff"] = {"before": before or {}, "after": after or {}}
         return result
 
 
+# Transitional alias until the KubeFleet package moves to Runner.
+Backend = Runner
+
+
 def run_module(module, action):
-    """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json."""
+    """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json.
+
+    An error's details go into the failure result, so a runner that changed something before it
+    failed raises with ``changed=True`` (and names what it left in the message).
+    """
     try:
         result = action(module)
     except FleetOpsError as exc:

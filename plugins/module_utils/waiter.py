@@ -16,13 +16,6 @@ import time
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
 
-WAIT_ARGUMENT_SPEC = {
-    "wait": dict(type="bool", default=True),
-    "wait_timeout": dict(type="int", default=300),
-    "wait_sleep": dict(type="int", default=2),
-}
-
-
 def _secret_has(key):
     return lambda obj: bool(obj and ((obj.get("data") or {}).get(key)))
 
@@ -32,8 +25,6 @@ def _condition_true(cond_type):
 
 
 PREDICATES = {
-    # Fleet writes the registration values Secret some time after the token (fleet#707).
-    "fleet_token_values": _secret_has("values"),
     # kube-controller-manager fills service-account-token Secrets asynchronously (kubefleet#296).
     "service_account_token": _secret_has("token"),
     "fleet_cluster_checked_in": lambda obj: bool((((obj or {}).get("status") or {}).get("agent") or {}).get("lastSeen")),

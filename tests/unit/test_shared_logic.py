@@ -1,9 +1,13 @@
-"""Merge patches, the waiter's clock, chart sources and Helm's secret scrubbing."""
+"""Merge patches, the waiter's clock, chart sources, Helm storage, the release plan, API paths, argument specs."""
+
+import base64
+import gzip
+import json
 
 import pytest
 
-from ansible_collections.fleetops.registration.plugins.module_utils import helm, k8s_client, waiter
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils import argspec, helm, k8s_client, waiter
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError, WaitTimeout
 
 
 def test_merge_patch_only_what_differs():
@@ -84,3 +88,120 @@ def test_helm_scrubs_secrets_from_errors():
 def test_values_differ_ignores_key_order():
     assert not helm.values_differ({"a": 1, "b": {"c": "d"}}, {"b": {"c": "d"}, "a": 1})
     assert helm.values_differ({"a": 1}, {"a": "1"})
+
+
+# -- Helm storage and the one release decision -------------------------------------------------
+
+def _storage_secret(name, revision, status="deployed", chart="fleet-agent", version="0.16.0", config=None, compress=True):
+    payload = {"name": name, "namespace": "cattle-fleet-system", "version": revision,
+               "info": {"status": status, "last_deployed": "2026-01-02T03:04:05.123456789Z"},
+               "chart": {"metadata": {"name": chart, "version": version, "appVersion": "v" + version}},
+               "config": config if config is not None else {"token": "s3cret", "labels": {"env": "dev"}}}
+    raw = json.dumps(payload).encode()
+    if compress:
+        raw = gzip.compress(raw)
+    inner = base64.b64encode(raw)
+    return {"metadata": {"name": "sh.helm.release.v1.%s.v%d" % (name, revision),
+                         "labels": {"owner": "helm", "name": name, "version": str(revision), "status": status}},
+            "type": "helm.sh/release.v1",
+            "data": {"release": base64.b64encode(inner).decode()}}
+
+
+class ListOnly:
+    """A stand-in for KubeClient.list that records the calls (read_release must make exactly one)."""
+
+    def __init__(self, items):
+        self.items = items
+        self.calls = []
+
+    def list(self, resource, namespace=None, label_selector=None):
+        self.calls.append((resource.plural, namespace, label_selector))
+        return list(self.items)
+
+
+def test_read_release_picks_the_newest_revision_in_one_list():
+    kube = ListOnly([_storage_secret("fleet-agent", 1, "superseded", version="0.15.0"),
+                     _storage_secret("fleet-agent", 10, "deployed"),
+                     _storage_secret("fleet-agent", 2, "superseded", compress=False)])
+    release = helm.read_release(kube, "fleet-agent", "cattle-fleet-system")
+    assert kube.calls == [("secrets", "cattle-fleet-system", "owner=helm,name=fleet-agent")]
+    assert release == {"name": "fleet-agent", "namespace": "cattle-fleet-system", "revision": 10, "status": "deployed",
+                       "chart": "fleet-agent", "chart_version": "0.16.0", "app_version": "v0.16.0",
+                       "values": {"token": "s3cret", "labels": {"env": "dev"}}, "updated": "2026-01-02T03:04:05.123456789Z"}
+
+
+def test_read_release_none_and_uncompressed():
+    assert helm.read_release(ListOnly([]), "fleet-agent", "x") is None
+    release = helm.read_release(ListOnly([_storage_secret("a", 3, "failed", compress=False)]), "a", "x")
+    assert (release["revision"], release["status"]) == (3, "failed")
+
+
+def test_read_release_undecodable_names_the_secret():
+    broken = _storage_secret("a", 1)
+    broken["data"]["release"] = base64.b64encode(b"not base64 at all!").decode()
+    with pytest.raises(HelmError) as err:
+        helm.read_release(ListOnly([broken]), "a", "x")
+    assert "sh.helm.release.v1.a.v1" in err.value.message()
+
+
+DEPLOYED = {"status": "deployed", "chart": "fleet-agent", "chart_version": "0.16.0", "values": {"a": 1}}
+
+
+@pytest.mark.parametrize("release,version,values,action,reason", [
+    (None, "0.16.0", {"a": 1}, "install", "not installed"),
+    (dict(DEPLOYED, status="uninstalled"), "0.16.0", {"a": 1}, "install", "uninstalled"),
+    (DEPLOYED, "0.16.0", {"a": 1}, "none", None),
+    (DEPLOYED, None, {"a": 1}, "none", None),
+    (DEPLOYED, "0.17.0", {"a": 1}, "upgrade", "chart version 0.16.0 -> 0.17.0"),
+    (DEPLOYED, "0.16.0", {"a": 2}, "upgrade", "values differ"),
+    (dict(DEPLOYED, status="failed"), "0.16.0", {"a": 1}, "upgrade", "status is failed"),
+    (dict(DEPLOYED, chart="other"), "0.16.0", {"a": 1}, "upgrade", "runs chart other"),
+])
+def test_release_plan(release, version, values, action, reason):
+    plan = helm.ReleasePlan.decide(release, "fleet-agent", version, values)
+    assert plan.action == action
+    assert plan.changes == (action != "none")
+    if reason:
+        assert any(reason in text for text in plan.reasons)
+    else:
+        assert plan.reasons == []
+
+
+def test_release_plan_reasons_never_carry_values():
+    plan = helm.ReleasePlan.decide(dict(DEPLOYED, values={"token": "s3cret"}), "fleet-agent", "0.16.0", {"token": "n3w"})
+    assert plan.action == "upgrade" and not any("s3cret" in r or "n3w" in r for r in plan.reasons)
+
+
+def test_chart_identity_one_rule(tmp_path):
+    (tmp_path / "Chart.yaml").write_text("name: fleet-agent\nversion: 0.16.0\n")
+    assert helm.ChartSource(str(tmp_path)).identity() == ("fleet-agent", "0.16.0")
+    assert helm.ChartSource(str(tmp_path), version="0.16.0").identity() == ("fleet-agent", "0.16.0")
+    with pytest.raises(ParameterError) as err:
+        helm.ChartSource(str(tmp_path), version="0.17.0").identity()
+    assert err.value.param == "chart_version"
+    assert helm.ChartSource("oci://r.example/charts/fleet-agent", version="1.2.3").identity() == ("fleet-agent", "1.2.3")
+    assert helm.ChartSource("fleet-agent", repo_url="https://charts.example").identity() == ("fleet-agent", None)
+
+
+# -- API paths, argument specs -----------------------------------------------------------------
+
+@pytest.mark.parametrize("path,api", [
+    ("/apis/fleet.cattle.io/v1alpha1/namespaces/x/clusters", ("fleet.cattle.io/v1alpha1", "clusters")),
+    ("/apis/fleet.cattle.io/v1alpha1/namespaces/x/clusters/c1", ("fleet.cattle.io/v1alpha1", "clusters")),
+    ("/apis/cluster.kubernetes-fleet.io/v1beta1/memberclusters", ("cluster.kubernetes-fleet.io/v1beta1", "memberclusters")),
+    ("/apis/fleet.cattle.io/v1alpha1", None),
+    ("/api/v1/namespaces/x/secrets/s", None),
+    ("/apis/apps/v1/namespaces/x/deployments/d", None),
+    ("/apis/authentication.k8s.io/v1/selfsubjectreviews", None),
+])
+def test_api_of_path(path, api):
+    assert k8s_client.api_of_path(path) == api
+
+
+def test_argspec_merge_later_wins_and_copies():
+    spec = argspec.merge(argspec.AUTH, argspec.WAIT, {"wait": dict(type="bool", default=False)})
+    assert spec["wait"]["default"] is False
+    assert argspec.WAIT["wait"]["default"] is True
+    assert "kubeconfig" in spec and "hub_kubeconfig" not in spec
+    assert argspec.HUB_AUTH["hub_api_key"]["no_log"] is True
+    assert "fallback" not in argspec.HUB_AUTH["hub_kubeconfig"]

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubeconfig facts read without a client: contexts, the server, the CA, the credentials to mask."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import os
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+CREDENTIAL_KEYS = ("token", "client-key-data", "password")
+
+
+def load_kubeconfig(source, param="kubeconfig"):
+    """Load a kubeconfig given as a path or a dict; return ``(dict, base_dir)``."""
+    if isinstance(source, dict):
+        return source, os.getcwd()
+    if not source:
+        raise ParameterError(param, "no kubeconfig given")
+    path = os.path.expanduser(str(source))
+    if not os.path.isfile(path):
+        raise ParameterError(param, "kubeconfig file %s does not exist" % path, "Give the path of a readable kubeconfig file")
+    with open(path) as handle:
+        try:
+            data = yaml.safe_load(handle)
+        except yaml.YAMLError:
+            raise ParameterError(param, "%s is not valid YAML" % path)
+    if not isinstance(data, dict):
+        raise ParameterError(param, "%s is not a kubeconfig" % path)
+    return data, os.path.dirname(os.path.abspath(path))
+
+
+def context_names(config):
+    return [item.get("name") for item in (config or {}).get("contexts") or [] if item.get("name")]
+
+
+def check_context(config, context, param="context"):
+    """Fail naming ``param`` (``context``, ``hub_context``) when the kubeconfig has no such context."""
+    if context and context not in context_names(config):
+        names = context_names(config)
+        raise ParameterError(param, "the kubeconfig has no context named %r" % context,
+                             "Use one of: %s" % ", ".join(names) if names else "The kubeconfig defines no contexts")
+
+
+def _named(items, name, what, param):
+    for item in items or []:
+        if item.get("name") == name:
+            return item.get(what) or {}
+    raise ParameterError(param, "kubeconfig has no %s named %r" % (what, name), "Check the context name and the kubeconfig")
+
+
+def kubeconfig_cluster(config, context=None, param="kubeconfig"):
+    """The ``cluster`` entry the given (or current) context points at."""
+    ctx_name = context or config.get("current-context")
+    if not ctx_name:
+        raise ParameterError(param, "kubeconfig has no current-context", "Name a context")
+    ctx = _named(config.get("contexts"), ctx_name, "context", param)
+    return _named(config.get("clusters"), ctx.get("cluster"), "cluster", param)
+
+
+def kubeconfig_server(config, context=None, param="kubeconfig"):
+    server = kubeconfig_cluster(config, context, param).get("server")
+    if not server:
+        raise ParameterError(param, "the kubeconfig's cluster has no server URL")
+    return server
+
+
+def kubeconfig_ca_pem(config, context=None, base_dir=None, param="kubeconfig"):
+    """The CA (PEM text) that the context's cluster trusts.
+
+    Inline ``certificate-authority-data`` or the file ``certificate-authority``
+    names (relative to the kubeconfig's directory): the case KubeFleet's join
+    script gets wrong by reading only the inline form. None when the kubeconfig
+    trusts the system roots.
+    """
+    cluster = kubeconfig_cluster(config, context, param)
+    data = cluster.get("certificate-authority-data")
+    if data:
+        try:
+            pem = base64.b64decode(data).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            raise ParameterError(param, "certificate-authority-data is not base64 PEM")
+        return _check_pem(pem, param)
+    path = cluster.get("certificate-authority")
+    if path:
+        if not os.path.isabs(path) and base_dir:
+            path = os.path.join(base_dir, path)
+        if not os.path.isfile(path):
+            raise ParameterError(param, "certificate-authority file %s does not exist" % path)
+        with open(path) as handle:
+            return _check_pem(handle.read(), param)
+    return None
+
+
+def kubeconfig_token(config, context=None):
+    """The bearer token of the context's user (inline ``token``), or None."""
+    ctx_name = context or config.get("current-context")
+    for ctx in config.get("contexts") or []:
+        if ctx.get("name") == ctx_name:
+            for user in config.get("users") or []:
+                if user.get("name") == (ctx.get("context") or {}).get("user"):
+                    return (user.get("user") or {}).get("token")
+    return None
+
+
+def kubeconfig_secrets(config):
+    """The credential strings inside a kubeconfig mapping (to mask them)."""
+    found = []
+    for user in (config or {}).get("users") or []:
+        for key, value in ((user or {}).get("user") or {}).items():
+            if key in CREDENTIAL_KEYS and isinstance(value, str):
+                found.append(value)
+    return found
+
+
+def _check_pem(pem, param):
+    if "-----BEGIN CERTIFICATE-----" not in pem:
+        raise ParameterError(param, "the CA is not a PEM certificate", "Give the PEM text of the hub's CA")
+    return pem
+
+
+def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PEM file"):
+    """A PEM certificate given inline or as the path of a PEM file; None when not given."""
+    if value is None or value == "":
+        return None
+    text = value
+    if "-----BEGIN" not in value:
+        path = os.path.expanduser(value)
+        if not os.path.isfile(path):
+            raise ParameterError(param, "is neither PEM text nor an existing file", hint)
+        with open(path) as handle:
+            text = handle.read()
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ParameterError(param, "is not a PEM certificate", hint)
+    return text
