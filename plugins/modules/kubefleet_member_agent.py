@@ -277,6 +277,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.a
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -308,7 +309,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), hub_auth=True, wait=True, helm=True,
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
                          required_if=[("state", "present", ["chart_ref"])])
     run_module(module, lambda m: MemberAgent(m).run())
 

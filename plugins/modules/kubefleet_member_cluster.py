@@ -214,6 +214,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberCluster
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -240,7 +241,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), wait=True)
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
     run_module(module, lambda m: MemberCluster(m).run())
 
 

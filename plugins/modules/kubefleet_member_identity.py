@@ -163,6 +163,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity import MemberIdentity
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -179,7 +180,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), wait=True)
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
     run_module(module, lambda m: MemberIdentity(m).run())
 
 

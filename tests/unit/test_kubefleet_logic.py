@@ -14,6 +14,8 @@ import os
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import parsing
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import resources, rules, views
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
@@ -201,7 +203,7 @@ NOW = datetime.datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
     ("yesterday", None),
 ])
 def test_parse_time(text, expected):
-    assert views.parse_time(text) == expected
+    assert parse_time(text) == expected
 
 
 def test_heartbeat_age():
@@ -337,24 +339,21 @@ def test_chart_fullname_follows_the_chart_helper():
     assert resources.chart_fullname("fleet") == "fleet-member-agent"
 
 
-def test_release_decision():
-    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0"}
+def test_the_member_agent_release_decision_is_the_core_release_plan():
+    """What kubefleet_member_agent asks of helm.ReleasePlan (formerly release_needs_upgrade)."""
+    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0", "values": {"a": 1}}
     values = {"a": 1}
-    same = rules.release_decision(release, {"a": 1}, "member-agent", "0.1.0", values)
-    assert (same.action, same.reasons) == ("none", [])
-    assert rules.release_decision(None, None, "member-agent", "0.1.0", values).action == "install"
-    failed = rules.release_decision(dict(release, status="failed"), {"a": 1}, "member-agent", "0.1.0", values)
-    assert failed.action == "install" and "failed" in failed.reasons[0]
-    newer = rules.release_decision(release, {"a": 1}, "member-agent", "0.2.0", values)
-    assert newer.action == "upgrade" and "0.2.0" in newer.reasons[0]
-    other = rules.release_decision(release, {"a": 2}, "member-agent", "0.1.0", values)
-    assert other.action == "upgrade" and other.reasons == ["the release's values differ from the options"]
-    assert "2" not in " ".join(other.reasons)  # no values in the reasons
+    assert ReleasePlan.decide(release, "member-agent", "0.1.0", values).action == "none"
+    assert ReleasePlan.decide(None, "member-agent", "0.1.0", values).action == "install"
+    assert ReleasePlan.decide(dict(release, status="failed"), "member-agent", "0.1.0", values).action != "none"
+    assert ReleasePlan.decide(release, "member-agent", "0.2.0", values).action == "upgrade"
+    other = ReleasePlan.decide(dict(release, values={"a": 2}), "member-agent", "0.1.0", values)
+    assert other.action == "upgrade" and "2" not in " ".join(other.reasons)
 
 
 SECRET = rules.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
-NO_RELEASE_CHANGE = rules.ReleaseDecision("none", [])
-UPGRADE = rules.ReleaseDecision("upgrade", ["the release's values differ from the options"])
+NO_RELEASE_CHANGE = ReleasePlan("none", [])
+UPGRADE = ReleasePlan("upgrade", ["values differ"])
 
 
 def _live_secret(token="tok", **metadata):
@@ -385,7 +384,7 @@ def test_plan_agent(live, desired, release, action, restart, token_changed, chan
 def test_plan_agent_says_why():
     plan = rules.plan_agent(_live_secret("old"), SECRET, UPGRADE)
     assert plan.reasons == ["the token Secret hub-kubeconfig-secret holds another token than the hub identity's",
-                            "the release's values differ from the options"]
+                            "values differ"]
     assert plan.secret_patch == {"data": {"token": SECRET["data"]["token"]}}
 
 

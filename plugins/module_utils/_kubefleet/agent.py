@@ -14,7 +14,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_values, desired_hub_secret, plan_agent, release_decision, release_view, secret_token, service_account_username,
+    agent_values, desired_hub_secret, plan_agent, release_view, secret_token, service_account_username,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -116,19 +116,12 @@ class MemberAgent(KubeFleetRunner):
         return username
 
     def chart(self):
+        """The chart and ``(name, version)`` by the core's one chart-version rule; a remote chart needs a pinned version."""
         chart = ChartSource(self.params["chart_ref"], self.params["chart_repo_url"], self.params["chart_version"])
-        meta = chart.local_metadata() if chart.local else None
-        if meta is not None:
-            version = str(meta.get("version"))
-            name = meta.get("name")
-            if self.params["chart_version"] and self.params["chart_version"] != version:
-                raise ParameterError("chart_version", "the local chart %s is version %s, not %s" % (chart.ref, version, self.params["chart_version"]))
-        else:
-            version = self.params["chart_version"]
-            if not version:
-                raise ParameterError("chart_version", "a chart from a repository or OCI registry needs a pinned version",
-                                     "Set chart_version; nothing is looked up on the web")
-            name = chart.ref.rstrip("/").rsplit("/", 1)[-1].split(":")[0]
+        name, version = chart.identity()
+        if not version:
+            raise ParameterError("chart_version", "a chart from a repository or OCI registry needs a pinned version",
+                                 "Set chart_version; nothing is looked up on the web")
         return chart, name, version
 
     def values(self, url, ca):
@@ -141,10 +134,9 @@ class MemberAgent(KubeFleetRunner):
             extra=p["values"],
         )
 
-    def _release(self, helm):
-        """The release and its user values (secret-free here: the token lives only in the Secret)."""
-        release = helm.release(self.release_name, self.release_namespace)
-        return release, (helm.values(self.release_name, self.release_namespace) if release else None)
+    def _release(self):
+        """The release as Helm's storage holds it (one LIST, no helm process), or None."""
+        return read_release(self.kube, self.release_name, self.release_namespace)
 
     # -- present ------------------------------------------------------------------
 
@@ -159,26 +151,25 @@ class MemberAgent(KubeFleetRunner):
         if self.kube.get(NAMESPACE, self.secret_namespace) is None:
             raise ParameterError("secret_namespace", "namespace %s does not exist on the member" % self.secret_namespace,
                                  "Create it, or keep the default (default)")
-        helm = self.module.helm(secrets=[token] if token else [])
-        prior, live = self._release(helm)
+        prior = self._release()
         self._check_agent_namespace()
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         desired_values = self.values(url, ca)
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token) if token else None
-        plan = plan_agent(secret, desired_secret, release_decision(prior, live, chart_name, chart_version, desired_values))
+        plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values))
         secret_after = self._apply_secret(plan, secret, desired_secret)
-        release = self._apply_release(plan, helm, chart, (chart_name, chart_version), desired_values, prior)
+        release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
         member = None
         if self.hub_given and self.params["wait"] and not self.check_mode:
             member = self._wait_joined(plan, previous_heartbeat)
         result = {
-            "changed": plan.changed, "release": release, "values": desired_values, "reasons": plan.reasons,
+            "changed": plan.changed, "release": _without_values(release), "values": desired_values, "reasons": plan.reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
             "hub_url": url, "preflight": preflight, "agent_restarted": restarted, "member": member,
         }
-        before = {"secret": clean(secret, hide_data=True), "release": release_view(prior, live)}
+        before = {"secret": clean(secret, hide_data=True), "release": release_view(prior, (prior or {}).get("values"))}
         after = {"secret": secret_after or {}, "release": release_view(release, desired_values)}
         if plan.token_changed:
             after["secret"] = dict(after["secret"], data={"token": REDACTED + " (changed)"})
@@ -196,21 +187,22 @@ class MemberAgent(KubeFleetRunner):
                                          dry_run=self.check_mode), hide_data=True)
         return clean(secret, hide_data=True)
 
-    def _apply_release(self, plan, helm, chart, chart_id, values, prior):
-        """Run Helm as planned; in check mode predict the release from the plan (no Helm dry run)."""
+    def _apply_release(self, plan, token, chart, chart_id, values, prior):
+        """Run Helm as planned; in check mode predict the release from the plan (the core's one check-mode strategy)."""
         if plan.release.action == "none":
             return prior
         chart_name, chart_version = chart_id
         if self.check_mode:
-            return dict(prior or {}, name=self.release_name, namespace=self.release_namespace, chart=chart_name,
+            return dict(_without_values(prior) or {}, name=self.release_name, namespace=self.release_namespace, chart=chart_name,
                         chart_version=chart_version, status="deployed (predicted)")
+        helm = self.module.helm(secrets=[token] if token else [])
         try:
             helm.upgrade_install(self.release_name, chart, self.release_namespace, values, create_namespace=True)
         except FleetOpsError as exc:
             if plan.secret_action in ("create", "update"):
                 raise self.changed_before_failure(exc, "wrote Secret %s/%s on the member" % (self.secret_namespace, self.secret_name))
             raise
-        return helm.release(self.release_name, self.release_namespace)
+        return self._release()
 
     def _wait_joined(self, plan, previous_heartbeat):
         """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
@@ -268,11 +260,10 @@ class MemberAgent(KubeFleetRunner):
             if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
                 self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
                           "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
-        helm = self.module.helm()
-        release = helm.release(self.release_name, self.release_namespace)
+        release = _without_values(self._release())
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         if release is not None and not self.check_mode:
-            helm.uninstall(self.release_name, self.release_namespace)
+            self.module.helm().uninstall(self.release_name, self.release_namespace)
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
         if release is not None and not self.check_mode and self.params["wait"]:
@@ -288,3 +279,10 @@ class MemberAgent(KubeFleetRunner):
                   "secret": {"name": self.secret_name, "namespace": self.secret_namespace}}
         before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
         return self.finish(result, before, {"secret": {}, "release": {}})
+
+
+def _without_values(release):
+    """A release for results: its values are reported separately (``values``) or not at all."""
+    if release is None:
+        return None
+    return dict((k, v) for k, v in release.items() if k != "values")

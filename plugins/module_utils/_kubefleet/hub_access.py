@@ -7,14 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, ConnectionFailure, NotFoundError, ParameterError,
-)
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import kubeconfig_server
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_server
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import resolve_hub_ca
 
 CLIENT_HINT = ("Check hub_url and the network path from the member to the hub, and that the CA matches the hub's "
@@ -43,37 +39,11 @@ def hub_url_and_ca(module):
     return url.rstrip("/"), ca
 
 
-def _endpoint_configuration(url, ca_pem, token, proxy, validate_certs, tmpdir):
-    """A client Configuration for ``url`` (private stand-in for the core's k8s_auth.endpoint_configuration)."""
-    from kubernetes import client as k8s_client
-
-    configuration = k8s_client.Configuration()
-    configuration.host = url
-    configuration.verify_ssl = validate_certs
-    if ca_pem and validate_certs:
-        configuration.ssl_ca_cert = write_private_file(os.path.join(tmpdir, "hub-ca.pem"), ca_pem)
-    if token:
-        configuration.api_key = {"authorization": "Bearer " + token}
-    if proxy:
-        configuration.proxy = proxy
-    return configuration
-
-
-def agent_client(url, ca_pem, token, tmpdir, insecure=False, proxy=None):
+def agent_client(url, ca_pem, token, tmpdir=None, insecure=False, proxy=None):
     """A KubeClient that reaches the hub with the member agent's URL, CA and token."""
-    configuration = _endpoint_configuration(url, ca_pem, token, proxy, not insecure, tmpdir)
+    configuration = endpoint_configuration(url, ca_pem=ca_pem, token=token, proxy=proxy, validate_certs=not insecure,
+                                           tmpdir=tmpdir)
     return KubeClient(configuration, label="hub (as the member agent would reach it)", hint=CLIENT_HINT)
-
-
-def whoami(client):
-    """The user name the hub sees for ``client``'s credential (None when the hub has no SelfSubjectReview API)."""
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    try:
-        review = client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=body)
-    except NotFoundError:
-        client.request("GET", "/api")
-        return None
-    return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
 
 
 def _tls_failure(exc):
@@ -83,7 +53,7 @@ def _tls_failure(exc):
 def preflight(client, url):
     """Reach the hub as the agent would; return the identity it sees, or raise naming what to fix."""
     try:
-        return whoami(client)
+        return client.whoami()
     except ConnectionFailure as exc:
         if _tls_failure(exc):
             raise ConnectionFailure(

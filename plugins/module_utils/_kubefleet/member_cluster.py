@@ -11,8 +11,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
-from ansible_collections.fleetops.registration.plugins.module_utils.module import Backend
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     MEMBER_CLUSTER, MEMBER_CLUSTER_FINALIZER, WORK, default_service_account, member_namespace, validate_heartbeat,
@@ -207,7 +207,7 @@ class MemberCluster(KubeFleetRunner):
         return done
 
 
-class MemberClusterInfo(Backend):
+class MemberClusterInfo(Runner):
     """Read-only: one or all MemberClusters, summarised."""
 
     def run(self):

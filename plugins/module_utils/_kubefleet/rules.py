@@ -11,12 +11,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import values_differ
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import (
-    b64, deep_merge, kubeconfig_ca_pem, label_key_problem, label_patch, label_value_problem, read_pem,
-    reconcile_labels, unb64, validate_dns_subdomain,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_ca_pem, read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY,
     KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
@@ -247,36 +245,13 @@ def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=Non
     return None
 
 
-class ReleaseDecision:
-    """Whether the member-agent release needs Helm, and why (``action`` in none/install/upgrade)."""
-
-    def __init__(self, action, reasons):
-        self.action = action
-        self.reasons = reasons
-
-
-def release_decision(release, live_values, chart_name, chart_version, desired_values):
-    """Install when there is no release or it is not deployed; upgrade on another chart, version or values."""
-    if not release:
-        return ReleaseDecision("install", ["the %s release is not installed" % chart_name])
-    if release.get("status") != "deployed":
-        return ReleaseDecision("install", ["the release is %s, not deployed" % release.get("status")])
-    reasons = []
-    if release.get("chart") != chart_name or release.get("chart_version") != chart_version:
-        reasons.append("the release runs chart %s %s, not %s %s" % (
-            release.get("chart"), release.get("chart_version"), chart_name, chart_version))
-    if values_differ(live_values, desired_values):
-        reasons.append("the release's values differ from the options")
-    return ReleaseDecision("upgrade" if reasons else "none", reasons)
-
-
 class AgentPlan:
     """What ``kubefleet_member_agent`` will do on the member, and why; built by ``plan_agent``."""
 
     def __init__(self, secret_action, secret_patch, release, reasons, restart):
         self.secret_action = secret_action    # none, create, update, predict (token not known in check mode)
         self.secret_patch = secret_patch      # the merge patch for "update"
-        self.release = release                # a ReleaseDecision
+        self.release = release                # a helm.ReleasePlan
         self.reasons = reasons
         self.restart = restart                # roll the agent to pick up a new token without a Helm change
 
@@ -289,7 +264,7 @@ class AgentPlan:
         return self.secret_action in ("update", "predict") and self.secret_patch is not None
 
 
-def plan_agent(secret, desired_secret, release_decision_):
+def plan_agent(secret, desired_secret, release_plan):
     """Pure: from the member's Secret, the Secret wanted (None when the token is not known) and the release decision.
 
     A changed token on a release that Helm leaves alone needs a restart: the refresh-token
@@ -310,6 +285,6 @@ def plan_agent(secret, desired_secret, release_decision_):
             reasons.append("the token Secret %s holds another token than the hub identity's" % desired_secret["metadata"]["name"])
         elif patch:
             reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
-    reasons.extend(release_decision_.reasons)
-    restart = action == "update" and release_decision_.action == "none"
-    return AgentPlan(action, patch, release_decision_, reasons, restart)
+    reasons.extend(release_plan.reasons)
+    restart = action == "update" and release_plan.action == "none"
+    return AgentPlan(action, patch, release_plan, reasons, restart)

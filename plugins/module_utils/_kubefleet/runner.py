@@ -7,10 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.module import Backend
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 
 
-class KubeFleetRunner(Backend):
+class KubeFleetRunner(Runner):
     """A module's logic: ``present()`` / ``absent()`` chosen by ``state``."""
 
     def run(self):

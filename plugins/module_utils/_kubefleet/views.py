@@ -7,45 +7,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
-
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import member_namespace
 
 
-def parse_time(text):
-    """An RFC 3339 timestamp from the API as an aware datetime (None for empty)."""
-    if not text:
-        return None
-    text = str(text).strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    if "." in text:
-        head, _dot, rest = text.partition(".")
-        digits = ""
-        while rest and rest[0].isdigit():
-            digits, rest = digits + rest[0], rest[1:]
-        text = head + "." + (digits + "000000")[:6] + rest
-    try:
-        value = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    return value
-
-
-def utcnow():
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
 def heartbeat_age(timestamp, now=None):
     """Whole seconds since ``timestamp`` (None if there was no heartbeat)."""
-    when = parse_time(timestamp)
-    if when is None:
-        return None
-    return max(0, int(((now or utcnow()) - when).total_seconds()))
+    age = age_seconds(timestamp, now)
+    return None if age is None else max(0, age)
 
 
 def _tri(status):
