@@ -27,7 +27,8 @@ description:
   - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
     the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
   - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat.
-  - O(state=absent) uninstalls the release and deletes the Secret.
+  - O(state=absent) uninstalls the release (which removes O(agent_namespace) with the agent), deletes the Secret, and
+    removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
   - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
   - fleetops.registration contributors (@fleetops)
@@ -105,8 +106,17 @@ options:
     description:
       - Namespace that holds the Helm release record, as KubeFleet's C(join.sh) uses it.
       - It must differ from O(agent_namespace), which the chart creates itself.
+      - When it does not exist, the module creates it, labelled C(app.kubernetes.io/managed-by=fleetops.registration),
+        and O(state=absent) removes it again (see O(keep_release_namespace)).
     type: str
     default: default
+  keep_release_namespace:
+    description:
+      - With O(state=absent), keep O(release_namespace) even when this module created it.
+      - By default the leave leaves nothing of the collection's on the member, so such a namespace is removed, unless
+        other Helm releases keep their records in it.
+    type: bool
+    default: false
   agent_namespace:
     description:
       - Namespace the chart creates for the agent (the chart's C(namespace) value).
@@ -182,6 +192,9 @@ notes:
     re-reads the Secret every few hours.
   - The release's values hold no secret (the token is only in the Secret), so they are returned and shown in diffs;
     keep secrets out of O(values) for the same reason.
+  - A re-run repairs a broken member. A missing or outdated token Secret is rewritten (and the agent restarted), a
+    missing, failed or outdated release is installed or upgraded; RV(reasons) says why. A task that changed the member
+    and then failed reports C(changed=true) and names what it did.
 seealso:
   - module: fleetops.registration.kubefleet_member_identity
   - module: fleetops.registration.kubefleet_member_cluster
@@ -267,6 +280,12 @@ member:
   description: The MemberCluster summary once joined (see M(fleetops.registration.kubefleet_member_cluster_info)).
   returned: with hub access and O(wait=true)
   type: dict
+removed_namespaces:
+  description: Namespaces the module had created on the member and removed with O(state=absent).
+  returned: with O(state=absent)
+  type: list
+  elements: str
+  sample: [member-agent-release]
 diff:
   description: Secret (token hidden) and release before and after.
   returned: in diff mode
@@ -295,6 +314,7 @@ def argument_spec():
         secret_namespace=dict(type="str", default="default", no_log=False),
         release_name=dict(type="str", default="member-agent"),
         release_namespace=dict(type="str", default="default"),
+        keep_release_namespace=dict(type="bool", default=False),
         agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/member-agent"),
         image_tag=dict(type="str", default=KUBEFLEET_VERSION),

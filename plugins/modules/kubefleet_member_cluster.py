@@ -29,7 +29,9 @@ extends_documentation_fragment:
   - fleetops.registration.wait
 attributes:
   check_mode:
-    description: Creates, patches and deletes are server-side dry runs; nothing is waited for.
+    description: Creates, patches and deletes are server-side dry runs; nothing is waited for. When the identity's
+      ServiceAccount does not exist yet (an earlier task of the same check run only dry-ran it), the module warns and
+      predicts the join instead of failing.
     support: full
   diff_mode:
     description: Shows the MemberCluster before and after (without its status).
@@ -135,6 +137,8 @@ options:
     choices: [present, absent]
     default: present
 notes:
+  - A task that changed the hub and then failed (for example a leave whose wait timed out after the delete was issued)
+    reports C(changed=true) and names in its message what it did and what is still there; a re-run continues from there.
   - For a clean leave, run this module with O(state=absent) while the member agent still runs, then remove the agent
     with M(fleetops.registration.kubefleet_member_agent).
   - A MemberCluster that is still leaving is waited for (with O(wait=true)) before it is created again.

@@ -30,7 +30,9 @@ extends_documentation_fragment:
   - fleetops.registration.wait
 attributes:
   check_mode:
-    description: Creates and deletes are server-side dry runs; the token is not waited for.
+    description: Creates and deletes are server-side dry runs; the token is not waited for. With O(state=absent) it does
+      not warn that a MemberCluster still names the identity (in a check run of the leave that MemberCluster's removal was
+      only a dry run); RV(member_cluster_names_identity) reports it.
     support: full
   diff_mode:
     description: Shows the ServiceAccount and Secret before and after, with the Secret's data hidden.

@@ -457,3 +457,17 @@ def test_deep_merge_does_not_alias():
     merged["a"]["b"].append(2)
     assert base == {"a": {"b": [1]}}
     assert merged == {"a": {"b": [1, 2], "c": 2}}
+
+
+def test_plan_agent_creates_a_missing_release_namespace_and_says_so():
+    plan = rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE, missing_namespace="agent-records")
+    assert plan.changed and plan.create_namespace == "agent-records"
+    assert plan.reasons == ["the namespace agent-records for the release record does not exist on the member"]
+    assert rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE).create_namespace is None
+
+
+def test_namespaces_the_collection_makes_are_recognised_by_their_label():
+    made = rules.desired_namespace("agent-records")
+    assert rules.made_by_collection(made)
+    assert not rules.made_by_collection({"metadata": {"name": "default"}})
+    assert not rules.made_by_collection(None)

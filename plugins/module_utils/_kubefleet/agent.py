@@ -19,11 +19,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEPLOYMENT, MANAGED_BY, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
+    DEPLOYMENT, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
     default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_values, desired_hub_secret, plan_agent, release_view, secret_token, service_account_username,
+    agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
+    service_account_username,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -152,11 +153,15 @@ class MemberAgent(KubeFleetRunner):
             raise ParameterError("secret_namespace", "namespace %s does not exist on the member" % self.secret_namespace,
                                  "Create it, or keep the default (default)")
         prior = self._release()
+        missing_namespace = None if self.kube.get(NAMESPACE, self.release_namespace) else self.release_namespace
         self._check_agent_namespace()
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         desired_values = self.values(url, ca)
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token) if token else None
-        plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values))
+        plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
+                          missing_namespace)
+        if plan.create_namespace:
+            self.kube.create(NAMESPACE, desired_namespace(plan.create_namespace), dry_run=self.check_mode)
         secret_after = self._apply_secret(plan, secret, desired_secret)
         release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
@@ -197,10 +202,12 @@ class MemberAgent(KubeFleetRunner):
                         chart_version=chart_version, status="deployed (predicted)")
         helm = self.module.helm(secrets=[token] if token else [])
         try:
-            helm.upgrade_install(self.release_name, chart, self.release_namespace, values, create_namespace=True)
+            helm.upgrade_install(self.release_name, chart, self.release_namespace, values, create_namespace=False)
         except FleetOpsError as exc:
-            if plan.secret_action in ("create", "update"):
-                raise self.changed_before_failure(exc, "wrote Secret %s/%s on the member" % (self.secret_namespace, self.secret_name))
+            done = (["created namespace %s" % plan.create_namespace] if plan.create_namespace else []) + (
+                ["wrote Secret %s/%s" % (self.secret_namespace, self.secret_name)] if plan.secret_action in ("create", "update") else [])
+            if done:
+                raise self.changed_before_failure(exc, "%s on the member" % " and ".join(done))
             raise
         return self._release()
 
@@ -227,7 +234,11 @@ class MemberAgent(KubeFleetRunner):
             return
         metadata = namespace.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
-            if self.check_mode or not self.params["wait"]:
+            if self.check_mode and self.params["wait"]:
+                self.warn("check mode: namespace %s on the member is still being deleted (a previous uninstall); "
+                          "a real run waits until it is gone" % self.agent_namespace)
+                return
+            if not self.params["wait"]:
                 raise ApiError("namespace %s on the member is still being deleted" % self.agent_namespace,
                                hint="Wait until it is gone (a previous uninstall), then re-run")
             self.module.waiter.until(lambda: self.kube.get(NAMESPACE, self.agent_namespace), "absent",
@@ -266,6 +277,7 @@ class MemberAgent(KubeFleetRunner):
             self.module.helm().uninstall(self.release_name, self.release_namespace)
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
+        removed = self._remove_release_namespace()
         if release is not None and not self.check_mode and self.params["wait"]:
             try:
                 self.module.waiter.until(
@@ -275,11 +287,25 @@ class MemberAgent(KubeFleetRunner):
                 )
             except FleetOpsError as exc:
                 raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
-        result = {"changed": release is not None or secret is not None, "release": None,
-                  "secret": {"name": self.secret_name, "namespace": self.secret_namespace}}
+        result = {"changed": release is not None or secret is not None or bool(removed), "release": None,
+                  "secret": {"name": self.secret_name, "namespace": self.secret_namespace}, "removed_namespaces": removed}
         before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
         return self.finish(result, before, {"secret": {}, "release": {}})
 
+    def _remove_release_namespace(self):
+        """The release record's namespace, when this collection made it and nothing else of Helm's lives there."""
+        if self.params.get("keep_release_namespace"):
+            return []
+        namespace = self.kube.get(NAMESPACE, self.release_namespace)
+        if not made_by_collection(namespace) or (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return []
+        others = [s for s in self.kube.list(SECRET, self.release_namespace, label_selector="owner=helm")
+                  if ((s.get("metadata") or {}).get("labels") or {}).get("name") != self.release_name]
+        if others:
+            self.warn("namespace %s stays: other Helm releases keep their records there" % self.release_namespace)
+            return []
+        self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
+        return [self.release_namespace]
 
 def _without_values(release):
     """A release for results: its values are reported separately (``values``) or not at all."""

@@ -248,29 +248,33 @@ def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=Non
 class AgentPlan:
     """What ``kubefleet_member_agent`` will do on the member, and why; built by ``plan_agent``."""
 
-    def __init__(self, secret_action, secret_patch, release, reasons, restart):
+    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespace=None):
         self.secret_action = secret_action    # none, create, update, predict (token not known in check mode)
         self.secret_patch = secret_patch      # the merge patch for "update"
         self.release = release                # a helm.ReleasePlan
         self.reasons = reasons
         self.restart = restart                # roll the agent to pick up a new token without a Helm change
+        self.create_namespace = create_namespace  # the release record's namespace, made (and labelled) by the module
 
     @property
     def changed(self):
-        return self.secret_action != "none" or self.release.action != "none"
+        return self.secret_action != "none" or self.release.action != "none" or bool(self.create_namespace)
 
     @property
     def token_changed(self):
         return self.secret_action in ("update", "predict") and self.secret_patch is not None
 
 
-def plan_agent(secret, desired_secret, release_plan):
-    """Pure: from the member's Secret, the Secret wanted (None when the token is not known) and the release decision.
+def plan_agent(secret, desired_secret, release_plan, missing_namespace=None):
+    """Pure: from the member's Secret, the Secret wanted (None when the token is not known), the release decision
+    and the release record's namespace when it does not exist yet.
 
     A changed token on a release that Helm leaves alone needs a restart: the refresh-token
     sidecar reads the Secret only every few hours.
     """
     reasons = []
+    if missing_namespace:
+        reasons.append("the namespace %s for the release record does not exist on the member" % missing_namespace)
     if desired_secret is None:
         action, patch = "predict", ({} if secret is not None else None)
         reasons.append("the identity token does not exist yet (check mode), so %s will be written" % (
@@ -287,4 +291,15 @@ def plan_agent(secret, desired_secret, release_plan):
             reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
     reasons.extend(release_plan.reasons)
     restart = action == "update" and release_plan.action == "none"
-    return AgentPlan(action, patch, release_plan, reasons, restart)
+    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespace)
+
+
+def desired_namespace(name):
+    """A namespace the collection makes on the member, labelled so that the leave removes it again."""
+    return {"metadata": {"name": name, "labels": dict(MANAGED_BY)}}
+
+
+def made_by_collection(obj):
+    """Whether the collection made ``obj`` (its managed-by label)."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
