@@ -27,7 +27,8 @@ description:
   - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
     the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
   - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat.
-  - O(state=absent) uninstalls the release and deletes the Secret.
+  - O(state=absent) uninstalls the release (which removes O(agent_namespace) with the agent), deletes the Secret, and
+    removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
   - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
 author:
   - fleetops.registration contributors (@fleetops)
@@ -105,8 +106,17 @@ options:
     description:
       - Namespace that holds the Helm release record, as KubeFleet's C(join.sh) uses it.
       - It must differ from O(agent_namespace), which the chart creates itself.
+      - When it does not exist, the module creates it, labelled C(app.kubernetes.io/managed-by=fleetops.registration),
+        and O(state=absent) removes it again (see O(keep_release_namespace)).
     type: str
     default: default
+  keep_release_namespace:
+    description:
+      - With O(state=absent), keep O(release_namespace) even when this module created it.
+      - By default the leave leaves nothing of the collection's on the member, so such a namespace is removed, unless
+        other Helm releases keep their records in it.
+    type: bool
+    default: false
   agent_namespace:
     description:
       - Namespace the chart creates for the agent (the chart's C(namespace) value).
@@ -182,6 +192,9 @@ notes:
     re-reads the Secret every few hours.
   - The release's values hold no secret (the token is only in the Secret), so they are returned and shown in diffs;
     keep secrets out of O(values) for the same reason.
+  - A re-run repairs a broken member. A missing or outdated token Secret is rewritten (and the agent restarted), a
+    missing, failed or outdated release is installed or upgraded; RV(reasons) says why. A task that changed the member
+    and then failed reports C(changed=true) and names what it did.
 seealso:
   - module: fleetops.registration.kubefleet_member_identity
   - module: fleetops.registration.kubefleet_member_cluster
@@ -252,6 +265,13 @@ preflight:
   returned: with O(state=present)
   type: dict
   sample: {hub_url: "https://hub.example.com:6443", username: "system:serviceaccount:fleet-system:east-1-hub-cluster-access"}
+reasons:
+  description: Why the task changed the member (the token Secret, the release), in plain sentences without values; empty
+    when nothing changed.
+  returned: with O(state=present)
+  type: list
+  elements: str
+  sample: ["the release's values differ from the options"]
 agent_restarted:
   description: Whether the agent Deployment was restarted to pick up a new token.
   returned: with O(state=present)
@@ -260,15 +280,23 @@ member:
   description: The MemberCluster summary once joined (see M(fleetops.registration.kubefleet_member_cluster_info)).
   returned: with hub access and O(wait=true)
   type: dict
+removed_namespaces:
+  description: Namespaces the module had created on the member and removed with O(state=absent).
+  returned: with O(state=absent)
+  type: list
+  elements: str
+  sample: [member-agent-release]
 diff:
   description: Secret (token hidden) and release before and after.
   returned: in diff mode
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import (
-    DEFAULT_IMAGE_REGISTRY, FLEET_SYSTEM, KUBEFLEET_VERSION, MemberAgent,
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent import MemberAgent
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -279,14 +307,15 @@ def argument_spec():
         hub_url=dict(type="str"),
         hub_ca_pem=dict(type="str"),
         hub_insecure_skip_tls_verify=dict(type="bool", default=False),
-        identity_namespace=dict(type="str", default=FLEET_SYSTEM),
+        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),
         secret_namespace=dict(type="str", default="default", no_log=False),
         release_name=dict(type="str", default="member-agent"),
         release_namespace=dict(type="str", default="default"),
-        agent_namespace=dict(type="str", default=FLEET_SYSTEM),
+        keep_release_namespace=dict(type="bool", default=False),
+        agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/member-agent"),
         image_tag=dict(type="str", default=KUBEFLEET_VERSION),
         refresh_token_image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/refresh-token", no_log=False),
@@ -300,7 +329,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), hub_auth=True, wait=True, helm=True,
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
                          required_if=[("state", "present", ["chart_ref"])])
     run_module(module, lambda m: MemberAgent(m).run())
 

@@ -29,7 +29,9 @@ extends_documentation_fragment:
   - fleetops.registration.wait
 attributes:
   check_mode:
-    description: Creates, patches and deletes are server-side dry runs; nothing is waited for.
+    description: Creates, patches and deletes are server-side dry runs; nothing is waited for. When the identity's
+      ServiceAccount does not exist yet (an earlier task of the same check run only dry-ran it), the module warns and
+      predicts the join instead of failing.
     support: full
   diff_mode:
     description: Shows the MemberCluster before and after (without its status).
@@ -135,6 +137,8 @@ options:
     choices: [present, absent]
     default: present
 notes:
+  - A task that changed the hub and then failed (for example a leave whose wait timed out after the delete was issued)
+    reports C(changed=true) and names in its message what it did and what is still there; a re-run continues from there.
   - For a clean leave, run this module with O(state=absent) while the member agent still runs, then remove the agent
     with M(fleetops.registration.kubefleet_member_agent).
   - A MemberCluster that is still leaving is waited for (with O(wait=true)) before it is created again.
@@ -212,7 +216,9 @@ diff:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import FLEET_SYSTEM, MemberCluster
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberCluster
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -221,7 +227,7 @@ def argument_spec():
         name=dict(type="str", required=True, aliases=["member_name"]),
         identity_kind=dict(type="str", choices=["ServiceAccount", "User", "Group"], default="ServiceAccount"),
         identity_name=dict(type="str"),
-        identity_namespace=dict(type="str", default=FLEET_SYSTEM),
+        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         validate_identity=dict(type="bool", default=True),
         heartbeat_period_seconds=dict(type="int", default=60),
         labels=dict(type="dict"),
@@ -239,7 +245,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), wait=True)
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
     run_module(module, lambda m: MemberCluster(m).run())
 
 

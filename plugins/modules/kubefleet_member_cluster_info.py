@@ -146,7 +146,8 @@ members:
           heartbeat_age_seconds: 12
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import MemberClusterInfo
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberClusterInfo
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -159,7 +160,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec())
+    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
     run_module(module, lambda m: MemberClusterInfo(m).run())
 
 

@@ -30,7 +30,9 @@ extends_documentation_fragment:
   - fleetops.registration.wait
 attributes:
   check_mode:
-    description: Creates and deletes are server-side dry runs; the token is not waited for.
+    description: Creates and deletes are server-side dry runs; the token is not waited for. With O(state=absent) it does
+      not warn that a MemberCluster still names the identity (in a check run of the leave that MemberCluster's removal was
+      only a dry run); RV(member_cluster_names_identity) reports it.
     support: full
   diff_mode:
     description: Shows the ServiceAccount and Secret before and after, with the Secret's data hidden.
@@ -145,6 +147,12 @@ token_secret:
       description: Whether kube-controller-manager has written the token.
       type: bool
   sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true}
+member_cluster_names_identity:
+  description: Whether a MemberCluster that is not leaving still names this identity when it is removed (its member agent
+    then loses access to the hub). A real run also warns; check mode does not, because the MemberCluster's removal an
+    earlier task of the same check run predicted was only a dry run.
+  returned: with O(state=absent)
+  type: bool
 token:
   description: The ServiceAccount token (null while not yet filled). Not masked; use C(no_log) on the task.
   returned: when O(return_token=true)
@@ -155,14 +163,16 @@ diff:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.kubefleet import FLEET_SYSTEM, MemberIdentity
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity import MemberIdentity
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def argument_spec():
     return dict(
         name=dict(type="str", required=True, aliases=["member_name"]),
-        namespace=dict(type="str", default=FLEET_SYSTEM),
+        namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         create_service_account=dict(type="bool", default=True),
@@ -172,7 +182,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=argument_spec(), wait=True)
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
     run_module(module, lambda m: MemberIdentity(m).run())
 
 

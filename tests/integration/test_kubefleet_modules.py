@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client
 
 from modrun import run_module
-from kube_helpers import ignore_404, read_or_none, unique
+from kube_helpers import ignore_404, read_or_none, unique, wait_for
 
 pytestmark = pytest.mark.lab
 
@@ -430,3 +430,144 @@ def test_agent_without_a_hub_ca_or_a_pinned_chart_is_a_parameter_error(lab, hub,
                                                            hub_ca_pem=lab.ca_pem("hub"), chart_ref="oci://example.invalid/member-agent")),
            "chart_version", "pinned")
     _nothing_on_member(hub)
+
+
+# -- reliability: truthful changed, check mode on fresh targets, no leftovers (issue 8) ----------
+
+def test_stuck_leave_that_times_out_after_the_delete_reports_changed(lab, hub, member):
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))
+    first = failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=5)),
+                   "timed out", "deleted MemberCluster %s" % member)
+    assert first.changed, "the delete was issued, so the failed task changed the hub"
+    assert "member_leave_kubefleet_force" in first["msg"] and "force_remove_finalizers" in first["msg"]
+    assert hub.member_cluster(member)["metadata"].get("deletionTimestamp")
+    again = failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=3)), "timed out")
+    assert not again.changed, "a re-run that only waited changed nothing"
+
+
+def test_member_cluster_check_mode_before_the_identity_exists_predicts_the_join(lab, hub, member):
+    """A playbook's check run: kubefleet_member_identity only dry-ran the ServiceAccount."""
+    result = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, labels={"site": "lab"}), check=True, diff=True))
+    assert result.changed
+    warnings = " ".join(str(w) for w in result.get("warnings", []))
+    assert "ServiceAccount fleet-system/%s-hub-cluster-access" % member in warnings and "a real run fails without it" in warnings
+    assert result["diff"]["after"]["spec"]["identity"]["name"] == "%s-hub-cluster-access" % member
+    assert hub.member_cluster(member) is None
+    failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member)), "identity_name", "does not exist on the hub")
+
+
+def test_identity_removal_in_check_mode_does_not_warn_about_the_member_cluster(lab, hub, member):
+    """leave_cluster.yml --check: the MemberCluster's delete was only dry-run, so it still names the identity."""
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent"), check=True))
+    checked = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent"), check=True))
+    assert checked.changed and checked["member_cluster_names_identity"] is True
+    assert not any("still names this identity" in str(w) for w in checked.get("warnings", [])), checked.get("warnings")
+    assert hub.service_account("%s-hub-cluster-access" % member) is not None
+
+
+def _clients(lab):
+    """KubeClients for member2 and the hub, built the way the modules build them (real API, admin)."""
+    from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
+    from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
+
+    def client(context):
+        settings = ConnectionSettings({"kubeconfig": str(lab.kubeconfig), "context": context})
+        return KubeClient(settings.client_configuration(), label=context)
+    return client(MEMBER_CTX), client("hub")
+
+
+def _state(lab, member, **desired):
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
+    member_client, hub_client = _clients(lab)
+    hub_object = MANAGER.read_hub(hub_client, names=[member]).get(member)
+    view = MANAGER.member_view(member_client, hub_client, {"name": member})
+    wanted = dict({"labels": {}, "labels_mode": "merge", "stale_after": 3600, "chart_version": None, "values": {},
+                   "force": False}, **desired)
+    return MANAGER.decide(member, MANAGER.hub_view(hub_object), view, wanted)
+
+
+def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub, agent_member):
+    member = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+    token = hub.token(member)
+
+    healthy = _state(lab, member)
+    assert (healthy.action, healthy.reasons) == ("none", []), healthy.reasons
+    view = healthy.member
+    assert view["release"]["status"] == "deployed" and view["deployment"]["present"] is True
+    assert view["credential"]["present"] is True and view["credential"]["accepted"] is True
+    assert view["credential"]["username"] == "system:serviceaccount:%s:%s-hub-cluster-access" % (HUB_NS, member)
+    assert view["hub_url"] == lab.api_urls["hub"]
+    assert token not in str(healthy.as_dict())
+    assert healthy.hub["joined"] is True and not healthy.hub["heartbeat_stale"]
+
+    # the agent's credential deleted on the member
+    hub.member_core.delete_namespaced_secret("hub-kubeconfig-secret", "default")
+    broken = _state(lab, member)
+    assert broken.action == "reregister" and "hub-kubeconfig-secret is missing" in broken.reasons[0]
+    repaired = ok(run_module("kubefleet_member_agent", args))
+    assert repaired.changed and any("missing on the member" in r for r in repaired["reasons"]), repaired["reasons"]
+    assert _state(lab, member).action == "none"
+
+    # the release uninstalled
+    lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--wait")
+    broken = _state(lab, member)
+    assert broken.action == "install" and "not installed" in broken.reasons[0], broken.reasons
+    assert broken.member["release"] is None
+    repaired = ok(run_module("kubefleet_member_agent", args))
+    assert repaired.changed and repaired["member"]["joined"] is True
+    assert _state(lab, member).action == "none"
+
+    # the identity removed on the hub: the token the member holds is rejected
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent")))
+    # The API server's token authenticator reads Secrets through an informer: the rejection follows within seconds.
+    rejected = wait_for(lambda: (lambda s: s if s.action != "none" else None)(_state(lab, member)), 30, "the hub to reject the token")
+    assert rejected.action == "reregister" and "rejects the member agent's token" in rejected.reasons[0], rejected.reasons
+    assert rejected.member["credential"]["accepted"] is False
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    rotated = ok(run_module("kubefleet_member_agent", args))
+    assert rotated.changed and rotated["agent_restarted"] is True
+    assert _state(lab, member).action == "none"
+
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
+    ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+    assert _state(lab, member).action == "join"
+
+
+def test_agent_leave_removes_the_release_namespace_it_created_unless_kept(lab, hub, agent_member):
+    member = agent_member
+    records = unique("kf-records")
+    wait_for(lambda: hub.namespace("fleet-system", hub.member_core) is None, 120, "member2's agent namespace to be gone")
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", release_namespace=records, wait=False)
+    try:
+        checked = ok(run_module("kubefleet_member_agent", args, check=True))
+        assert checked.changed and any(records in r for r in checked["reasons"])
+        assert hub.namespace(records, hub.member_core) is None, "check mode created the namespace"
+        installed = ok(run_module("kubefleet_member_agent", args))
+        assert installed.changed
+        namespace = hub.namespace(records, hub.member_core)
+        assert namespace.metadata.labels["app.kubernetes.io/managed-by"] == "fleetops.registration"
+        assert not ok(run_module("kubefleet_member_agent", args)).changed
+
+        kept = ok(run_module("kubefleet_member_agent", dict(args, state="absent", wait=True, keep_release_namespace=True)))
+        assert kept.changed and kept["removed_namespaces"] == []
+        assert hub.namespace(records, hub.member_core) is not None
+
+        ok(run_module("kubefleet_member_agent", args))
+        removed = ok(run_module("kubefleet_member_agent", dict(args, state="absent", wait=True)))
+        assert removed["removed_namespaces"] == [records]
+        leftover = hub.namespace(records, hub.member_core)
+        assert leftover is None or leftover.metadata.deletion_timestamp
+        assert hub.namespace("fleet-system", hub.member_core) is None and hub.member_secret() is None
+        assert not ok(run_module("kubefleet_member_agent", dict(args, state="absent"))).changed
+    finally:
+        lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", records, "--ignore-not-found", check=False)
+        ignore_404(lambda: hub.member_core.delete_namespace(records))

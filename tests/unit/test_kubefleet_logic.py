@@ -13,7 +13,10 @@ import os
 
 import pytest
 
-from ansible_collections.fleetops.registration.plugins.module_utils import kubefleet as kf
+from ansible_collections.fleetops.registration.plugins.module_utils import parsing
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import resources, rules, views
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 UTC = datetime.timezone.utc
@@ -24,7 +27,7 @@ PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 
 @pytest.mark.parametrize("name", ["a", "east-1", "x" * 50])
 def test_member_names_the_hub_can_use(name):
-    assert kf.validate_member_name(name) == name
+    assert resources.validate_member_name(name) == name
 
 
 @pytest.mark.parametrize("name,fragment", [
@@ -36,30 +39,30 @@ def test_member_names_the_hub_can_use(name):
 ])
 def test_member_names_rejected_with_the_reason(name, fragment):
     with pytest.raises(ParameterError) as err:
-        kf.validate_member_name(name)
+        resources.validate_member_name(name)
     assert fragment in err.value.msg
     assert err.value.param == "name"
 
 
 def test_member_name_limit_leaves_room_for_the_hub_namespace():
-    assert len(kf.member_namespace("x" * kf.MAX_MEMBER_NAME)) == 63
+    assert len(resources.member_namespace("x" * resources.MAX_MEMBER_NAME)) == 63
 
 
 def test_default_names_follow_kubefleet_docs():
-    assert kf.default_service_account("east-1") == "east-1-hub-cluster-access"
-    assert kf.default_token_secret("east-1-hub-cluster-access") == "east-1-hub-cluster-access-token"
-    assert kf.member_namespace("east-1") == "fleet-member-east-1"
+    assert resources.default_service_account("east-1") == "east-1-hub-cluster-access"
+    assert resources.default_token_secret("east-1-hub-cluster-access") == "east-1-hub-cluster-access-token"
+    assert resources.member_namespace("east-1") == "fleet-member-east-1"
 
 
 @pytest.mark.parametrize("value", [1, 60, 600])
 def test_heartbeat_in_range(value):
-    assert kf.validate_heartbeat(value) == value
+    assert resources.validate_heartbeat(value) == value
 
 
 @pytest.mark.parametrize("value", [0, 601, -5, True, "60", None])
 def test_heartbeat_out_of_range_names_the_parameter_and_the_limits(value):
     with pytest.raises(ParameterError) as err:
-        kf.validate_heartbeat(value)
+        resources.validate_heartbeat(value)
     assert err.value.param == "heartbeat_period_seconds"
     assert "1 to 600" in err.value.message()
 
@@ -67,42 +70,42 @@ def test_heartbeat_out_of_range_names_the_parameter_and_the_limits(value):
 # -- identity ---------------------------------------------------------------------
 
 def test_service_account_subject_matches_the_docs():
-    assert kf.identity_subject("ServiceAccount", "m-hub-cluster-access", "fleet-system") == {
+    assert rules.identity_subject("ServiceAccount", "m-hub-cluster-access", "fleet-system") == {
         "kind": "ServiceAccount", "name": "m-hub-cluster-access", "namespace": "fleet-system", "apiGroup": ""}
 
 
 def test_user_subject_has_no_namespace():
-    assert kf.identity_subject("User", "alice") == {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
+    assert rules.identity_subject("User", "alice") == {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
 
 
 def test_unknown_identity_kind_rejected():
     with pytest.raises(ParameterError):
-        kf.identity_subject("Robot", "r2")
+        rules.identity_subject("Robot", "r2")
 
 
 def test_same_identity_ignores_an_omitted_default_api_group():
-    desired = kf.identity_subject("ServiceAccount", "sa", "fleet-system")
-    assert kf.same_identity({"kind": "ServiceAccount", "name": "sa", "namespace": "fleet-system"}, desired)
-    assert not kf.same_identity({"kind": "ServiceAccount", "name": "other", "namespace": "fleet-system"}, desired)
-    assert not kf.same_identity(None, desired)
+    desired = rules.identity_subject("ServiceAccount", "sa", "fleet-system")
+    assert rules.same_identity({"kind": "ServiceAccount", "name": "sa", "namespace": "fleet-system"}, desired)
+    assert not rules.same_identity({"kind": "ServiceAccount", "name": "other", "namespace": "fleet-system"}, desired)
+    assert not rules.same_identity(None, desired)
 
 
 def test_secret_token_decodes_only_a_filled_token():
-    assert kf.secret_token(None) is None
-    assert kf.secret_token({"data": {}}) is None
-    assert kf.secret_token({"data": {"token": base64.b64encode(b"abc.def").decode()}}) == "abc.def"
+    assert rules.secret_token(None) is None
+    assert rules.secret_token({"data": {}}) is None
+    assert rules.secret_token({"data": {"token": base64.b64encode(b"abc.def").decode()}}) == "abc.def"
 
 
 def test_token_secret_problem_detects_foreign_secrets():
-    good = kf.desired_token_secret("s", "fleet-system", "sa")
-    assert kf.token_secret_problem(good, "sa") is None
-    assert "ServiceAccount 'sa', not 'other'" in kf.token_secret_problem(good, "other")
+    good = rules.desired_token_secret("s", "fleet-system", "sa")
+    assert rules.token_secret_problem(good, "sa") is None
+    assert "ServiceAccount 'sa', not 'other'" in rules.token_secret_problem(good, "other")
     opaque = dict(good, type="Opaque")
-    assert "type Opaque" in kf.token_secret_problem(opaque, "sa")
+    assert "type Opaque" in rules.token_secret_problem(opaque, "sa")
 
 
 def test_desired_token_secret_is_a_service_account_token():
-    secret = kf.desired_token_secret("s", "fleet-system", "sa")
+    secret = rules.desired_token_secret("s", "fleet-system", "sa")
     assert secret["type"] == "kubernetes.io/service-account-token"
     assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "sa"}
     assert "data" not in secret
@@ -121,7 +124,7 @@ def live(labels=None, heartbeat=60, taints=None, identity=None):
 
 
 def test_create_body_when_missing():
-    body, patch = kf.member_cluster_changes(None, "m", IDENTITY, 30, [{"key": "k", "effect": "NoSchedule"}], {"env": "prod"})
+    body, patch = rules.member_cluster_changes(None, "m", IDENTITY, 30, [{"key": "k", "effect": "NoSchedule"}], {"env": "prod"})
     assert patch is None
     assert body == {"metadata": {"name": "m", "labels": {"env": "prod"}},
                     "spec": {"identity": IDENTITY, "heartbeatPeriodSeconds": 30, "taints": [{"key": "k", "effect": "NoSchedule"}]}}
@@ -130,42 +133,42 @@ def test_create_body_when_missing():
 def test_no_change_when_matching_even_without_api_group():
     current = live(labels={"env": "prod"})
     del current["spec"]["identity"]["apiGroup"]
-    assert kf.member_cluster_changes(current, "m", IDENTITY, 60, None, {"env": "prod"}) == (None, None)
+    assert rules.member_cluster_changes(current, "m", IDENTITY, 60, None, {"env": "prod"}) == (None, None)
 
 
 def test_heartbeat_and_identity_patched():
-    _body, patch = kf.member_cluster_changes(live(heartbeat=60), "m", dict(IDENTITY, name="new"), 15)
+    _body, patch = rules.member_cluster_changes(live(heartbeat=60), "m", dict(IDENTITY, name="new"), 15)
     assert patch == {"spec": {"identity": dict(IDENTITY, name="new"), "heartbeatPeriodSeconds": 15}}
 
 
 def test_labels_merge_adds_and_keeps():
-    _body, patch = kf.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, {"b": "2"}, "merge")
+    _body, patch = rules.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, {"b": "2"}, "merge")
     assert patch == {"metadata": {"labels": {"b": "2"}}}
 
 
 def test_labels_replace_removes_others_but_keeps_hub_tooling_labels():
     current = live(labels={"a": "1", "b": "2", "fleet.azure.com/location": "eastus"})
-    _body, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, None, {"b": "3"}, "replace")
+    _body, patch = rules.member_cluster_changes(current, "m", IDENTITY, 60, None, {"b": "3"}, "replace")
     assert patch == {"metadata": {"labels": {"a": None, "b": "3"}}}
 
 
 def test_labels_none_leaves_labels_alone():
-    assert kf.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, None) == (None, None)
+    assert rules.member_cluster_changes(live(labels={"a": "1"}), "m", IDENTITY, 60, None, None) == (None, None)
 
 
 def test_taints_replaced_and_cleared():
     current = live(taints=[{"key": "k", "value": "", "effect": "NoSchedule"}])
-    assert kf.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "effect": "NoSchedule"}]) == (None, None)
-    _b, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, [])
+    assert rules.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "effect": "NoSchedule"}]) == (None, None)
+    _b, patch = rules.member_cluster_changes(current, "m", IDENTITY, 60, [])
     assert patch == {"spec": {"taints": None}}
-    _b, patch = kf.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "value": "v", "effect": "NoSchedule"}])
+    _b, patch = rules.member_cluster_changes(current, "m", IDENTITY, 60, [{"key": "k", "value": "v", "effect": "NoSchedule"}])
     assert patch == {"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}}
 
 
 def test_normalize_taints():
-    assert kf.normalize_taints(None) is None
-    assert kf.normalize_taints([{"key": "k", "value": None, "effect": None}]) == [{"key": "k", "effect": "NoSchedule"}]
-    assert kf.normalize_taints([{"key": "k", "value": True}]) == [{"key": "k", "value": "True", "effect": "NoSchedule"}]
+    assert rules.normalize_taints(None) is None
+    assert rules.normalize_taints([{"key": "k", "value": None, "effect": None}]) == [{"key": "k", "effect": "NoSchedule"}]
+    assert rules.normalize_taints([{"key": "k", "value": True}]) == [{"key": "k", "value": "True", "effect": "NoSchedule"}]
 
 
 @pytest.mark.parametrize("taints,fragment", [
@@ -177,13 +180,13 @@ def test_normalize_taints():
 ])
 def test_normalize_taints_rejects(taints, fragment):
     with pytest.raises(ParameterError) as err:
-        kf.normalize_taints(taints)
+        rules.normalize_taints(taints)
     assert fragment in err.value.message()
 
 
 def test_for_diff_drops_status_and_noise():
     obj = {"metadata": {"name": "m", "resourceVersion": "5", "managedFields": []}, "spec": {}, "status": {"conditions": []}}
-    assert kf.for_diff(obj) == {"metadata": {"name": "m"}, "spec": {}}
+    assert rules.for_diff(obj) == {"metadata": {"name": "m"}, "spec": {}}
 
 
 # -- status ------------------------------------------------------------------------
@@ -200,13 +203,13 @@ NOW = datetime.datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
     ("yesterday", None),
 ])
 def test_parse_time(text, expected):
-    assert kf.parse_time(text) == expected
+    assert parse_time(text) == expected
 
 
 def test_heartbeat_age():
-    assert kf.heartbeat_age("2026-11-21T09:59:48Z", NOW) == 12
-    assert kf.heartbeat_age(None, NOW) is None
-    assert kf.heartbeat_age("2026-11-21T10:00:05Z", NOW) == 0
+    assert views.heartbeat_age("2026-11-21T09:59:48Z", NOW) == 12
+    assert views.heartbeat_age(None, NOW) is None
+    assert views.heartbeat_age("2026-11-21T10:00:05Z", NOW) == 0
 
 
 def member_object(joined="True", heartbeat="2026-11-21T09:59:30Z", healthy_on_mc=None):
@@ -217,7 +220,7 @@ def member_object(joined="True", heartbeat="2026-11-21T09:59:30Z", healthy_on_mc
     if healthy_on_mc:
         conditions.append({"type": "Healthy", "status": healthy_on_mc})
     return {
-        "metadata": {"name": "east-1", "labels": {"env": "prod"}, "finalizers": [kf.MEMBER_CLUSTER_FINALIZER],
+        "metadata": {"name": "east-1", "labels": {"env": "prod"}, "finalizers": [resources.MEMBER_CLUSTER_FINALIZER],
                      "creationTimestamp": "2026-11-21T09:00:00Z"},
         "spec": {"identity": IDENTITY, "heartbeatPeriodSeconds": 15},
         "status": {
@@ -232,7 +235,7 @@ def member_object(joined="True", heartbeat="2026-11-21T09:59:30Z", healthy_on_mc
 
 
 def test_describe_member():
-    member = kf.describe_member(member_object(), NOW)
+    member = views.describe_member(member_object(), NOW)
     assert member["name"] == "east-1"
     assert member["namespace"] == "fleet-member-east-1"
     assert (member["ready_to_join"], member["joined"]) == (True, True)
@@ -250,44 +253,44 @@ def test_describe_member():
 
 
 def test_describe_member_prefers_the_hub_healthy_condition_and_reports_unknown_as_none():
-    member = kf.describe_member(member_object(joined="Unknown", healthy_on_mc="True"), NOW)
+    member = views.describe_member(member_object(joined="Unknown", healthy_on_mc="True"), NOW)
     assert member["healthy"] is True
     assert member["joined"] is None
 
 
 def test_describe_member_without_status():
-    member = kf.describe_member({"metadata": {"name": "new", "deletionTimestamp": "2026-11-21T09:00:00Z"}, "spec": {}}, NOW)
+    member = views.describe_member({"metadata": {"name": "new", "deletionTimestamp": "2026-11-21T09:00:00Z"}, "spec": {}}, NOW)
     assert member["joined"] is None and member["ready_to_join"] is None and member["agents"] == []
     assert member["leaving"] is True
 
 
 def test_joined_needs_a_heartbeat():
-    assert kf.joined_with_heartbeat(member_object())
-    assert not kf.joined_with_heartbeat(member_object(heartbeat=None))
-    assert not kf.joined_with_heartbeat(member_object(joined="False"))
-    assert not kf.joined_with_heartbeat(None)
+    assert views.joined_with_heartbeat(member_object())
+    assert not views.joined_with_heartbeat(member_object(heartbeat=None))
+    assert not views.joined_with_heartbeat(member_object(joined="False"))
+    assert not views.joined_with_heartbeat(None)
 
 
 def test_joined_since_needs_a_newer_heartbeat_after_a_change():
     member = member_object(heartbeat="2026-11-21T09:59:30Z")
-    assert kf.joined_since(member, None)
-    assert not kf.joined_since(member, "2026-11-21T09:59:30Z")
-    assert kf.joined_since(member, "2026-11-21T09:59:29Z")
-    assert not kf.joined_since(member_object(joined="False"), "2026-11-21T09:00:00Z")
+    assert views.joined_since(member, None)
+    assert not views.joined_since(member, "2026-11-21T09:59:30Z")
+    assert views.joined_since(member, "2026-11-21T09:59:29Z")
+    assert not views.joined_since(member_object(joined="False"), "2026-11-21T09:00:00Z")
 
 
 def test_label_selector():
-    assert kf.label_selector({"b": "2", "a": True}) == "a=true,b=2"
-    assert kf.label_selector({"a": "1"}, "env in (prod)") == "a=1,env in (prod)"
-    assert kf.label_selector(None, None) is None
+    assert views.label_selector({"b": "2", "a": True}) == "a=true,b=2"
+    assert views.label_selector({"a": "1"}, "env in (prod)") == "a=1,env in (prod)"
+    assert views.label_selector(None, None) is None
     with pytest.raises(ParameterError):
-        kf.label_selector({"bad key!": "x"})
+        views.label_selector({"bad key!": "x"})
 
 
 # -- member agent ----------------------------------------------------------------
 
 def test_agent_values_carry_hub_facts_and_pinned_images():
-    values = kf.agent_values("east-1", "https://hub:6443", PEM, log_verbosity=3)
+    values = rules.agent_values("east-1", "https://hub:6443", PEM, log_verbosity=3)
     assert values["config"] == {"provider": "secret", "hubURL": "https://hub:6443", "memberClusterName": "east-1",
                                 "hubCA": base64.b64encode(PEM.encode()).decode()}
     assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "default"}
@@ -310,7 +313,7 @@ def _all_keys(data):
 
 
 def test_agent_values_overrides_for_air_gapped_sites():
-    values = kf.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma", image_tag="v9",
+    values = rules.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma", image_tag="v9",
                              refresh_token_repository="reg.local/rt", pull_policy="Never")
     assert values["image"] == {"repository": "reg.local/ma", "tag": "v9", "pullPolicy": "Never"}
     assert values["refreshtoken"] == {"repository": "reg.local/rt", "tag": "v9", "pullPolicy": "Never"}
@@ -318,7 +321,7 @@ def test_agent_values_overrides_for_air_gapped_sites():
 
 def test_agent_values_extra_values_merge_under_the_options():
     extra = {"resources": {"limits": {"cpu": "1"}}, "config": {"hubURL": "https://wrong", "region": "x"}}
-    values = kf.agent_values("m", "https://hub", PEM, extra=extra)
+    values = rules.agent_values("m", "https://hub", PEM, extra=extra)
     assert values["resources"] == {"limits": {"cpu": "1"}}
     assert values["config"]["hubURL"] == "https://hub"
     assert values["config"]["region"] == "x"
@@ -326,34 +329,86 @@ def test_agent_values_extra_values_merge_under_the_options():
 
 
 def test_agent_values_insecure_has_no_ca():
-    values = kf.agent_values("m", "https://hub", None, insecure=True)
+    values = rules.agent_values("m", "https://hub", None, insecure=True)
     assert values["tlsClientInsecure"] is True
     assert "hubCA" not in values["config"]
 
 
 def test_chart_fullname_follows_the_chart_helper():
-    assert kf.chart_fullname("member-agent") == "member-agent"
-    assert kf.chart_fullname("fleet") == "fleet-member-agent"
+    assert resources.chart_fullname("member-agent") == "member-agent"
+    assert resources.chart_fullname("fleet") == "fleet-member-agent"
 
 
-def test_release_needs_upgrade():
-    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0"}
+def test_the_member_agent_release_decision_is_the_core_release_plan():
+    """What kubefleet_member_agent asks of helm.ReleasePlan (formerly release_needs_upgrade)."""
+    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0", "values": {"a": 1}}
     values = {"a": 1}
-    assert not kf.release_needs_upgrade(release, {"a": 1}, "member-agent", "0.1.0", values)
-    assert kf.release_needs_upgrade(None, None, "member-agent", "0.1.0", values)
-    assert kf.release_needs_upgrade(dict(release, status="failed"), {"a": 1}, "member-agent", "0.1.0", values)
-    assert kf.release_needs_upgrade(release, {"a": 1}, "member-agent", "0.2.0", values)
-    assert kf.release_needs_upgrade(release, {"a": 2}, "member-agent", "0.1.0", values)
+    assert ReleasePlan.decide(release, "member-agent", "0.1.0", values).action == "none"
+    assert ReleasePlan.decide(None, "member-agent", "0.1.0", values).action == "install"
+    assert ReleasePlan.decide(dict(release, status="failed"), "member-agent", "0.1.0", values).action != "none"
+    assert ReleasePlan.decide(release, "member-agent", "0.2.0", values).action == "upgrade"
+    other = ReleasePlan.decide(dict(release, values={"a": 2}), "member-agent", "0.1.0", values)
+    assert other.action == "upgrade" and "2" not in " ".join(other.reasons)
+
+
+SECRET = rules.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
+NO_RELEASE_CHANGE = ReleasePlan("none", [])
+UPGRADE = ReleasePlan("upgrade", ["values differ"])
+
+
+def _live_secret(token="tok", **metadata):
+    secret = rules.desired_hub_secret("hub-kubeconfig-secret", "default", token)
+    secret["metadata"].update(metadata, resourceVersion="7")
+    return secret
+
+
+@pytest.mark.parametrize("live,desired,release,action,restart,token_changed,changed", [
+    (None, SECRET, NO_RELEASE_CHANGE, "create", False, False, True),
+    (_live_secret(), SECRET, NO_RELEASE_CHANGE, "none", False, False, False),
+    (_live_secret("old"), SECRET, NO_RELEASE_CHANGE, "update", True, True, True),
+    (_live_secret("old"), SECRET, UPGRADE, "update", False, True, True),   # Helm's rollout restarts the agent
+    (_live_secret(), SECRET, UPGRADE, "none", False, False, True),
+    (None, None, UPGRADE, "predict", False, False, True),                 # check mode before the identity exists
+    (_live_secret("old"), None, NO_RELEASE_CHANGE, "predict", False, True, True),
+])
+def test_plan_agent(live, desired, release, action, restart, token_changed, changed):
+    plan = rules.plan_agent(live, desired, release)
+    assert plan.secret_action == action
+    assert plan.restart is restart
+    assert plan.token_changed is token_changed
+    assert plan.changed is changed
+    assert bool(plan.reasons) is changed
+    assert all("tok" not in reason.replace("token", "") for reason in plan.reasons)
+
+
+def test_plan_agent_says_why():
+    plan = rules.plan_agent(_live_secret("old"), SECRET, UPGRADE)
+    assert plan.reasons == ["the token Secret hub-kubeconfig-secret holds another token than the hub identity's",
+                            "values differ"]
+    assert plan.secret_patch == {"data": {"token": SECRET["data"]["token"]}}
+
+
+def test_agent_hub_endpoint_reads_the_values_it_wrote():
+    values = rules.agent_values("east-1", "https://hub:6443", PEM)
+    assert rules.agent_hub_endpoint(values) == ("https://hub:6443", PEM, False, "east-1")
+    assert rules.agent_hub_endpoint({}) == (None, None, False, None)
+
+
+def test_identity_username():
+    assert rules.identity_username(rules.identity_subject("ServiceAccount", "sa", "fleet-system")) == \
+        "system:serviceaccount:fleet-system:sa"
+    assert rules.identity_username({"kind": "User", "name": "alice"}) == "alice"
+    assert rules.identity_username({"kind": "Group", "name": "g"}) is None
 
 
 def test_release_view():
-    assert kf.release_view(None, {"a": 1}) == {}
-    assert kf.release_view({"chart": "c", "chart_version": "1", "status": "deployed", "revision": 3}, {"a": 1}) == {
+    assert rules.release_view(None, {"a": 1}) == {}
+    assert rules.release_view({"chart": "c", "chart_version": "1", "status": "deployed", "revision": 3}, {"a": 1}) == {
         "chart": "c", "chart_version": "1", "status": "deployed", "values": {"a": 1}}
 
 
 def test_hub_secret_holds_the_token_base64():
-    secret = kf.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
+    secret = rules.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
     assert secret["data"] == {"token": base64.b64encode(b"tok").decode()}
     assert secret["type"] == "Opaque"
 
@@ -365,13 +420,13 @@ def _kubeconfig(cluster):
 
 def test_hub_ca_from_inline_kubeconfig_data():
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
-    assert kf.resolve_hub_ca(kubeconfig=config) == PEM
+    assert rules.resolve_hub_ca(kubeconfig=config) == PEM
 
 
 def test_hub_ca_from_a_file_named_by_the_kubeconfig_relative_to_it(tmp_path):
     (tmp_path / "ca.crt").write_text(PEM)
     config = _kubeconfig({"certificate-authority": "ca.crt"})
-    assert kf.resolve_hub_ca(kubeconfig=config, base_dir=str(tmp_path)) == PEM
+    assert rules.resolve_hub_ca(kubeconfig=config, base_dir=str(tmp_path)) == PEM
 
 
 def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
@@ -379,26 +434,40 @@ def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
     path = tmp_path / "hub.pem"
     path.write_text(other)
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
-    assert kf.resolve_hub_ca("x" + PEM, str(path), config) == "x" + PEM
-    assert kf.resolve_hub_ca(None, str(path), config) == other
-    assert kf.resolve_hub_ca(None, None, None) is None
+    assert rules.resolve_hub_ca("x" + PEM, str(path), config) == "x" + PEM
+    assert rules.resolve_hub_ca(None, str(path), config) == other
+    assert rules.resolve_hub_ca(None, None, None) is None
 
 
 def test_hub_ca_rejects_non_pem(tmp_path):
     with pytest.raises(ParameterError) as err:
-        kf.resolve_hub_ca("not a cert")
+        rules.resolve_hub_ca("not a cert")
     assert err.value.param == "hub_ca_pem"
     path = tmp_path / "x"
     path.write_text("nope")
     with pytest.raises(ParameterError):
-        kf.resolve_hub_ca(None, str(path))
+        rules.resolve_hub_ca(None, str(path))
     with pytest.raises(ParameterError):
-        kf.resolve_hub_ca(None, os.path.join(str(tmp_path), "missing.pem"))
+        rules.resolve_hub_ca(None, os.path.join(str(tmp_path), "missing.pem"))
 
 
 def test_deep_merge_does_not_alias():
     base = {"a": {"b": [1]}}
-    merged = kf.deep_merge(base, {"a": {"c": 2}})
+    merged = parsing.deep_merge(base, {"a": {"c": 2}})
     merged["a"]["b"].append(2)
     assert base == {"a": {"b": [1]}}
     assert merged == {"a": {"b": [1, 2], "c": 2}}
+
+
+def test_plan_agent_creates_a_missing_release_namespace_and_says_so():
+    plan = rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE, missing_namespace="agent-records")
+    assert plan.changed and plan.create_namespace == "agent-records"
+    assert plan.reasons == ["the namespace agent-records for the release record does not exist on the member"]
+    assert rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE).create_namespace is None
+
+
+def test_namespaces_the_collection_makes_are_recognised_by_their_label():
+    made = rules.desired_namespace("agent-records")
+    assert rules.made_by_collection(made)
+    assert not rules.made_by_collection({"metadata": {"name": "default"}})
+    assert not rules.made_by_collection(None)

@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""kubefleet_member_agent: the member's token Secret and the member-agent Helm release.
+
+``present`` reads both sides, lets ``rules.plan_agent`` decide (pure), applies the plan, waits for the
+hub to see the agent, and reports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
+    ApiError, FleetOpsError, NotFoundError, ParameterError,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET, clean
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    DEPLOYMENT, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
+    default_token_secret, validate_member_name,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
+    agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
+    service_account_username,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
+    describe_member, joined_since, member_agent_heartbeat,
+)
+
+HELM_OWNER = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
+
+
+class MemberAgent(KubeFleetRunner):
+    """The member side: the hub token Secret and the member-agent Helm release."""
+
+    def __init__(self, module):
+        super(MemberAgent, self).__init__(module)
+        p = self.params
+        self.name = validate_member_name(p["name"])
+        self.release_name = p["release_name"]
+        self.release_namespace = p["release_namespace"]
+        self.agent_namespace = p["agent_namespace"]
+        self.secret_name = p["secret_name"]
+        self.secret_namespace = p["secret_namespace"]
+        validate_dns_subdomain(self.secret_name, "secret_name")
+        if self.release_namespace == self.agent_namespace:
+            raise ParameterError("release_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
+                                 "The member-agent chart creates agent_namespace itself; keep the release record elsewhere (default: default)")
+        self.hub_given = bool(p.get("hub_kubeconfig") or p.get("hub_host"))
+        self.sa_name = p["service_account_name"] or default_service_account(self.name)
+        self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
+
+    @property
+    def hub(self):
+        return self.module.kube("hub_")
+
+    # -- what the agent needs ---------------------------------------------------
+
+    def hub_token(self):
+        """The identity token: given, or read from the hub (waiting until it is filled); None in check mode before it exists."""
+        if self.params["token"]:
+            return self.params["token"]
+        if not self.hub_given:
+            raise ParameterError("token", "no token given and no hub connection to read it from",
+                                 "Give token, or hub_kubeconfig so the token is read from the identity Secret on the hub")
+        namespace = self.params["identity_namespace"]
+        what = "the token of Secret %s/%s on the hub" % (namespace, self.token_secret_name)
+
+        def fetch():
+            return self.hub.get(SECRET, self.token_secret_name, namespace)
+
+        secret = fetch()
+        if self.check_mode and not secret_token(secret):
+            self.assume_created_earlier("the hub has no filled token Secret %s/%s yet" % (namespace, self.token_secret_name))
+            return None
+        if secret is None:
+            raise ParameterError(
+                "name", "the hub has no identity token Secret %s/%s for member %s" % (namespace, self.token_secret_name, self.name),
+                "Create the identity first with fleetops.registration.kubefleet_member_identity",
+            )
+        if not secret_token(secret) and self.params["wait"]:
+            secret = self.module.waiter.until(fetch, "service_account_token", what)
+        token = secret_token(secret)
+        if not token:
+            raise ApiError("%s is still empty" % what, hint="Run kubefleet_member_identity with wait: true first")
+        self.module.hide(token, secret["data"]["token"])
+        return token
+
+    def check_member_cluster(self):
+        """With hub access: the MemberCluster must exist and not be leaving (else the agent can never join)."""
+        if not self.hub_given:
+            return None
+        member = self.hub.get(MEMBER_CLUSTER, self.name)
+        if member is None and self.check_mode:
+            self.assume_created_earlier("the hub has no MemberCluster named %s yet" % self.name)
+            return None
+        if member is None:
+            raise ParameterError("name", "the hub has no MemberCluster named %s" % self.name,
+                                 "Create it first with fleetops.registration.kubefleet_member_cluster")
+        if (member.get("metadata") or {}).get("deletionTimestamp"):
+            raise ApiError("MemberCluster %s is leaving the fleet" % self.name,
+                           hint="Wait until it is gone, create it again, then install the agent")
+        return member
+
+    def preflight(self, url, ca, token):
+        """Reach the hub at ``url`` with the CA and token the member agent will use; return the identity seen."""
+        client = hub_access.agent_client(url, ca, token, self.module.tmpdir, insecure=self.params["hub_insecure_skip_tls_verify"],
+                                         proxy=self.params.get("hub_proxy"))
+        username = hub_access.preflight(client, url)
+        expected = service_account_username(self.params["identity_namespace"], self.sa_name)
+        if username and not self.params["token"] and username != expected:
+            self.warn("the hub sees the token as %s, expected %s" % (username, expected))
+        return username
+
+    def chart(self):
+        """The chart and ``(name, version)`` by the core's one chart-version rule; a remote chart needs a pinned version."""
+        chart = ChartSource(self.params["chart_ref"], self.params["chart_repo_url"], self.params["chart_version"])
+        name, version = chart.identity()
+        if not version:
+            raise ParameterError("chart_version", "a chart from a repository or OCI registry needs a pinned version",
+                                 "Set chart_version; nothing is looked up on the web")
+        return chart, name, version
+
+    def values(self, url, ca):
+        p = self.params
+        return agent_values(
+            self.name, url, ca, agent_namespace=self.agent_namespace, secret_name=self.secret_name,
+            secret_namespace=self.secret_namespace, image_repository=p["image_repository"], image_tag=p["image_tag"],
+            refresh_token_repository=p["refresh_token_image_repository"], refresh_token_tag=p["refresh_token_image_tag"],
+            pull_policy=p["image_pull_policy"], insecure=p["hub_insecure_skip_tls_verify"], log_verbosity=p["log_verbosity"],
+            extra=p["values"],
+        )
+
+    def _release(self):
+        """The release as Helm's storage holds it (one LIST, no helm process), or None."""
+        return read_release(self.kube, self.release_name, self.release_namespace)
+
+    # -- present ------------------------------------------------------------------
+
+    def present(self):
+        url, ca = hub_access.hub_url_and_ca(self.module)
+        chart, chart_name, chart_version = self.chart()
+        previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
+        token = self.hub_token()
+        preflight = None
+        if self.params["preflight"] and token is not None:
+            preflight = {"hub_url": url, "username": self.preflight(url, ca, token)}
+        if self.kube.get(NAMESPACE, self.secret_namespace) is None:
+            raise ParameterError("secret_namespace", "namespace %s does not exist on the member" % self.secret_namespace,
+                                 "Create it, or keep the default (default)")
+        prior = self._release()
+        missing_namespace = None if self.kube.get(NAMESPACE, self.release_namespace) else self.release_namespace
+        self._check_agent_namespace()
+        secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
+        desired_values = self.values(url, ca)
+        desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token) if token else None
+        plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
+                          missing_namespace)
+        if plan.create_namespace:
+            self.kube.create(NAMESPACE, desired_namespace(plan.create_namespace), dry_run=self.check_mode)
+        secret_after = self._apply_secret(plan, secret, desired_secret)
+        release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
+        restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
+        member = None
+        if self.hub_given and self.params["wait"] and not self.check_mode:
+            member = self._wait_joined(plan, previous_heartbeat)
+        result = {
+            "changed": plan.changed, "release": _without_values(release), "values": desired_values, "reasons": plan.reasons,
+            "chart": {"name": chart_name, "version": chart_version},
+            "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
+            "hub_url": url, "preflight": preflight, "agent_restarted": restarted, "member": member,
+        }
+        before = {"secret": clean(secret, hide_data=True), "release": release_view(prior, (prior or {}).get("values"))}
+        after = {"secret": secret_after or {}, "release": release_view(release, desired_values)}
+        if plan.token_changed:
+            after["secret"] = dict(after["secret"], data={"token": REDACTED + " (changed)"})
+        return self.finish(result, before, after)
+
+    def _apply_secret(self, plan, secret, desired):
+        """Write the token Secret as planned (a server-side dry run in check mode); return it for the diff."""
+        if plan.secret_action == "predict":
+            predicted = dict(desired_hub_secret(self.secret_name, self.secret_namespace, "unknown"), apiVersion="v1", kind="Secret")
+            return clean(predicted, hide_data=True)
+        if plan.secret_action == "create":
+            return clean(self.kube.create(SECRET, desired, self.secret_namespace, dry_run=self.check_mode), hide_data=True)
+        if plan.secret_action == "update":
+            return clean(self.kube.patch(SECRET, self.secret_name, plan.secret_patch, self.secret_namespace,
+                                         dry_run=self.check_mode), hide_data=True)
+        return clean(secret, hide_data=True)
+
+    def _apply_release(self, plan, token, chart, chart_id, values, prior):
+        """Run Helm as planned; in check mode predict the release from the plan (the core's one check-mode strategy)."""
+        if plan.release.action == "none":
+            return prior
+        chart_name, chart_version = chart_id
+        if self.check_mode:
+            return dict(_without_values(prior) or {}, name=self.release_name, namespace=self.release_namespace, chart=chart_name,
+                        chart_version=chart_version, status="deployed (predicted)")
+        helm = self.module.helm(secrets=[token] if token else [])
+        try:
+            helm.upgrade_install(self.release_name, chart, self.release_namespace, values, create_namespace=False)
+        except FleetOpsError as exc:
+            done = (["created namespace %s" % plan.create_namespace] if plan.create_namespace else []) + (
+                ["wrote Secret %s/%s" % (self.secret_namespace, self.secret_name)] if plan.secret_action in ("create", "update") else [])
+            if done:
+                raise self.changed_before_failure(exc, "%s on the member" % " and ".join(done))
+            raise
+        return self._release()
+
+    def _wait_joined(self, plan, previous_heartbeat):
+        """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
+        since = previous_heartbeat if plan.changed else None
+        try:
+            member = self.module.waiter.until(
+                lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda obj: joined_since(obj, since),
+                "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
+                "Look at the member agent's log on the member; check hub_url, the CA and that %s/%s still exists on the hub" % (
+                    self.params["identity_namespace"], self.sa_name),
+            )
+        except FleetOpsError as exc:
+            if plan.changed:
+                raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(plan.reasons))
+            raise
+        return describe_member(member)
+
+    def _check_agent_namespace(self):
+        """The chart templates agent_namespace; Helm cannot take over one it did not create."""
+        namespace = self.kube.get(NAMESPACE, self.agent_namespace)
+        if namespace is None:
+            return
+        metadata = namespace.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            if self.check_mode and self.params["wait"]:
+                self.warn("check mode: namespace %s on the member is still being deleted (a previous uninstall); "
+                          "a real run waits until it is gone" % self.agent_namespace)
+                return
+            if not self.params["wait"]:
+                raise ApiError("namespace %s on the member is still being deleted" % self.agent_namespace,
+                               hint="Wait until it is gone (a previous uninstall), then re-run")
+            self.module.waiter.until(lambda: self.kube.get(NAMESPACE, self.agent_namespace), "absent",
+                                     "namespace %s on the member to finish deleting" % self.agent_namespace)
+            return
+        annotations = metadata.get("annotations") or {}
+        if tuple(annotations.get(key) for key in HELM_OWNER) != (self.release_name, self.release_namespace):
+            raise ParameterError(
+                "agent_namespace", "namespace %s already exists on the member and is not part of Helm release %s/%s" % (
+                    self.agent_namespace, self.release_namespace, self.release_name),
+                "The member-agent chart creates that namespace itself: remove the namespace, or set agent_namespace to an unused name "
+                "(an agent installed by join.sh lives in release default/member-agent)",
+            )
+
+    def _restart_agent(self, secret):
+        """The refresh-token sidecar reads the Secret only every few hours: roll the Deployment on a new token."""
+        revision = ((secret or {}).get("metadata") or {}).get("resourceVersion") or "changed"
+        patch = {"spec": {"template": {"metadata": {"annotations": {TOKEN_REVISION_ANNOTATION: revision}}}}}
+        try:
+            self.kube.patch(DEPLOYMENT, chart_fullname(self.release_name), patch, self.agent_namespace)
+        except NotFoundError:
+            return False
+        return True
+
+    # -- absent -------------------------------------------------------------------
+
+    def absent(self):
+        if self.hub_given:
+            member = self.hub.get(MEMBER_CLUSTER, self.name)
+            if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
+                self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
+                          "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
+        release = _without_values(self._release())
+        secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
+        if release is not None and not self.check_mode:
+            self.module.helm().uninstall(self.release_name, self.release_namespace)
+        if secret is not None:
+            self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
+        removed = self._remove_release_namespace()
+        if release is not None and not self.check_mode and self.params["wait"]:
+            try:
+                self.module.waiter.until(
+                    lambda: self.kube.get(NAMESPACE, self.agent_namespace), "absent",
+                    "namespace %s on the member to be deleted after the uninstall" % self.agent_namespace,
+                    "kube-controller-manager finishes namespace deletion; check for objects with finalizers in it",
+                )
+            except FleetOpsError as exc:
+                raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
+        result = {"changed": release is not None or secret is not None or bool(removed), "release": None,
+                  "secret": {"name": self.secret_name, "namespace": self.secret_namespace}, "removed_namespaces": removed}
+        before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
+        return self.finish(result, before, {"secret": {}, "release": {}})
+
+    def _remove_release_namespace(self):
+        """The release record's namespace, when this collection made it and nothing else of Helm's lives there."""
+        if self.params.get("keep_release_namespace"):
+            return []
+        namespace = self.kube.get(NAMESPACE, self.release_namespace)
+        if not made_by_collection(namespace) or (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return []
+        others = [s for s in self.kube.list(SECRET, self.release_namespace, label_selector="owner=helm")
+                  if ((s.get("metadata") or {}).get("labels") or {}).get("name") != self.release_name]
+        if others:
+            self.warn("namespace %s stays: other Helm releases keep their records there" % self.release_namespace)
+            return []
+        self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
+        return [self.release_namespace]
+
+def _without_values(release):
+    """A release for results: its values are reported separately (``values``) or not at all."""
+    if release is None:
+        return None
+    return dict((k, v) for k, v in release.items() if k != "values")

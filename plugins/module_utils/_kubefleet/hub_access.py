@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hub as the member agent sees it: its URL and CA, and whether it accepts the agent's token."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_server
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import resolve_hub_ca
+
+CLIENT_HINT = ("Check hub_url and the network path from the member to the hub, and that the CA matches the hub's "
+               "serving certificate")
+
+
+def hub_url_and_ca(module):
+    """``(url, ca_pem)`` the member agent is given: from hub_url/hub_ca_pem/hub_ca_cert, else the hub kubeconfig."""
+    params = module.params
+    settings = module.settings("hub_")
+    config, base_dir = settings.kubeconfig_dict() if params.get("hub_kubeconfig") else (None, None)
+    url = params["hub_url"] or params.get("hub_host")
+    if not url and config is not None:
+        url = kubeconfig_server(config, settings.context, param="hub_kubeconfig")
+    if not url:
+        raise ParameterError("hub_url", "the hub's API server URL is not known",
+                             "Set hub_url (as the member reaches it), or hub_kubeconfig to read it from")
+    if not url.startswith("https://"):
+        raise ParameterError("hub_url", "%r is not an https:// URL" % url)
+    ca = resolve_hub_ca(params["hub_ca_pem"], params.get("hub_ca_cert"), config, settings.context, base_dir)
+    if not ca and not params["hub_insecure_skip_tls_verify"]:
+        raise ParameterError(
+            "hub_ca_pem", "no CA for the hub is known, and the member agent needs one to trust %s" % url,
+            "Give hub_ca_pem or hub_ca_cert, or a hub_kubeconfig whose cluster has certificate-authority(-data)",
+        )
+    return url.rstrip("/"), ca
+
+
+def agent_client(url, ca_pem, token, tmpdir=None, insecure=False, proxy=None):
+    """A KubeClient that reaches the hub with the member agent's URL, CA and token."""
+    configuration = endpoint_configuration(url, ca_pem=ca_pem, token=token, proxy=proxy, validate_certs=not insecure,
+                                           tmpdir=tmpdir)
+    return KubeClient(configuration, label="hub (as the member agent would reach it)", hint=CLIENT_HINT)
+
+
+def _tls_failure(exc):
+    return "CERTIFICATE_VERIFY_FAILED" in exc.msg or "certificate verify failed" in exc.msg
+
+
+def preflight(client, url):
+    """Reach the hub as the agent would; return the identity it sees, or raise naming what to fix."""
+    try:
+        return client.whoami()
+    except ConnectionFailure as exc:
+        if _tls_failure(exc):
+            raise ConnectionFailure(
+                "preflight: the hub at %s presents a certificate the given CA does not verify (%s)" % (url, exc.msg), host=url,
+                hint="Give the CA that signed the hub API server's certificate (hub_ca_pem, hub_ca_cert or hub_kubeconfig's CA); "
+                     "the member agent would fail the same way")
+        raise ConnectionFailure("preflight: %s" % exc.msg, exc.hint, host=url)
+    except ApiError as exc:
+        if exc.status == 401:
+            raise ApiError("preflight: the hub at %s refused the member's token (401)" % url, status=401,
+                           hint="The identity token is invalid or belongs to a deleted ServiceAccount; re-run kubefleet_member_identity")
+        raise

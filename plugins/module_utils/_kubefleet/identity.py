@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""kubefleet_member_identity: the hub ServiceAccount and long-lived token Secret a member agent authenticates with."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
+    ApiError, FleetOpsError, ParameterError, WaitTimeout,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
+    NAMESPACE, SECRET, SERVICE_ACCOUNT, clean,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, default_service_account, default_token_secret, validate_member_name,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
+    desired_service_account, desired_token_secret, identity_subject, same_identity, secret_token, token_secret_problem,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
+
+
+class MemberIdentity(KubeFleetRunner):
+    """The hub-side ServiceAccount and its token Secret."""
+
+    def __init__(self, module):
+        super(MemberIdentity, self).__init__(module)
+        self.name = validate_member_name(self.params["name"])
+        self.namespace = self.params["namespace"]
+        self.sa_name = self.params["service_account_name"] or default_service_account(self.name)
+        self.secret_name = self.params["token_secret_name"] or default_token_secret(self.sa_name)
+        validate_dns_subdomain(self.sa_name, "service_account_name")
+        validate_dns_subdomain(self.secret_name, "token_secret_name")
+
+    def _identity(self):
+        return identity_subject("ServiceAccount", self.sa_name, self.namespace)
+
+    def _read(self):
+        if self.kube.get(NAMESPACE, self.namespace) is None:
+            raise ParameterError("namespace", "namespace %s does not exist on the hub" % self.namespace,
+                                 "Install the KubeFleet hub agent first (it uses %s), or name an existing namespace"
+                                 % KUBEFLEET_SYSTEM_NAMESPACE)
+        sa = self.kube.get(SERVICE_ACCOUNT, self.sa_name, self.namespace)
+        secret = self.kube.get(SECRET, self.secret_name, self.namespace)
+        if secret is not None:
+            problem = token_secret_problem(secret, self.sa_name)
+            if problem:
+                raise ParameterError("token_secret_name", "Secret %s/%s cannot be used: %s" % (self.namespace, self.secret_name, problem),
+                                     "Name another Secret with token_secret_name, or remove that one")
+        return sa, secret
+
+    def present(self):
+        sa, secret = self._read()
+        sa_after, created_sa = self._ensure_service_account(sa)
+        secret_after, created_secret = self._ensure_secret(secret, created_sa)
+        token = secret_token(secret_after)
+        if not self.check_mode and not token and self.params["wait"]:
+            try:
+                secret_after = self._wait_for_token()
+            except FleetOpsError:
+                self._roll_back(created_sa, created_secret)
+                raise
+            token = secret_token(secret_after)
+        if token and not self.params["return_token"]:
+            # Hidden values are masked everywhere in the result, so a token that was asked for cannot be hidden.
+            self.module.hide(token, (secret_after.get("data") or {}).get("token"))
+        result = {
+            "changed": created_sa or created_secret,
+            "identity": self._identity(),
+            "service_account": {"name": self.sa_name, "namespace": self.namespace,
+                                "uid": ((sa_after or {}).get("metadata") or {}).get("uid")},
+            "token_secret": {"name": self.secret_name, "namespace": self.namespace, "token_ready": bool(token)},
+        }
+        if self.params["return_token"]:
+            result["token"] = token
+        before = {"service_account": clean(sa), "token_secret": clean(secret, hide_data=True)}
+        after = {"service_account": clean(sa_after), "token_secret": clean(secret_after, hide_data=True)}
+        return self.finish(result, before, after)
+
+    def _ensure_service_account(self, sa):
+        if sa is not None:
+            return sa, False
+        if not self.params["create_service_account"]:
+            self.warn("ServiceAccount %s/%s does not exist and create_service_account is false; "
+                      "kube-controller-manager will not fill a token for it" % (self.namespace, self.sa_name))
+            return None, False
+        created = self.kube.create(SERVICE_ACCOUNT, desired_service_account(self.sa_name, self.namespace),
+                                   self.namespace, dry_run=self.check_mode)
+        return created, True
+
+    def _ensure_secret(self, secret, created_sa):
+        if secret is not None:
+            return secret, False
+        desired = desired_token_secret(self.secret_name, self.namespace, self.sa_name)
+        if self.check_mode and created_sa:
+            # The dry-run ServiceAccount does not exist, so predict the Secret rather than dry-run it.
+            return dict(desired, apiVersion="v1", kind="Secret"), True
+        return self.kube.create(SECRET, desired, self.namespace, dry_run=self.check_mode), True
+
+    def _wait_for_token(self):
+        what = "kube-controller-manager to fill the token of Secret %s/%s" % (self.namespace, self.secret_name)
+
+        def fetch():
+            return self.kube.get(SECRET, self.secret_name, self.namespace)
+
+        def done(obj):
+            return obj is None or PREDICATES["service_account_token"](obj)
+
+        try:
+            secret = self.module.waiter.until(fetch, done, what, self._token_hint())
+        except WaitTimeout as exc:
+            raise WaitTimeout("the token Secret %s/%s was never filled: %s" % (self.namespace, self.secret_name, exc.msg),
+                              self._token_hint(), last=None)
+        if secret is None:
+            raise ApiError(
+                "the token Secret %s/%s was deleted before it was filled: kube-controller-manager removes "
+                "service-account-token Secrets whose ServiceAccount %s does not exist" % (self.namespace, self.secret_name, self.sa_name),
+                hint="Create the ServiceAccount, or set create_service_account: true",
+            )
+        return secret
+
+    def _token_hint(self):
+        if self.kube.get(SERVICE_ACCOUNT, self.sa_name, self.namespace) is None:
+            return ("ServiceAccount %s/%s does not exist, so no token will ever be written; create it or set "
+                    "create_service_account: true" % (self.namespace, self.sa_name))
+        return ("Check that kube-controller-manager runs the serviceaccount-token controller "
+                "(--service-account-private-key-file), or raise wait_timeout")
+
+    def _roll_back(self, created_sa, created_secret):
+        """Remove what this run created, so a failed join leaves nothing half-made."""
+        if created_secret:
+            self.kube.delete(SECRET, self.secret_name, self.namespace)
+        if created_sa:
+            self.kube.delete(SERVICE_ACCOUNT, self.sa_name, self.namespace)
+
+    def _still_named(self):
+        """Whether a MemberCluster that is not leaving still names this identity."""
+        member = self.kube.get(MEMBER_CLUSTER, self.name)
+        return member is not None and not (member.get("metadata") or {}).get("deletionTimestamp") \
+            and same_identity((member.get("spec") or {}).get("identity"), self._identity())
+
+    def absent(self):
+        still_named = self._still_named()
+        if still_named and not self.check_mode:
+            # Not in check mode: a check run of the leave only dry-ran the MemberCluster's delete an earlier task
+            # predicted, so the MemberCluster is still here; the result's member_cluster_names_identity says it.
+            self.warn("MemberCluster %s still names this identity; its member agent loses access to the hub. "
+                      "Remove the MemberCluster first (kubefleet_member_cluster state=absent)" % self.name)
+        secret = self.kube.get(SECRET, self.secret_name, self.namespace)
+        sa = self.kube.get(SERVICE_ACCOUNT, self.sa_name, self.namespace) if self.params["create_service_account"] else None
+        if secret is not None:
+            self.kube.delete(SECRET, self.secret_name, self.namespace, dry_run=self.check_mode)
+        if sa is not None:
+            self.kube.delete(SERVICE_ACCOUNT, self.sa_name, self.namespace, dry_run=self.check_mode)
+        before = {"service_account": clean(sa), "token_secret": clean(secret, hide_data=True)}
+        result = {
+            "changed": secret is not None or sa is not None,
+            "identity": self._identity(),
+            "service_account": {"name": self.sa_name, "namespace": self.namespace, "uid": None},
+            "token_secret": {"name": self.secret_name, "namespace": self.namespace, "token_ready": False},
+            "member_cluster_names_identity": still_named,
+        }
+        return self.finish(result, before, {"service_account": {}, "token_secret": {}})

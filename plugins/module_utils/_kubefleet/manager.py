@@ -1,0 +1,289 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""KubeFleet as a fleet manager (``fleet_managers.FleetManager``): the member judged from the hub and the member.
+
+- hub: the MemberCluster (one LIST for any number of members), its conditions and the member agent's heartbeat;
+- member: the member-agent release (read from Helm's storage, no helm process), the token Secret the agent
+  uses and whether the hub accepts that token (authenticated as the agent, with the agent's own URL and CA),
+  and the agent Deployment;
+- ``decide`` (pure) turns both views and what the inventory wants into one action with its reasons.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, DEPLOYMENT, GROUP_VERSION,
+    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
+    agent_hub_endpoint, identity_username, secret_token, wanted_labels,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import describe_member, member_agent_status
+
+# A heartbeat older than this many periods means the member agent has gone quiet.
+STALE_HEARTBEAT_PERIODS = 3
+DEFAULT_HEARTBEAT_PERIOD = 60
+
+# Options member_view reads from the caller's params: ``kubefleet_<key>`` first (a module serving several
+# managers), then ``<key>`` (kubefleet_member_agent's own names), then the default.
+MEMBER_OPTIONS = {
+    "release_name": DEFAULT_RELEASE,
+    "release_namespace": DEFAULT_RELEASE_NAMESPACE,
+    "agent_namespace": KUBEFLEET_SYSTEM_NAMESPACE,
+    "secret_name": DEFAULT_HUB_SECRET,
+    "secret_namespace": DEFAULT_HUB_SECRET_NAMESPACE,
+}
+
+
+def option(params, key):
+    for name in ("kubefleet_" + key, key):
+        if params.get(name):
+            return params[name]
+    return MEMBER_OPTIONS.get(key)
+
+
+def values_cover(live, wanted):
+    """Whether the release values ``live`` hold every value in ``wanted`` (nested mappings compared key by key)."""
+    for key, value in (wanted or {}).items():
+        if isinstance(value, dict) and isinstance((live or {}).get(key), dict):
+            if not values_cover(live[key], value):
+                return False
+        elif (live or {}).get(key) != value:
+            return False
+    return True
+
+
+def heartbeat_problem(view, stale_after=None):
+    """Why the hub's last heartbeat from the member agent is too old (None when it is fresh or there is none)."""
+    age = view.get("heartbeat_age_seconds")
+    if age is None:
+        return None
+    period = view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
+    if age > STALE_HEARTBEAT_PERIODS * period:
+        return "the member agent's last heartbeat is %ds old, more than %d x heartbeatPeriodSeconds (%ds)" % (
+            age, STALE_HEARTBEAT_PERIODS, period)
+    if stale_after and age > stale_after:
+        return "the member agent's last heartbeat is %ds old, more than stale_after (%ds)" % (age, stale_after)
+    return None
+
+
+def _join_reasons(name, hub):
+    if hub is None:
+        return ["the hub has no MemberCluster named %s" % name]
+    if hub.get("leaving"):
+        return ["MemberCluster %s is leaving the fleet" % name]
+    if hub.get("joined") is not True and not hub.get("heartbeat"):
+        return ["the member agent never joined MemberCluster %s" % name]
+    return []
+
+
+def _reregister_reasons(hub, member, desired):
+    reasons = []
+    credential = member.get("credential") or {}
+    if member and not credential.get("present"):
+        reasons.append("the token Secret %s/%s is missing on the member" % (credential.get("namespace"), credential.get("name")))
+    elif credential.get("accepted") is False:
+        reasons.append("the hub rejects the member agent's token (%s)" % (credential.get("problem") or "401 Unauthorized"))
+    expected = identity_username(hub.get("identity"))
+    if credential.get("username") and expected and credential["username"] != expected:
+        reasons.append("the member agent's token authenticates as %s, but the MemberCluster names %s" % (credential["username"], expected))
+    if hub.get("joined") is False:
+        reasons.append("the hub reports the member agent as not joined")
+    stale = heartbeat_problem(hub, desired.get("stale_after"))
+    if stale:
+        reasons.append(stale)
+    if desired.get("force"):
+        reasons.append("re-registration was forced")
+    return reasons
+
+
+def _install_reasons(member):
+    release = member.get("release")
+    if not member:
+        return []
+    if release is None:
+        return ["the member-agent release is not installed on the member"]
+    if release.get("status") != "deployed":
+        return ["the member-agent release is %s, not deployed" % release.get("status")]
+    if not (member.get("deployment") or {}).get("present"):
+        return ["the member agent Deployment %s is missing on the member" % (member.get("deployment") or {}).get("name")]
+    return []
+
+
+def _upgrade_reasons(member, desired):
+    release = member.get("release") or {}
+    reasons = []
+    if desired.get("chart_version") and release.get("chart_version") != desired["chart_version"]:
+        reasons.append("chart version %s -> %s" % (release.get("chart_version"), desired["chart_version"]))
+    if desired.get("values") and not values_cover(release.get("values"), desired["values"]):
+        reasons.append("values differ")
+    expected_url = member.get("expected_hub_url")
+    if expected_url and member.get("hub_url") and member["hub_url"] != expected_url:
+        reasons.append("the member agent uses hub URL %s, not %s" % (member["hub_url"], expected_url))
+    return reasons
+
+
+def _relabel_reasons(hub, desired):
+    if not desired.get("labels") and desired.get("labels_mode") != "replace":
+        return []
+    live = hub.get("labels") or {}
+    wanted = wanted_labels(live, desired.get("labels") or {}, desired.get("labels_mode") or "merge")
+    if wanted == live:
+        return []
+    added = sorted(k for k in wanted if live.get(k) != wanted[k])
+    removed = sorted(k for k in live if k not in wanted)
+    parts = (["set %s" % ", ".join(added)] if added else []) + (["remove %s" % ", ".join(removed)] if removed else [])
+    return ["labels drift: %s" % "; ".join(parts)]
+
+
+class KubeFleet(FleetManager):
+    """KubeFleet: MemberCluster on the hub, member-agent release and hub-kubeconfig-secret on the member."""
+
+    name = "kubefleet"
+    title = "KubeFleet"
+    group_version = GROUP_VERSION
+    hub_resources = ("memberclusters", "internalmemberclusters")
+    controller = (KUBEFLEET_SYSTEM_NAMESPACE, HUB_AGENT)
+    install_hint = "apply KubeFleet's hub CRDs and install the hub-agent chart on the hub"
+
+    def read_hub(self, hub, names=None, namespace=None, label_selector=None):
+        """One LIST of MemberClusters (cluster-scoped, so ``namespace`` does not apply)."""
+        wanted = None if names is None else set(names)
+        found = {}
+        for obj in hub.list(MEMBER_CLUSTER, label_selector=label_selector):
+            name = (obj.get("metadata") or {}).get("name")
+            if wanted is None or name in wanted:
+                found[name] = obj
+        return found
+
+    def hub_view(self, hub_object, now=None):
+        if hub_object is None:
+            return None
+        member = describe_member(hub_object, now)
+        agent = [a for a in member["agents"] if a["type"] == "MemberAgent"]
+        agent = agent[0] if agent else {}
+        view = dict((key, member[key]) for key in (
+            "name", "labels", "identity", "joined", "healthy", "ready_to_join", "heartbeat_period_seconds", "leaving"))
+        view["agent_joined"] = agent.get("joined")
+        view["heartbeat"] = member_agent_status(hub_object).get("lastReceivedHeartbeat") or None
+        view["heartbeat_age_seconds"] = agent.get("heartbeat_age_seconds")
+        view["heartbeat_stale"] = heartbeat_problem(view) is not None
+        return view
+
+    def member_view(self, member, hub, params):
+        """The member's side; never holds the token (``credential.accepted`` says whether the hub takes it)."""
+        release = read_release(member, option(params, "release_name"), option(params, "release_namespace"))
+        values = (release or {}).get("values") or {}
+        url, ca, insecure, _member_name = agent_hub_endpoint(values)
+        expected_url = (params.get("hub_url") or "").rstrip("/") or None
+        if not url:
+            url = expected_url or getattr(hub, "host", None)
+        if not ca and not insecure:
+            ca = _given_ca(params, hub)
+        deployment_name = chart_fullname(option(params, "release_name"))
+        deployment = member.get(DEPLOYMENT, deployment_name, option(params, "agent_namespace"))
+        view = {
+            "release": _release_summary(release),
+            "hub_url": url,
+            "expected_hub_url": expected_url,
+            "credential": self._credential(member, params, url, ca, insecure),
+            "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
+                           "present": deployment is not None,
+                           "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0},
+        }
+        return view
+
+    def _credential(self, member, params, url, ca, insecure):
+        name, namespace = option(params, "secret_name"), option(params, "secret_namespace")
+        credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None}
+        token = secret_token(member.get(SECRET, name, namespace))
+        if not token:
+            return credential
+        credential["present"] = True
+        if not url:
+            credential["problem"] = "the hub URL the agent uses is not known"
+            return credential
+        client = hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy"))
+        try:
+            credential["username"] = client.whoami()
+            credential["accepted"] = True
+        except ApiError as exc:
+            # 401: the hub does not know the token. 403: it knows who it is (reviews are open to every user).
+            credential["accepted"] = {401: False, 403: True}.get(exc.status)
+            credential["problem"] = None if exc.status == 403 else exc.msg
+        except ConnectionFailure as exc:
+            credential["problem"] = exc.msg
+        return credential
+
+    def decide(self, name, hub_view, member_view, desired):
+        member = member_view or {}
+        desired = desired or {}
+        for action, reasons in (
+            ("join", _join_reasons(name, hub_view)),
+            ("reregister", _reregister_reasons(hub_view or {}, member, desired) if hub_view else []),
+            ("install", _install_reasons(member)),
+            ("upgrade", _upgrade_reasons(member, desired)),
+            ("relabel", _relabel_reasons(hub_view or {}, desired) if hub_view else []),
+        ):
+            if reasons:
+                return MemberState(self.name, name, hub_view, member_view, action, reasons)
+        return MemberState(self.name, name, hub_view, member_view, "none", [])
+
+    def status_row(self, hub_view):
+        if hub_view is None:
+            return None
+        if hub_view["leaving"]:
+            state = "leaving"
+        elif hub_view["joined"] and hub_view["heartbeat_stale"]:
+            state = "silent"
+        elif hub_view["joined"]:
+            state = "joined"
+        elif hub_view["ready_to_join"]:
+            state = "ready-to-join"
+        else:
+            state = "waiting"
+        healthy = None if hub_view["joined"] is None else bool(
+            hub_view["joined"] and hub_view["healthy"] is not False and not hub_view["heartbeat_stale"])
+        return {
+            "state": state, "healthy": healthy, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
+            "labels": hub_view["labels"], "joined": hub_view["joined"], "ready_to_join": hub_view["ready_to_join"],
+            "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"],
+        }
+
+
+def _release_summary(release):
+    """The release without anything bulky or secret: the hub CA is replaced by whether it is there."""
+    if release is None:
+        return None
+    summary = dict((k, release.get(k)) for k in ("name", "namespace", "revision", "status", "chart", "chart_version", "updated"))
+    values = dict(release.get("values") or {})
+    if isinstance(values.get("config"), dict) and "hubCA" in values["config"]:
+        values["config"] = dict(values["config"], hubCA=True)
+    summary["values"] = values
+    return summary
+
+
+def _given_ca(params, hub):
+    """The hub CA when the release does not say: hub_ca_pem, hub_ca_cert, else the CA file of the hub connection."""
+    if params.get("hub_ca_pem"):
+        return params["hub_ca_pem"]
+    configuration = getattr(getattr(hub, "api", None), "configuration", None)
+    for path in (params.get("hub_ca_cert"), getattr(configuration, "ssl_ca_cert", None)):
+        if path:
+            try:
+                return read_pem(path, "hub_ca_cert")
+            except FleetOpsError:
+                continue
+    return None
+
+
+MANAGER = KubeFleet()

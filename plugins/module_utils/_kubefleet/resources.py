@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""KubeFleet's API objects, names and limits, and the checks on names."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
+
+GROUP_VERSION = "cluster.kubernetes-fleet.io/v1beta1"
+MEMBER_CLUSTER = Resource(GROUP_VERSION, "MemberCluster", "memberclusters", namespaced=False)
+WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "Work", "works")
+DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
+
+KUBEFLEET_VERSION = "v0.14.0"
+# KubeFleet's own namespace: the hub agent runs there and the member identities live there on the hub;
+# the member-agent chart installs the agent into a namespace of the same name on the member.
+KUBEFLEET_SYSTEM_NAMESPACE = "fleet-system"
+HUB_AGENT = "hub-agent"
+MEMBER_NAMESPACE_PREFIX = "fleet-member-"
+MEMBER_CLUSTER_FINALIZER = "kubernetes-fleet.io/membercluster-finalizer"
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+TOKEN_REVISION_ANNOTATION = "fleetops.registration/hub-token-revision"
+# Labels that hub-side tooling sets on MemberClusters (AKS Fleet Manager sets fleet.azure.com/*);
+# labels_mode=replace keeps them.
+CONTROLLER_LABEL_PREFIXES = ("fleet.azure.com/", "kubernetes-fleet.io/")
+CHART_NAME = "member-agent"
+DEFAULT_RELEASE = "member-agent"
+DEFAULT_RELEASE_NAMESPACE = "default"
+DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"
+DEFAULT_HUB_SECRET_NAMESPACE = "default"
+# The member-agent chart's own default repositories; only the tag is pinned (the chart defaults to "main").
+DEFAULT_IMAGE_REGISTRY = "ghcr.io/azure/fleet"
+# The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).
+MAX_MEMBER_NAME = 63 - len(MEMBER_NAMESPACE_PREFIX)
+HEARTBEAT_MIN, HEARTBEAT_MAX = 1, 600
+
+
+def validate_member_name(name, param="name"):
+    """A member name the hub can build ``fleet-member-<name>`` from."""
+    if not isinstance(name, str) or not name:
+        raise ParameterError(param, "a member cluster name is required")
+    if len(name) > MAX_MEMBER_NAME:
+        raise ParameterError(
+            param, "%r is %d characters long; at most %d are allowed" % (name, len(name), MAX_MEMBER_NAME),
+            "The hub creates the namespace %s<name>, which must fit in 63 characters" % MEMBER_NAMESPACE_PREFIX,
+        )
+    try:
+        validate_dns_label(name, param)
+    except ParameterError:
+        raise ParameterError(
+            param, "%r is not a valid member cluster name" % (name,),
+            "Use lower-case letters, digits and '-', starting and ending with a letter or digit "
+            "(the hub derives the namespace %s<name> from it)" % MEMBER_NAMESPACE_PREFIX,
+        )
+    return name
+
+
+def member_namespace(name):
+    return MEMBER_NAMESPACE_PREFIX + name
+
+
+def default_service_account(name):
+    """The identity name KubeFleet's documentation and join script use."""
+    return name + "-hub-cluster-access"
+
+
+def default_token_secret(service_account):
+    return service_account + "-token"
+
+
+def validate_heartbeat(value, param="heartbeat_period_seconds"):
+    if isinstance(value, bool) or not isinstance(value, int) or not HEARTBEAT_MIN <= value <= HEARTBEAT_MAX:
+        raise ParameterError(
+            param, "%r is out of range" % (value,),
+            "Give whole seconds from %d to %d (the MemberCluster API's limits)" % (HEARTBEAT_MIN, HEARTBEAT_MAX),
+        )
+    return value
+
+
+def chart_fullname(release, chart_name=CHART_NAME):
+    """The chart's ``member-agent.fullname`` (the Deployment's name)."""
+    name = release if chart_name in release else "%s-%s" % (release, chart_name)
+    return name[:63].rstrip("-")

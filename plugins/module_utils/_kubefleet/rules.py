@@ -1,0 +1,305 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure KubeFleet rules: identities, MemberCluster changes, the member agent's values and plan.
+
+Nothing here talks to a cluster; every function is unit tested with plain data.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_ca_pem, read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY,
+    KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
+)
+
+
+# -- identity ------------------------------------------------------------------
+
+def identity_subject(kind, name, namespace=None, param="identity_kind"):
+    """The rbac Subject a MemberCluster names as its identity."""
+    if kind == "ServiceAccount":
+        if not namespace:
+            raise ParameterError("identity_namespace", "a ServiceAccount identity needs a namespace")
+        validate_dns_subdomain(name, "identity_name")
+        return {"kind": "ServiceAccount", "name": name, "namespace": namespace, "apiGroup": ""}
+    if kind in ("User", "Group"):
+        if not name:
+            raise ParameterError("identity_name", "a %s identity needs a name" % kind)
+        return {"kind": kind, "name": name, "apiGroup": "rbac.authorization.k8s.io"}
+    raise ParameterError(param, "must be ServiceAccount, User or Group, got %r" % (kind,))
+
+
+def _normal_subject(subject):
+    subject = dict(subject or {})
+    default_group = "" if subject.get("kind") == "ServiceAccount" else "rbac.authorization.k8s.io"
+    return (subject.get("kind"), subject.get("name"), subject.get("namespace") or "", subject.get("apiGroup") or default_group)
+
+
+def same_identity(current, desired):
+    """Whether two rbac Subjects are the same (an omitted apiGroup means its kind's default)."""
+    return _normal_subject(current) == _normal_subject(desired)
+
+
+def service_account_username(namespace, name):
+    """The user name the API server gives a ServiceAccount's token."""
+    return "system:serviceaccount:%s:%s" % (namespace, name)
+
+
+def identity_username(identity):
+    """The user name the hub should report for a token of ``identity`` (None for a Group)."""
+    identity = identity or {}
+    if identity.get("kind") == "ServiceAccount":
+        return service_account_username(identity.get("namespace"), identity.get("name"))
+    if identity.get("kind") == "User":
+        return identity.get("name")
+    return None
+
+
+def secret_token(secret):
+    """The decoded ``token`` of a Secret, or None while it is empty or missing."""
+    data = ((secret or {}).get("data") or {}).get("token")
+    return unb64(data, "token") if data else None
+
+
+def token_secret_problem(secret, service_account):
+    """Why an existing Secret cannot serve as ``service_account``'s token Secret (or None)."""
+    if secret.get("type") != SA_TOKEN_TYPE:
+        return "it has type %s, not %s" % (secret.get("type"), SA_TOKEN_TYPE)
+    owner = ((secret.get("metadata") or {}).get("annotations") or {}).get(SA_NAME_ANNOTATION)
+    if owner != service_account:
+        return "it holds the token of ServiceAccount %r, not %r" % (owner, service_account)
+    return None
+
+
+def desired_service_account(name, namespace):
+    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}}
+
+
+def desired_token_secret(name, namespace, service_account):
+    return {
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY),
+                     "annotations": {SA_NAME_ANNOTATION: service_account}},
+        "type": SA_TOKEN_TYPE,
+    }
+
+
+# -- MemberCluster -------------------------------------------------------------
+
+def _taint(index, taint, param):
+    if not isinstance(taint, dict) or not taint.get("key"):
+        raise ParameterError(param, "item %d needs a key" % index, "Give each taint as {key: ..., value: ..., effect: NoSchedule}")
+    unknown = set(taint) - set(("key", "value", "effect"))
+    if unknown:
+        raise ParameterError(param, "item %d has unknown fields %s" % (index, ", ".join(sorted(unknown))))
+    key = taint["key"]
+    problem = label_key_problem(key)
+    if problem:
+        raise ParameterError(param, "invalid taint key %r: %s" % (key, problem))
+    value = taint.get("value")
+    value = "" if value is None else str(value)
+    problem = label_value_problem(value)
+    if problem:
+        raise ParameterError(param, "invalid value for taint %r: %s" % (key, problem))
+    effect = taint.get("effect") or "NoSchedule"
+    if effect != "NoSchedule":
+        raise ParameterError(param, "taint %r has effect %r" % (key, effect), "KubeFleet supports only NoSchedule")
+    item = {"key": key, "effect": effect}
+    if value:
+        item["value"] = value
+    return item
+
+
+def normalize_taints(taints, param="taints"):
+    """Validate taints; return them as the API stores them (no empty value). None means unmanaged."""
+    if taints is None:
+        return None
+    if not isinstance(taints, list):
+        raise ParameterError(param, "expected a list of {key, value, effect} mappings")
+    result = []
+    seen = set()
+    for index, taint in enumerate(taints):
+        item = _taint(index, taint, param)
+        if (item["key"], item["effect"]) in seen:
+            raise ParameterError(param, "taint %r with effect %s is listed twice" % (item["key"], item["effect"]))
+        seen.add((item["key"], item["effect"]))
+        result.append(item)
+    return result
+
+
+def _normal_taints(taints):
+    return [dict((k, v) for k, v in t.items() if v not in (None, "")) for t in taints or []]
+
+
+def wanted_labels(live, labels, labels_mode="merge"):
+    """The MemberCluster labels the options ask for, keeping the ones hub tooling owns."""
+    return reconcile_labels(live or {}, labels, labels_mode, owned=CONTROLLER_LABEL_PREFIXES)
+
+
+def member_cluster_changes(current, name, identity, heartbeat, taints=None, labels=None, labels_mode="merge"):
+    """What to send to make the MemberCluster ``name`` match the options.
+
+    Returns ``(body, None)`` to create it, ``(None, patch)`` to merge-patch it, or
+    ``(None, None)`` when it already matches. ``taints``/``labels`` of None are left alone.
+    """
+    if current is None:
+        spec = {"identity": identity, "heartbeatPeriodSeconds": heartbeat}
+        if taints:
+            spec["taints"] = taints
+        metadata = {"name": name}
+        if labels:
+            metadata["labels"] = dict(labels)
+        return {"metadata": metadata, "spec": spec}, None
+    spec = current.get("spec") or {}
+    spec_patch = {}
+    if not same_identity(spec.get("identity"), identity):
+        spec_patch["identity"] = identity
+    if spec.get("heartbeatPeriodSeconds") != heartbeat:
+        spec_patch["heartbeatPeriodSeconds"] = heartbeat
+    if taints is not None and _normal_taints(spec.get("taints")) != taints:
+        spec_patch["taints"] = taints or None
+    patch = {}
+    if spec_patch:
+        patch["spec"] = spec_patch
+    if labels is not None:
+        live = (current.get("metadata") or {}).get("labels") or {}
+        changes = label_patch(live, wanted_labels(live, labels, labels_mode))
+        if changes:
+            patch["metadata"] = {"labels": changes}
+    return None, patch or None
+
+
+def for_diff(obj, hide_data=False):
+    """An object for a diff: server noise and status dropped (status churns with every heartbeat)."""
+    obj = clean(obj, hide_data)
+    obj.pop("status", None)
+    return obj
+
+
+# -- member agent ----------------------------------------------------------------
+
+def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=KUBEFLEET_SYSTEM_NAMESPACE,
+                 secret_name=DEFAULT_HUB_SECRET, secret_namespace=DEFAULT_HUB_SECRET_NAMESPACE, image_repository=None,
+                 image_tag=KUBEFLEET_VERSION, refresh_token_repository=None, refresh_token_tag=None,
+                 pull_policy="IfNotPresent", insecure=False, log_verbosity=None, extra=None):
+    """The member-agent chart values: ``extra`` first, the options on top."""
+    config = {"provider": "secret", "hubURL": hub_url, "memberClusterName": member_name}
+    if hub_ca_pem:
+        config["hubCA"] = b64(hub_ca_pem)
+    managed = {
+        "config": config,
+        "secret": {"name": secret_name, "namespace": secret_namespace},
+        "namespace": agent_namespace,
+        "image": {"repository": image_repository or DEFAULT_IMAGE_REGISTRY + "/member-agent",
+                  "tag": image_tag or KUBEFLEET_VERSION, "pullPolicy": pull_policy},
+        "refreshtoken": {"repository": refresh_token_repository or DEFAULT_IMAGE_REGISTRY + "/refresh-token",
+                         "tag": refresh_token_tag or image_tag or KUBEFLEET_VERSION, "pullPolicy": pull_policy},
+        "tlsClientInsecure": bool(insecure),
+        "useCAAuth": False,
+        "enableV1Alpha1APIs": False,
+        "enableV1Beta1APIs": True,
+    }
+    if log_verbosity is not None:
+        managed["logVerbosity"] = log_verbosity
+    return deep_merge(extra or {}, managed)
+
+
+def agent_hub_endpoint(values):
+    """``(hub_url, hub_ca_pem, insecure, member_name)`` the member agent uses, read from its chart values."""
+    config = (values or {}).get("config") or {}
+    ca = config.get("hubCA")
+    return (config.get("hubURL"), unb64(ca, "hubCA") if ca else None, bool((values or {}).get("tlsClientInsecure")),
+            config.get("memberClusterName"))
+
+
+def desired_hub_secret(name, namespace, token):
+    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+            "type": "Opaque", "data": {"token": b64(token)}}
+
+
+def release_view(release, values):
+    """A release as the diff shows it."""
+    if not release:
+        return {}
+    return {"chart": release.get("chart"), "chart_version": release.get("chart_version"),
+            "status": release.get("status"), "values": values or {}}
+
+
+def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=None, base_dir=None, param="hub_ca_pem"):
+    """The hub CA as PEM: the explicit text, else the CA file, else the hub kubeconfig (inline data or file)."""
+    if explicit_pem:
+        if "-----BEGIN CERTIFICATE-----" not in explicit_pem:
+            raise ParameterError(param, "is not a PEM certificate", "Give the PEM text of the hub's CA")
+        return explicit_pem
+    if ca_file:
+        return read_pem(ca_file, "hub_ca_cert")
+    if kubeconfig:
+        return kubeconfig_ca_pem(kubeconfig, context, base_dir, param="hub_kubeconfig")
+    return None
+
+
+class AgentPlan:
+    """What ``kubefleet_member_agent`` will do on the member, and why; built by ``plan_agent``."""
+
+    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespace=None):
+        self.secret_action = secret_action    # none, create, update, predict (token not known in check mode)
+        self.secret_patch = secret_patch      # the merge patch for "update"
+        self.release = release                # a helm.ReleasePlan
+        self.reasons = reasons
+        self.restart = restart                # roll the agent to pick up a new token without a Helm change
+        self.create_namespace = create_namespace  # the release record's namespace, made (and labelled) by the module
+
+    @property
+    def changed(self):
+        return self.secret_action != "none" or self.release.action != "none" or bool(self.create_namespace)
+
+    @property
+    def token_changed(self):
+        return self.secret_action in ("update", "predict") and self.secret_patch is not None
+
+
+def plan_agent(secret, desired_secret, release_plan, missing_namespace=None):
+    """Pure: from the member's Secret, the Secret wanted (None when the token is not known), the release decision
+    and the release record's namespace when it does not exist yet.
+
+    A changed token on a release that Helm leaves alone needs a restart: the refresh-token
+    sidecar reads the Secret only every few hours.
+    """
+    reasons = []
+    if missing_namespace:
+        reasons.append("the namespace %s for the release record does not exist on the member" % missing_namespace)
+    if desired_secret is None:
+        action, patch = "predict", ({} if secret is not None else None)
+        reasons.append("the identity token does not exist yet (check mode), so %s will be written" % (
+            "the member's token Secret" if secret is None else "a new token"))
+    elif secret is None:
+        action, patch = "create", None
+        reasons.append("the token Secret %s is missing on the member" % desired_secret["metadata"]["name"])
+    else:
+        patch = merge_patch(secret, desired_secret) or None
+        action = "update" if patch else "none"
+        if patch and secret_token(secret) != secret_token(desired_secret):
+            reasons.append("the token Secret %s holds another token than the hub identity's" % desired_secret["metadata"]["name"])
+        elif patch:
+            reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
+    reasons.extend(release_plan.reasons)
+    restart = action == "update" and release_plan.action == "none"
+    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespace)
+
+
+def desired_namespace(name):
+    """A namespace the collection makes on the member, labelled so that the leave removes it again."""
+    return {"metadata": {"name": name, "labels": dict(MANAGED_BY)}}
+
+
+def made_by_collection(obj):
+    """Whether the collection made ``obj`` (its managed-by label)."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""KubeFleet as a fleet manager: the hub view, the status row and decide() (pure, table-driven)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import datetime
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import manager as kfm
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
+
+UTC = datetime.timezone.utc
+NOW = datetime.datetime(2026, 11, 21, 10, 0, 0, tzinfo=UTC)
+IDENTITY = {"kind": "ServiceAccount", "name": "east-1-hub-cluster-access", "namespace": "fleet-system", "apiGroup": ""}
+USERNAME = "system:serviceaccount:fleet-system:east-1-hub-cluster-access"
+
+
+def member_cluster(joined="True", heartbeat="2026-11-21T09:59:30Z", period=15, labels=None, leaving=False, healthy="True"):
+    metadata = {"name": "east-1", "labels": {"env": "prod"} if labels is None else labels}
+    if leaving:
+        metadata["deletionTimestamp"] = "2026-11-21T09:59:00Z"
+    status = {"conditions": [{"type": "ReadyToJoin", "status": "True"}]}
+    if joined is not None:
+        status["conditions"].append({"type": "Joined", "status": joined})
+    if heartbeat:
+        status["agentStatus"] = [{"type": "MemberAgent", "lastReceivedHeartbeat": heartbeat,
+                                  "conditions": [{"type": "Joined", "status": joined or "Unknown"},
+                                                 {"type": "Healthy", "status": healthy}]}]
+    return {"metadata": metadata, "spec": {"identity": IDENTITY, "heartbeatPeriodSeconds": period}, "status": status}
+
+
+def hub(**kwargs):
+    return MANAGER.hub_view(member_cluster(**kwargs), NOW)
+
+
+HEALTHY_MEMBER = {
+    "release": {"name": "member-agent", "namespace": "default", "status": "deployed", "chart": "member-agent",
+                "chart_version": "0.1.0", "values": {"config": {"hubURL": "https://hub:6443", "hubCA": True}, "logVerbosity": 2}},
+    "hub_url": "https://hub:6443",
+    "expected_hub_url": None,
+    "credential": {"name": "hub-kubeconfig-secret", "namespace": "default", "present": True, "accepted": True,
+                   "username": USERNAME, "problem": None},
+    "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "ready_replicas": 1},
+}
+
+
+def member(**changes):
+    """HEALTHY_MEMBER with dotted-path changes, e.g. member(**{"credential.accepted": False})."""
+    view = copy.deepcopy(HEALTHY_MEMBER)
+    for path, value in changes.items():
+        target = view
+        keys = path.split(".")
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+    return view
+
+
+DESIRED = {"labels": {"env": "prod"}, "labels_mode": "merge", "stale_after": 3600, "chart_version": None, "values": {},
+           "force": False}
+
+
+def desired(**changes):
+    return dict(DESIRED, **changes)
+
+
+@pytest.mark.parametrize("hub_view,member_view,wanted,action,reason", [
+    (hub(), member(), desired(), "none", None),
+    (None, member(), desired(), "join", "has no MemberCluster named east-1"),
+    (hub(leaving=True), member(), desired(), "join", "is leaving the fleet"),
+    (hub(joined=None, heartbeat=None), member(), desired(), "join", "never joined"),
+    (hub(), member(**{"credential.present": False}), desired(), "reregister", "hub-kubeconfig-secret is missing"),
+    (hub(), member(**{"credential.accepted": False, "credential.problem": "Unauthorized"}), desired(), "reregister",
+     "rejects the member agent's token (Unauthorized)"),
+    (hub(), member(**{"credential.username": "system:serviceaccount:fleet-system:old"}), desired(), "reregister",
+     "authenticates as system:serviceaccount:fleet-system:old"),
+    (hub(heartbeat="2026-11-21T09:59:00Z"), member(), desired(), "reregister", "60s old, more than 3 x heartbeatPeriodSeconds (15s)"),
+    (hub(heartbeat="2026-11-21T09:40:00Z", period=600), member(), desired(stale_after=1000), "reregister",
+     "1200s old, more than stale_after (1000s)"),
+    (hub(joined="False"), member(), desired(), "reregister", "not joined"),
+    (hub(), member(), desired(force=True), "reregister", "forced"),
+    (hub(), member(release=None), desired(), "install", "release is not installed"),
+    (hub(), member(**{"release.status": "failed"}), desired(), "install", "failed, not deployed"),
+    (hub(), member(**{"deployment.present": False}), desired(), "install", "Deployment member-agent is missing"),
+    (hub(), member(), desired(chart_version="0.2.0"), "upgrade", "chart version 0.1.0 -> 0.2.0"),
+    (hub(), member(), desired(values={"logVerbosity": 5}), "upgrade", "values differ"),
+    (hub(), member(expected_hub_url="https://hub.example:6443"), desired(), "upgrade", "uses hub URL https://hub:6443"),
+    (hub(), member(), desired(labels={"env": "dev"}), "relabel", "labels drift: set env"),
+    (hub(labels={"env": "prod", "old": "x"}), member(), desired(labels_mode="replace"), "relabel", "remove old"),
+    (hub(labels={"env": "prod", "fleet.azure.com/location": "x"}), member(), desired(labels_mode="replace"), "none", None),
+    (hub(), {}, desired(), "none", None),   # the member was not read: decide from the hub alone
+])
+def test_decide(hub_view, member_view, wanted, action, reason):
+    state = MANAGER.decide("east-1", hub_view, member_view, wanted)
+    assert isinstance(state, MemberState)
+    assert state.action == action, state.reasons
+    assert state.action in ACTIONS
+    if reason is None:
+        assert state.reasons == []
+        assert state.healthy
+    else:
+        assert any(reason in text for text in state.reasons), state.reasons
+    assert state.as_dict()["manager"] == "kubefleet"
+
+
+def test_decide_takes_the_most_fundamental_action():
+    broken = member(release=None, **{"credential.present": False})
+    assert MANAGER.decide("east-1", hub(), broken, desired(labels={"env": "dev"})).action == "reregister"
+    assert MANAGER.decide("east-1", None, broken, desired()).action == "join"
+
+
+def test_hub_view():
+    view = hub()
+    assert view == {
+        "name": "east-1", "labels": {"env": "prod"}, "identity": IDENTITY, "joined": True, "healthy": True,
+        "ready_to_join": True, "heartbeat_period_seconds": 15, "leaving": False, "agent_joined": True,
+        "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False,
+    }
+    assert MANAGER.hub_view(None) is None
+    assert hub(heartbeat="2026-11-21T09:59:14Z")["heartbeat_stale"] is True   # 46s > 3 x 15s
+
+
+@pytest.mark.parametrize("kwargs,state,healthy", [
+    ({}, "joined", True),
+    ({"heartbeat": "2026-11-21T09:50:00Z"}, "silent", False),
+    ({"healthy": "False"}, "joined", False),
+    ({"leaving": True}, "leaving", True),
+    ({"joined": None, "heartbeat": None}, "ready-to-join", None),
+    ({"joined": "False"}, "ready-to-join", False),
+])
+def test_status_row(kwargs, state, healthy):
+    row = MANAGER.status_row(hub(**kwargs))
+    assert row["state"] == state
+    assert row["healthy"] is healthy
+    assert set(("state", "healthy", "last_contact_age_seconds", "labels")) <= set(row)
+    assert row["labels"] == {"env": "prod"}
+
+
+def test_the_manager_implements_the_interface():
+    assert isinstance(MANAGER, FleetManager)
+    for method in ("read_hub", "hub_view", "member_view", "decide", "status_row"):
+        assert getattr(type(MANAGER), method) is not getattr(FleetManager, method), method
+    assert (MANAGER.name, MANAGER.title, MANAGER.group_version) == ("kubefleet", "KubeFleet", "cluster.kubernetes-fleet.io/v1beta1")
+    assert list(MANAGER.hub_resources) == ["memberclusters", "internalmemberclusters"]
+    assert MANAGER.controller == ("fleet-system", "hub-agent")
+    assert MANAGER.install_hint
+
+
+class FakeHub:
+    """Counts LISTs; pure data, no API (read_hub's filtering only)."""
+
+    def __init__(self, items):
+        self.items = items
+        self.calls = []
+
+    def list(self, resource, namespace=None, label_selector=None):
+        self.calls.append((resource.plural, namespace, label_selector))
+        return self.items
+
+
+def test_read_hub_is_one_list_filtered_by_name():
+    items = [member_cluster(), dict(member_cluster(), metadata={"name": "west-2"})]
+    fake = FakeHub(items)
+    assert list(MANAGER.read_hub(fake, names=["east-1", "nowhere"])) == ["east-1"]
+    assert sorted(MANAGER.read_hub(fake)) == ["east-1", "west-2"]
+    MANAGER.read_hub(fake, label_selector="env=prod")
+    assert fake.calls == [("memberclusters", None, None), ("memberclusters", None, None), ("memberclusters", None, "env=prod")]
+
+
+@pytest.mark.parametrize("live,wanted,covered", [
+    ({"a": 1, "b": {"c": 2, "d": 3}}, {"b": {"c": 2}}, True),
+    ({"a": 1}, {"a": 2}, False),
+    ({"a": 1}, {"b": {"c": 1}}, False),
+    (None, {}, True),
+])
+def test_values_cover(live, wanted, covered):
+    assert kfm.values_cover(live, wanted) is covered
+
+
+def test_option_prefers_the_kubefleet_prefixed_name():
+    assert kfm.option({}, "release_name") == "member-agent"
+    assert kfm.option({"release_name": "a"}, "release_name") == "a"
+    assert kfm.option({"release_name": "a", "kubefleet_release_name": "b"}, "release_name") == "b"
