@@ -18,7 +18,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "fleetops.registration"
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_PAIR = re.compile(r"[\s,]*([^=,\s]+)\s*=[ \t]*([^,\s]*)[ \t]*(?:[,\n]|$)")
+_PAIR = re.compile(r"[\s,]*([^=,\s]+)\s*=[ \t]*([^,\s]*)[ \t]*(?:[,\n]|$|(?=[^\s,]))")
 
 
 def label_key_problem(key):

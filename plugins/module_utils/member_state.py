@@ -17,7 +17,7 @@ import string
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10

@@ -88,11 +88,12 @@ table:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus, fleet_status_argument_spec
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def main():
-    module = FleetModule(argument_spec=fleet_status_argument_spec())
+    module = FleetModule(argument_spec=merge(AUTH, fleet_status_argument_spec()))
     run_module(module, lambda m: FleetStatus(m).run())
 
 

@@ -109,19 +109,18 @@ created_namespaces:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.hub import HubPrepare
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def main():
-    module = FleetModule(
-        argument_spec=dict(
-            backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
-            backend_namespaces=dict(type="dict", default={}),
-            namespaces=dict(type="list", elements="str", default=[]),
-            check_controllers=dict(type="bool", default=True),
-        ),
-    )
+    module = FleetModule(argument_spec=merge(AUTH, dict(
+        backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
+        backend_namespaces=dict(type="dict", default={}),
+        namespaces=dict(type="list", elements="str", default=[]),
+        check_controllers=dict(type="bool", default=True),
+    )))
     run_module(module, lambda m: HubPrepare(m).run())
 
 

@@ -152,11 +152,12 @@ run_id:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo, member_info_argument_spec
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def main():
-    module = FleetModule(argument_spec=member_info_argument_spec(), hub_auth=True)
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, member_info_argument_spec()))
     run_module(module, lambda m: MemberInfo(m).run())
 
 

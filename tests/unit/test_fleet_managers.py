@@ -5,6 +5,7 @@ import inspect
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member)]
@@ -36,5 +37,7 @@ def test_registered_manager_describes_itself(name):
 
 
 def test_unknown_manager_is_a_parameter_error_listing_the_known_ones():
-    with pytest.raises(Exception, match="backends: unknown fleet manager 'ocm'.*kubefleet, rancher_fleet"):
+    with pytest.raises(ParameterError) as caught:
         registry.manager("ocm")
+    assert caught.value.param == "backends"
+    assert caught.value.message() == "backends: unknown fleet manager 'ocm'. Use one of: kubefleet, rancher_fleet"

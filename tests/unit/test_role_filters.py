@@ -8,10 +8,11 @@ from ansible_collections.fleetops.registration.plugins.filter.survey_labels impo
 
 
 @pytest.mark.parametrize("given, expected", [
-    ({"env": "prod", " tier ": 1}, {"env": "prod", "tier": 1}),
+    ({"env": "prod", " tier ": 1, "ok": True}, {"env": "prod", "tier": "1", "ok": "true"}),
     ('{"env": "prod", "region": "eu"}', {"env": "prod", "region": "eu"}),
     ("env=prod, region=eu", {"env": "prod", "region": "eu"}),
     ("env=prod\nregion=eu\n", {"env": "prod", "region": "eu"}),
+    ("env=prod region=eu", {"env": "prod", "region": "eu"}),
     ("team=", {"team": ""}),
     ("", {}),
     ("   ", {}),
@@ -22,9 +23,10 @@ def test_survey_labels_accepts_mapping_json_and_pairs(given, expected):
 
 
 @pytest.mark.parametrize("given, fragment", [
-    ("env prod", "key=value"),
-    ("{not json", "JSON object"),
-    ('["a"]', "JSON object"),
+    ("env prod", "labels: 'env prod' is not key=value.*env=dev,tier=web"),
+    ("{not json", "labels: is not valid JSON.*JSON object"),
+    ('{"a": [1]}', "labels: invalid value for label 'a'"),
+    ("Bad Key=1", "key=value"),
 ])
 def test_survey_labels_says_how_to_write_labels(given, fragment):
     with pytest.raises(AnsibleFilterError, match=fragment):

@@ -77,11 +77,11 @@ class RancherFleet(FleetManager):
     install_hint = ("Install Rancher Fleet on the hub: helm install fleet-crd then fleet (charts from "
                     "https://rancher.github.io/fleet-helm-charts/) into cattle-fleet-system")
 
-    def read_hub(self, hub, names=None, namespace=None):
+    def read_hub(self, hub, names=None, namespace=None, label_selector=None):
         """``{Cluster name: Cluster}`` in ``namespace`` (all namespaces when None), ONE LIST; only ``names`` when given."""
         wanted = set(names) if names is not None else None
         found = {}
-        for obj in hub.list(CLUSTER, namespace):
+        for obj in hub.list(CLUSTER, namespace, label_selector=label_selector):
             name = (obj.get("metadata") or {}).get("name")
             if wanted is None or name in wanted:
                 found[name] = obj
