@@ -63,6 +63,9 @@ options:
       - HTTP(S) proxy URL to reach the API server through.
       - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
     type: str
+notes:
+  - An empty string given for an optional option means the option is not set (its default applies), as role
+    defaults, AWX surveys and C(module_defaults) pass it.
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0

@@ -23,6 +23,17 @@ from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig i
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
 
+def unset_empty_strings(params, spec):
+    """An empty string given for an optional option means "not set": its default applies.
+
+    Role defaults, AWX surveys and ``module_defaults`` pass ``""`` for an option nobody filled in, so tasks need no
+    ``default(omit, true)`` on every line.
+    """
+    for name, option in spec.items():
+        if params.get(name) == "" and not option.get("required"):
+            params[name] = option.get("default")
+
+
 class FleetModule(AnsibleModule):
     """AnsibleModule plus the collection's shared options and clients.
 
@@ -35,6 +46,7 @@ class FleetModule(AnsibleModule):
         spec = merge(AUTH, HUB_AUTH if hub_auth else None, WAIT if wait else None, HELM if helm else None, argument_spec)
         kwargs.setdefault("supports_check_mode", True)
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
+        unset_empty_strings(self.params, spec)
         if not HAS_KUBERNETES:
             self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
         self._clients = {}

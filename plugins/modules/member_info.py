@@ -78,7 +78,7 @@ options:
     type: path
   agent_chart_versions:
     description:
-      - The agent chart version wanted per fleet manager, for example C({rancher_fleet: 0.16.0}); a release of
+      - The agent chart version wanted per fleet manager, for example C(rancher_fleet=0.16.0); a release of
         another version gives the action C(upgrade).
     type: dict
     default: {}
