@@ -44,7 +44,7 @@ class MemberState:
     def __init__(self, manager, name, hub, member, action="none", reasons=None):
         self.manager = manager
         self.name = name
-        self.hub = hub or {}
+        self.hub = hub
         self.member = member or {}
         if action not in ACTIONS:
             raise ValueError("unknown member action %r" % action)

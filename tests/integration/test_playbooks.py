@@ -188,7 +188,8 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
                             if r["spec"].get("clientID") == client_ids["member1"])
     again = playbook(lab, "join_cluster.yml", "--limit", "member1", "-e", "member_join_fleet_agent_stale_after=-1",
                      "-e", '{"member_join_backends": ["rancher_fleet"]}', tmp_path=tmp_path)
-    assert re.search(r"member1: rancher_fleet %s/member1: agent re-registered \(silent for \d+s\), checked in, ready" % FLEET_NS,
+    assert re.search(r"member1: rancher_fleet %s/member1: agent re-registered \(the agent last checked in \d+s ago, more than "
+                     r"stale_after \(-1s\)\), checked in, ready" % FLEET_NS,
                      again.output), again.output[-3000:]
     cluster = hub.fleet_cluster("member1")
     assert cluster["spec"]["clientID"] == client_ids["member1"]

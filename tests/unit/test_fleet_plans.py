@@ -164,7 +164,11 @@ WANT = {"labels": {"env": "dev"}, "labels_mode": "merge", "stale_after": 3600, "
 def test_hub_view_and_status_row():
     assert HUB["seen_age_seconds"] == 60 and HUB["checked_in"] and HUB["ready"] and HUB["client_id"] == "abc"
     row = MANAGER.status_row(HUB)
-    assert row["last_seen"] == "2026-01-02T11:59:00Z" and row["bundles_ready"] == "1/1" and row["seen_age_seconds"] == 60
+    assert row["last_seen"] == "2026-01-02T11:59:00Z" and row["bundles_ready"] == "1/1" and row["last_contact_age_seconds"] == 60
+    assert row["state"] == "checked-in" and row["healthy"] is True
+    waiting = MANAGER.status_row(dict(HUB, checked_in=False, last_seen=None, ready=False, seen_age_seconds=None))
+    assert waiting["state"] == "waiting" and waiting["healthy"] is None and waiting["last_contact_age_seconds"] is None
+    assert MANAGER.status_row(dict(HUB, deleting=True))["state"] == "deleting"
     assert MANAGER.hub_view(None) is None and MANAGER.status_row(None) is None
 
 

@@ -76,8 +76,10 @@ def status_row(view):
     """One row of the fleet status table from a hub view (None: the hub has no Cluster for the member)."""
     if view is None:
         return None
+    state = "deleting" if view["deleting"] else "checked-in" if view["checked_in"] else "waiting"
     return {
-        "checked_in": view["checked_in"], "ready": view["ready"], "state": view["state"], "last_seen": view["last_seen"],
-        "seen_age_seconds": view["seen_age_seconds"], "bundles_ready": view["bundles_ready"], "labels": view["labels"],
-        "deleting": view["deleting"],
+        "state": state, "healthy": bool(view["ready"]) if view["checked_in"] else None,
+        "last_contact_age_seconds": view["seen_age_seconds"], "labels": view["labels"],
+        "checked_in": view["checked_in"], "ready": view["ready"], "fleet_state": view["state"], "last_seen": view["last_seen"],
+        "bundles_ready": view["bundles_ready"], "deleting": view["deleting"],
     }
