@@ -204,7 +204,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     status = playbook(lab, "cluster_status.yml", tmp_path=tmp_path)
     assert status.changed("fleet-hub") == 0
     for member in members:
-        row = re.search(r'"%s +yes +\| checked-in yes .*\| joined +yes .*\| (?P<labels>[^"]*)"' % member, status.output)
+        row = re.search(r'"%s +yes +\| checked-in +yes .*\| joined +yes .*\| (?P<labels>[^"]*)"' % member, status.output)
         assert row, status.output[-3000:]
         assert sorted(row.group("labels").split(",")) == ["env=lab", "member=%s" % member]
 
