@@ -314,7 +314,7 @@ def _all_keys(data):
 
 def test_agent_values_overrides_for_air_gapped_sites():
     values = rules.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma", image_tag="v9",
-                             refresh_token_repository="reg.local/rt", pull_policy="Never")
+                                refresh_token_repository="reg.local/rt", pull_policy="Never")
     assert values["image"] == {"repository": "reg.local/ma", "tag": "v9", "pullPolicy": "Never"}
     assert values["refreshtoken"] == {"repository": "reg.local/rt", "tag": "v9", "pullPolicy": "Never"}
 

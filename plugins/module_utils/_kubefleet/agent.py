@@ -307,6 +307,7 @@ class MemberAgent(KubeFleetRunner):
         self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
         return [self.release_namespace]
 
+
 def _without_values(release):
     """A release for results: its values are reported separately (``values``) or not at all."""
     if release is None:
