@@ -56,8 +56,18 @@ class ChartSource:
         """Chart.yaml of a local chart directory (name, version), or None."""
         if not self.local or not os.path.isdir(self.ref):
             return None
-        with open(os.path.join(self.ref, "Chart.yaml")) as handle:
-            return yaml.safe_load(handle)
+        path = os.path.join(self.ref, "Chart.yaml")
+        if not os.path.isfile(path):
+            raise ParameterError(self.param, "%s has no Chart.yaml, so it is not a chart directory" % self.ref,
+                                 "Point it at the chart's own directory (the one holding Chart.yaml)")
+        with open(path) as handle:
+            try:
+                metadata = yaml.safe_load(handle)
+            except yaml.YAMLError:
+                metadata = None
+        if not isinstance(metadata, dict):
+            raise ParameterError(self.param, "%s is not a valid Chart.yaml" % path, "Point it at a Helm chart directory")
+        return metadata
 
     def identity(self):
         """``(chart name, desired version)``: the one chart-version rule for every agent.
@@ -214,32 +224,46 @@ def release_from_storage(payload, namespace):
     }
 
 
+def read_releases(kube, namespace, selector="owner=helm"):
+    """``{release name: release}`` (each at its newest revision) from Helm's storage Secrets, in one LIST."""
+    newest = {}
+    for secret in kube.list(SECRET, namespace, label_selector=selector):
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        try:
+            revision = int(labels.get("version") or 0)
+        except ValueError:
+            continue
+        name = labels.get("name")
+        if name and (name not in newest or revision > newest[name][0]):
+            newest[name] = (revision, secret)
+    releases = {}
+    for name, (_revision, secret) in newest.items():
+        data = (secret.get("data") or {}).get("release")
+        if not data:
+            continue
+        try:
+            payload = decode_release(data)
+        except (ValueError, TypeError, OSError) as exc:
+            raise HelmError("cannot decode Helm's record of release %s/%s (Secret %s): %s" % (
+                namespace, name, secret["metadata"]["name"], exc), "Inspect it with helm history %s -n %s" % (name, namespace))
+        releases[name] = release_from_storage(payload, namespace)
+    return releases
+
+
 def read_release(kube, name, namespace):
     """The newest revision of release ``name`` from Helm's own storage Secrets (one LIST, no helm process), or None.
 
     Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
     ``values`` are the user-supplied values and may carry secrets: the caller hides them.
     """
-    newest = None
-    for secret in kube.list(SECRET, namespace, label_selector="owner=helm,name=%s" % name):
-        labels = (secret.get("metadata") or {}).get("labels") or {}
-        try:
-            revision = int(labels.get("version") or 0)
-        except ValueError:
-            continue
-        if newest is None or revision > newest[0]:
-            newest = (revision, secret)
-    if newest is None:
+    return read_releases(kube, namespace, "owner=helm,name=%s" % name).get(name)
+
+
+def release_view(release):
+    """A release without its values (safe to return): name, namespace, revision, status, chart, versions, updated."""
+    if not release:
         return None
-    data = (newest[1].get("data") or {}).get("release")
-    if not data:
-        return None
-    try:
-        payload = decode_release(data)
-    except (ValueError, TypeError, OSError) as exc:
-        raise HelmError("cannot decode Helm's record of release %s/%s (Secret %s): %s" % (
-            namespace, name, newest[1]["metadata"]["name"], exc), "Inspect it with helm history %s -n %s" % (name, namespace))
-    return release_from_storage(payload, namespace)
+    return dict((k, v) for k, v in release.items() if k != "values")
 
 
 class ReleasePlan:

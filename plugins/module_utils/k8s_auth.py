@@ -15,7 +15,9 @@ import os
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import check_context, load_kubeconfig
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
+    check_context, kubeconfig_ca_pem, kubeconfig_server, load_kubeconfig, read_pem,
+)
 
 AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
 
@@ -45,6 +47,20 @@ class ConnectionSettings:
         if self.kubeconfig is None:
             return None, None
         return load_kubeconfig(self.kubeconfig, param=self.param("kubeconfig"))
+
+    def server_and_ca(self):
+        """``(server URL, CA PEM)`` this connection uses, read without connecting: ``host`` or the kubeconfig's server,
+        ``ca_cert`` or the kubeconfig's CA (inline or file). Either may be None."""
+        url = self.host
+        ca = read_pem(self.ca_cert, self.param("ca_cert")) if self.ca_cert else None
+        if self.kubeconfig:
+            config, base_dir = self.kubeconfig_dict()
+            check_context(config, self.context, self.param("context"))
+            if not url:
+                url = kubeconfig_server(config, self.context, self.param("kubeconfig"))
+            if ca is None:
+                ca = kubeconfig_ca_pem(config, self.context, base_dir, self.param("kubeconfig"))
+        return url, ca
 
     def _overrides(self):
         return any(getattr(self, k) not in (None, "") for k in ("host", "api_key", "ca_cert", "client_cert", "client_key", "proxy")) \

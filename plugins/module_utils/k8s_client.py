@@ -57,6 +57,7 @@ NAMESPACE = Resource("v1", "Namespace", "namespaces", namespaced=False)
 SECRET = Resource("v1", "Secret", "secrets")
 SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
 CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
+DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
 
@@ -128,7 +129,7 @@ class KubeClient:
                                 status=404, reason="ApiNotServed",
                                 hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
         if exc.status == 404:
-            return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason)
+            return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason, kind=(details or {}).get("kind"))
         if exc.status in (401, 403):
             hint = "The credentials were refused; check the token or certificate and its RBAC permissions"
             return ApiError("%s: %s" % (what, message), status=exc.status, reason=reason, hint=hint)
@@ -254,13 +255,29 @@ class Outcome:
         self.after = after
 
 
-def ensure_object(kube, resource, desired, check_mode=False, hide_data=False):
-    """Create ``desired`` or patch the live object towards it; server-side dry run in check mode."""
+def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, warn=None):
+    """Create ``desired`` or patch the live object towards it; server-side dry run in check mode.
+
+    In check mode, a namespace that does not exist yet (an earlier task of the same run would create
+    it, but it only ran as a dry run) makes the creation a predicted change: ``warn`` is told, and
+    the predicted object is ``desired`` itself. Outside check mode that is an error naming the namespace.
+    """
     metadata = desired["metadata"]
     namespace = metadata.get("namespace")
     current = kube.get(resource, metadata["name"], namespace)
     if current is None:
-        after = kube.create(resource, desired, namespace, dry_run=check_mode)
+        try:
+            after = kube.create(resource, desired, namespace, dry_run=check_mode)
+        except NotFoundError as exc:
+            if exc.details.get("kind") != "namespaces":
+                raise
+            if not check_mode:
+                raise NotFoundError("namespace %s does not exist on the %s" % (namespace, kube.label), status=404, reason="NotFound",
+                                    hint="Create it first (hub_prepare with namespaces: [%s] does)" % namespace)
+            if warn:
+                warn("namespace %s does not exist yet; assuming an earlier task creates it, %s %s would be created there"
+                     % (namespace, resource.kind, metadata["name"]))
+            return Outcome(True, None, clean(dict(desired, apiVersion=resource.api_version, kind=resource.kind), hide_data))
         return Outcome(True, None, clean(after, hide_data))
     patch = merge_patch(current, desired)
     if not patch:

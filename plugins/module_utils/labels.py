@@ -13,6 +13,10 @@ import re
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+# Objects this collection creates carry this label.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "fleetops.registration"
+
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PAIR = re.compile(r"[\s,]*([^=,\s]+)\s*=[ \t]*([^,\s]*)[ \t]*(?:[,\n]|$)")
 

@@ -22,15 +22,30 @@ description:
     or the hub connection (O(hub_host) or the server of O(hub_kubeconfig); O(hub_ca_cert) or the kubeconfig's CA, inline
     C(certificate-authority-data) or the C(certificate-authority) file it names). A missing CA is the usual cause of
     C(x509 - certificate signed by unknown authority) (fleet#687).
-  - Idempotent without the helm-diff plugin - the release's user values and chart version are compared with the desired
-    ones, and Helm runs only when they differ (or the release is not C(deployed)).
+  - Idempotent without the helm-diff plugin - the release is read from Helm's own records on the cluster (no helm process),
+    its user values and chart version are compared with the desired ones, and Helm runs only when they differ, when the
+    release is not C(deployed), or when the member is broken - the agent Deployment is gone, or the agent has neither its hub
+    credential nor a bootstrap Secret to register with (Helm then recreates what its manifest holds).
+  - The desired chart version is O(chart_version), else the version of a local chart; a local chart whose version differs
+    from O(chart_version) is refused. A repository or OCI chart without O(chart_version) is installed at its latest version,
+    and an installed release's version is then not compared.
+  - B(Preflight) (O(preflight), on by default) - before Helm runs, the module connects to the hub's C(apiServerURL) with the
+    C(apiServerCA) and the registration token the agent will get, and asks the hub who the token is (a SelfSubjectReview).
+    A URL that does not answer, a CA that does not verify the hub, or a token the hub refuses fails the task naming the
+    option to fix, with nothing installed. A token read from the hub (O(token_name)) must also exist and not be expired
+    (Fleet deletes expired tokens).
+  - B(Truthful failures) - a task that changed the release and then failed reports C(changed=true) and says what it left.
+    A fresh install whose agent never checks in within O(wait_timeout) is uninstalled again, unless
+    O(keep_failed_install=true).
   - The registration token travels to Helm in a C(0600) values file, never on a command line, and never appears in the
     result, a log or the diff.
   - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
     and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
   - C(state=absent) uninstalls the release (and Fleet's C(fleet-agent-<cluster>) release, if any) and deletes the agent's hub
-    credential Secret C(fleet-agent) that the agent wrote itself (Helm would leave it behind). The Cluster on the hub is
-    removed with M(fleetops.registration.fleet_cluster).
+    credential Secret C(fleet-agent) that the agent wrote itself (Helm would leave it behind). It then deletes the namespace
+    C(cattle-fleet-system) when this module created it, or when nothing of value is left in it (no other workloads,
+    volume claims, Secrets or ConfigMaps than the agent's own), unless O(keep_namespace=true); otherwise it warns naming
+    what it kept the namespace for. The Cluster on the hub is removed with M(fleetops.registration.fleet_cluster).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -41,10 +56,14 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Runs Helm with a server-side dry run, so chart validation errors show up without changing anything.
+    description:
+      - Predicts from the plan (the release as Helm recorded it against the desired chart and values), without running Helm,
+        so it works on a fresh member.
+      - When the token's values do not exist yet (a O(token_name) or O(values_file) an earlier task would create, but
+        it ran in check mode too), the install is predicted with a warning instead of failing.
   diff_mode:
     support: full
-    description: Shows the chart version and the values with the registration token redacted.
+    description: Shows the chart version, the release status and the values with the registration token redacted.
 options:
   state:
     description:
@@ -109,12 +128,32 @@ options:
       - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
     type: bool
     default: false
+  preflight:
+    description:
+      - Before Helm runs, check the hub as the agent will see it (URL, CA and registration token, see above).
+      - Turn it off only when the member reaches the hub by a way the host running the task does not.
+    type: bool
+    default: true
+  keep_failed_install:
+    description:
+      - Keep a release this task installed even when its agent never checked in within O(wait_timeout) (to debug it).
+      - By default such a fresh install is uninstalled again, so a failed join leaves nothing on the member.
+    type: bool
+    default: false
+  keep_namespace:
+    description:
+      - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
+    type: bool
+    default: false
   chart_ref:
     description:
       - Required with state C(present). For example C(fleet-agent) with O(chart_repo_url=https://rancher.github.io/fleet-helm-charts/),
         an C(oci://) mirror, or a local copy of the chart (such as C(charts/fleet-agent) of the C(github.com/rancher/fleet)
         Go module).
 notes:
+  - A re-run repairs a member whose release was uninstalled or failed, or whose agent Deployment is gone. A member whose
+    credential Secret was deleted or is refused by the hub needs a new registration (a new token, O(state=absent) then
+    O(state=present)), which the C(member_join) role does when the C(member_info) decision says C(reregister).
   - A registered agent keeps its own hub credential and does not re-register when upgraded; the registration token only
     matters for the first registration (and after the credential is removed with C(state=absent)).
 seealso:
@@ -168,12 +207,32 @@ chart_version:
   description: The chart version the release should have.
   returned: when state is present
   type: str
+action:
+  description: What Helm did, or would do in check mode - C(none), C(install) or C(upgrade).
+  returned: when state is present
+  type: str
+  sample: upgrade
+preflight_user:
+  description: The user the hub saw for the registration token in the preflight (null when the hub does not tell).
+  returned: when the preflight ran and the hub told
+  type: str
+  sample: system:serviceaccount:clusters:import-token-x
+removed_namespace:
+  description: Whether the namespace C(cattle-fleet-system) was (or in check mode would be) deleted.
+  returned: when state is absent
+  type: bool
+namespace_kept_for:
+  description: Why C(cattle-fleet-system) was kept (the objects found in it, or C(keep_namespace)).
+  returned: when state is absent
+  type: list
+  elements: str
+  sample: ["ConfigMap site-settings"]
 reasons:
   description: Why Helm ran (empty when nothing changed).
   returned: when state is present
   type: list
   elements: str
-  sample: ["values differ"]
+  sample: ["the agent Deployment fleet-agent is missing"]
 values:
   description: The chart values given to Helm, with the registration token redacted.
   returned: when state is present
@@ -199,13 +258,14 @@ removed_credential:
   type: bool
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet import AgentBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent import AgentRunner
 
 
 def main():
     module = FleetModule(
-        argument_spec=dict(
+        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, dict(
             state=dict(type="str", choices=["present", "absent"], default="present"),
             release_name=dict(type="str", default="fleet-agent"),
             release_namespace=dict(type="str", default="cattle-fleet-system"),
@@ -218,15 +278,15 @@ def main():
             client_id=dict(type="str"),
             values=dict(type="dict"),
             wait=dict(type="bool", default=False),
-        ),
-        hub_auth=True,
-        wait=True,
-        helm=True,
+            preflight=dict(type="bool", default=True),
+            keep_failed_install=dict(type="bool", default=False),
+            keep_namespace=dict(type="bool", default=False),
+        )),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
         required_if=[("state", "present", ("token_name", "values_file"), True)],
     )
-    run_module(module, lambda m: AgentBackend(m).run())
+    run_module(module, lambda m: AgentRunner(m).run())
 
 
 if __name__ == "__main__":

@@ -32,7 +32,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Uses a server-side dry run for the Cluster and the Secret.
+    description:
+      - Uses a server-side dry run for the Cluster and the Secret.
+      - In a namespace that does not exist yet (an earlier task would create it, but ran in check mode too), the creation
+        is predicted with a warning instead of failing.
   diff_mode:
     support: full
     description: Shows the Cluster and the kubeconfig Secret with its data hidden.
@@ -129,9 +132,10 @@ EXAMPLES = r'''
       region: eu
   register: edge
 
-- name: Install the agent with that client ID
+- name: Install the agent with that client ID (the hub options have no environment fallback, so name the hub kubeconfig)
   fleetops.registration.fleet_agent:
     context: edge-01
+    hub_kubeconfig: ~/.kube/config
     hub_context: hub
     token_name: new-token
     token_namespace: clusters
@@ -205,13 +209,14 @@ cluster:
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet import ClusterBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import ClusterRunner
 
 
 def main():
     module = FleetModule(
-        argument_spec=dict(
+        argument_spec=merge(AUTH, WAIT, dict(
             name=dict(type="str", required=True),
             namespace=dict(type="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -225,11 +230,10 @@ def main():
             agent_api_server_url=dict(type="str"),
             agent_api_server_ca=dict(type="str"),
             wait=dict(type="bool", default=False),
-        ),
-        wait=True,
+        )),
         mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content")],
     )
-    run_module(module, lambda m: ClusterBackend(m).run())
+    run_module(module, lambda m: ClusterRunner(m).run())
 
 
 if __name__ == "__main__":

@@ -150,21 +150,22 @@ clusters:
       returned: when include_registrations is true
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet import ClusterInfoBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import ClusterInfoRunner
 
 
 def main():
     module = FleetModule(
-        argument_spec=dict(
+        argument_spec=merge(AUTH, dict(
             name=dict(type="str"),
             namespace=dict(type="str"),
             label_selector=dict(type="str"),
             include_registrations=dict(type="bool", default=False),
-        ),
+        )),
         required_by={"name": ("namespace",)},
     )
-    run_module(module, lambda m: ClusterInfoBackend(m).run())
+    run_module(module, lambda m: ClusterInfoRunner(m).run())
 
 
 if __name__ == "__main__":

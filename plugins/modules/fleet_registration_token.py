@@ -20,7 +20,11 @@ description:
   - The values (they hold the registration token) are returned only when O(return_values=true); otherwise they never
     appear in the result, a log or a diff.
   - When the module creates a token whose Secret never appears within O(wait_timeout), it deletes the token again, so a
-    failed run leaves nothing half-made.
+    failed run leaves nothing half-made; when even that delete fails (the hub went away), the failure says so, reports
+    C(changed=true) and names the token to delete (or leave to O(prune) in a later run).
+  - Tokens the module creates are labelled C(app.kubernetes.io/managed-by=fleetops.registration) (and
+    C(fleetops.registration/run=<run_id>) with O(run_id)), and annotated C(fleetops.registration/expires) with their
+    expiry, so a later run can find and remove them with O(prune).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -29,7 +33,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Uses a server-side dry run; a token that does not exist yet has no values to return or write.
+    description:
+      - Uses a server-side dry run; a token that does not exist yet has no values to return or write.
+      - In a namespace that does not exist yet (an earlier task such as M(fleetops.registration.hub_prepare) would create it,
+        but ran as a dry run), the creation is predicted with a warning instead of failing.
   diff_mode:
     support: full
     description: Shows the token object; its values are never part of the diff.
@@ -38,8 +45,8 @@ options:
     description:
       - Name of the token; Fleet names its values Secret the same.
       - At most 63 characters (Fleet copies the name into a label value).
+      - Required unless O(prune=true), which may run alone (for example from C(member_leave) or C(hub_prepare)).
     type: str
-    required: true
   namespace:
     description:
       - Namespace of the token on the hub. Clusters that register with it are created in this namespace
@@ -71,6 +78,28 @@ options:
       - Write the values.yaml to this path with mode C(0600) (created that way, never readable by others).
       - Reported as changed only when the content (or the file mode) differs.
     type: path
+  run_id:
+    description:
+      - An identifier of the run that creates the token (for example the AWX job id), set as the label
+        C(fleetops.registration/run) on a token this module creates. An existing token keeps its labels.
+      - O(prune) removes the tokens of other runs.
+    type: str
+  prune:
+    description:
+      - Also delete this collection's tokens in O(namespace) (those labelled
+        C(app.kubernetes.io/managed-by=fleetops.registration)) that expired, or that another run left behind (a
+        different C(fleetops.registration/run) label) and are older than O(prune_grace) seconds. O(name) itself is kept
+        (with O(state=present)). Tokens not created by this collection are never touched.
+      - Deleting a token lets Fleet delete its values Secret, ServiceAccount, token Secret, Role and RoleBinding.
+      - A run that was killed mid-join leaves a live token behind; the next run with O(prune=true) removes it.
+    type: bool
+    default: false
+  prune_grace:
+    description:
+      - Age in seconds a token of another run must reach before O(prune) deletes it.
+      - Default - 0 when O(run_id) is given (every other run's token goes); without O(run_id) only expired tokens go unless
+        O(prune_grace) is set. Set it longer than a run when several runs share a namespace at the same time.
+    type: int
   wait:
     description:
       - Wait for Fleet's values Secret (state C(present)) or for the token to be gone (state C(absent)).
@@ -104,6 +133,22 @@ EXAMPLES = r'''
   register: token
   no_log: true
 
+- name: A token labelled with the run that made it; tokens earlier runs left behind are removed
+  fleetops.registration.fleet_registration_token:
+    context: hub
+    name: "join-{{ tower_job_id | default('manual') }}"
+    namespace: clusters
+    ttl: 1h
+    run_id: "{{ tower_job_id | default('manual') }}"
+    prune: true
+
+- name: Only remove expired or left-behind tokens of this collection (for example after a leave)
+  fleetops.registration.fleet_registration_token:
+    context: hub
+    namespace: clusters
+    prune: true
+    prune_grace: 7200
+
 - name: Revoke the token once the clusters are registered
   fleetops.registration.fleet_registration_token:
     context: hub
@@ -115,7 +160,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 name:
-  description: Name of the token.
+  description: Name of the token (null when only pruning).
   returned: always
   type: str
   sample: new-token
@@ -156,25 +201,40 @@ values_dest_changed:
   description: Whether the values file was (or in check mode would be) written or removed.
   returned: when values_dest is given
   type: bool
+run_id:
+  description: The run label of the token (C(fleetops.registration/run)), null when it has none.
+  returned: always
+  type: str
+  sample: "4711"
+pruned:
+  description: Tokens O(prune) deleted (or would delete in check mode), with the reason.
+  returned: when prune is true
+  type: list
+  elements: dict
+  sample: [{"name": "fleetops-join-x1", "reason": "left by run 4710"}]
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet import TokenBackend
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.token import TokenRunner
 
 
 def main():
     module = FleetModule(
-        argument_spec=dict(
-            name=dict(type="str", required=True),
+        argument_spec=merge(AUTH, WAIT, dict(
+            name=dict(type="str"),
             namespace=dict(type="str", required=True),
             ttl=dict(type="str"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             return_values=dict(type="bool", default=False),
             values_dest=dict(type="path"),
-        ),
-        wait=True,
+            run_id=dict(type="str"),
+            prune=dict(type="bool", default=False),
+            prune_grace=dict(type="int"),
+        )),
+        required_if=[("prune", False, ("name",))],
     )
-    run_module(module, lambda m: TokenBackend(m).run())
+    run_module(module, lambda m: TokenRunner(m).run())
 
 
 if __name__ == "__main__":

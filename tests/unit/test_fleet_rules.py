@@ -7,7 +7,8 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.fleetops.registration.plugins.module_utils import fleet
+from ansible_collections.fleetops.registration.plugins.module_utils import kubeconfig, labels, parsing
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import resources, rules, token, views
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import split_chart
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED
@@ -29,7 +30,7 @@ FLEET_VALUES = {
 
 @pytest.mark.parametrize("ttl", ["240h", "1h30m", "1.5h", "90s", "0", "500ms", "10us", u"3\u00b5s", "2562047h"])
 def test_ttl_accepts_what_the_crd_accepts(ttl):
-    assert fleet.validate_ttl(ttl) == ttl
+    assert rules.validate_ttl(ttl) == ttl
 
 
 @pytest.mark.parametrize("ttl,words", [
@@ -39,59 +40,59 @@ def test_ttl_accepts_what_the_crd_accepts(ttl):
 ])
 def test_ttl_rejects_with_the_parameter_and_the_fix(ttl, words):
     with pytest.raises(ParameterError) as err:
-        fleet.validate_ttl(ttl)
+        rules.validate_ttl(ttl)
     assert err.value.param == "ttl"
     assert words in err.value.msg
     assert "240h" in err.value.hint and "days" in err.value.hint
 
 
 def test_ttl_none_means_unset():
-    assert fleet.validate_ttl(None) is None
+    assert rules.validate_ttl(None) is None
 
 
 def test_same_ttl_compares_durations_not_text():
-    assert fleet.same_ttl("240h0m0s", "240h")
-    assert fleet.same_ttl("90m", "1h30m")
-    assert not fleet.same_ttl("1h", "2h")
-    assert fleet.same_ttl(None, None)
-    assert not fleet.same_ttl(None, "1h")
-    assert not fleet.same_ttl("garbage", "1h")
+    assert rules.same_ttl("240h0m0s", "240h")
+    assert rules.same_ttl("90m", "1h30m")
+    assert not rules.same_ttl("1h", "2h")
+    assert rules.same_ttl(None, None)
+    assert not rules.same_ttl(None, "1h")
+    assert not rules.same_ttl("garbage", "1h")
 
 
 # -- names and client IDs -----------------------------------------------------
 
 def test_names_must_fit_a_label_value():
-    assert fleet.validate_name("edge-01", "name") == "edge-01"
+    assert rules.validate_name("edge-01", "name") == "edge-01"
     with pytest.raises(ParameterError) as err:
-        fleet.validate_name("a" * 64, "name")
+        rules.validate_name("a" * 64, "name")
     assert err.value.param == "name" and "63" in err.value.msg
     with pytest.raises(ParameterError):
-        fleet.validate_name("Edge_01", "namespace")
+        rules.validate_name("Edge_01", "namespace")
 
 
 def test_generated_client_ids_are_long_random_and_valid():
-    ids = set(fleet.generate_client_id() for dummy in range(50))
+    ids = set(rules.generate_client_id() for dummy in range(50))
     assert len(ids) == 50
     for cid in ids:
         assert len(cid) == 64 and int(cid, 16) >= 0
-        assert fleet.validate_client_id(cid) == cid
+        assert rules.validate_client_id(cid) == cid
 
 
 @pytest.mark.parametrize("bad", ["", "has space", "new\nline", "-leading", "x" * 254, None])
 def test_bad_client_ids_are_refused(bad):
     with pytest.raises(ParameterError) as err:
-        fleet.validate_client_id(bad)
+        rules.validate_client_id(bad)
     assert err.value.param == "client_id"
 
 
 def test_kube_system_uid_is_a_valid_client_id():
-    assert fleet.validate_client_id("0f6f3c52-7d8c-4b9e-8a51-5cbd0a2d1e11")
+    assert rules.validate_client_id("0f6f3c52-7d8c-4b9e-8a51-5cbd0a2d1e11")
 
 
 # -- values.yaml ---------------------------------------------------------------
 
 def test_parse_values_reads_fleet_values():
-    assert fleet.parse_values(yaml.safe_dump(FLEET_VALUES)) == FLEET_VALUES
+    assert rules.parse_values(yaml.safe_dump(FLEET_VALUES)) == FLEET_VALUES
 
 
 @pytest.mark.parametrize("text,words", [
@@ -100,7 +101,7 @@ def test_parse_values_reads_fleet_values():
 ])
 def test_parse_values_explains_what_is_missing(text, words):
     with pytest.raises(ParameterError) as err:
-        fleet.parse_values(text, "values_file")
+        rules.parse_values(text, "values_file")
     assert err.value.param == "values_file"
     assert words in err.value.msg
 
@@ -108,7 +109,7 @@ def test_parse_values_explains_what_is_missing(text, words):
 def test_deep_merge_overrides_without_mutating():
     base = {"image": {"repository": "a", "tag": "1"}, "x": 1}
     over = {"image": {"tag": "2"}, "y": 2}
-    merged = fleet.deep_merge(base, over)
+    merged = parsing.deep_merge(base, over)
     assert merged == {"image": {"repository": "a", "tag": "2"}, "x": 1, "y": 2}
     assert base == {"image": {"repository": "a", "tag": "1"}, "x": 1}
 
@@ -116,7 +117,7 @@ def test_deep_merge_overrides_without_mutating():
 def test_agent_values_precedence_extra_then_token_then_explicit():
     extra = {"image": {"repository": "mirror/fleet-agent"}, "apiServerURL": "https://from-extra", "clusterNamespace": "other"}
     labels = {"env": "dev", "example": True, "replicas": 3}
-    values = fleet.build_agent_values(FLEET_VALUES, extra, api_server_url="https://explicit:6443", labels=labels, client_id="really-random")
+    values = rules.build_agent_values(FLEET_VALUES, extra, api_server_url="https://explicit:6443", labels=labels, client_id="really-random")
     assert values["image"] == {"repository": "mirror/fleet-agent"}
     assert values["clusterNamespace"] == "clusters"          # the token wins over extra values
     assert values["apiServerURL"] == "https://explicit:6443"  # an explicit setting wins over the token
@@ -127,70 +128,70 @@ def test_agent_values_precedence_extra_then_token_then_explicit():
 
 
 def test_agent_values_without_labels_or_client_id_leave_them_out():
-    values = fleet.build_agent_values(FLEET_VALUES)
+    values = rules.build_agent_values(FLEET_VALUES)
     assert "labels" not in values and "clientID" not in values
 
 
 def test_agent_values_need_an_api_server_url():
     token_values = dict(FLEET_VALUES, apiServerURL="")
     with pytest.raises(ParameterError) as err:
-        fleet.build_agent_values(token_values)
+        rules.build_agent_values(token_values)
     assert err.value.param == "api_server_url"
     assert "hub_kubeconfig" in err.value.hint
 
 
 def test_agent_values_refuse_bad_labels():
     with pytest.raises(ParameterError) as err:
-        fleet.build_agent_values(FLEET_VALUES, labels={"bad key!": "x"})
+        rules.build_agent_values(FLEET_VALUES, labels={"bad key!": "x"})
     assert err.value.param == "labels"
 
 
 def test_agent_values_refuse_another_system_namespace():
     token_values = dict(FLEET_VALUES, internal={"systemNamespace": "my-fleet-system"})
     with pytest.raises(ParameterError) as err:
-        fleet.build_agent_values(token_values)
+        rules.build_agent_values(token_values)
     assert "cattle-fleet-system" in err.value.msg
 
 
 def test_pick_api_server_order():
-    assert fleet.pick_api_server("a", "b", "c") == ("a", "parameter")
-    assert fleet.pick_api_server(None, "b", "c") == ("b", "token")
-    assert fleet.pick_api_server("", "", "c") == ("c", "hub_kubeconfig")
-    assert fleet.pick_api_server(None, None, None) == (None, None)
+    assert rules.pick_api_server("a", "b", "c") == ("a", "parameter")
+    assert rules.pick_api_server(None, "b", "c") == ("b", "token")
+    assert rules.pick_api_server("", "", "c") == ("c", "hub_kubeconfig")
+    assert rules.pick_api_server(None, None, None) == (None, None)
 
 
 def test_redacted_values_hide_the_token_and_flag_a_new_one():
-    shown = fleet.redact_values(FLEET_VALUES)
+    shown = rules.redact_values(FLEET_VALUES)
     assert shown["token"] == REDACTED
     assert shown["apiServerURL"] == FLEET_VALUES["apiServerURL"]
     assert FLEET_VALUES["token"] not in repr(shown)
     rotated = dict(FLEET_VALUES, token="another")
-    assert fleet.redact_values(rotated, FLEET_VALUES)["token"] == REDACTED + " (changed)"
-    assert fleet.redact_values(FLEET_VALUES, FLEET_VALUES)["token"] == REDACTED
-    assert fleet.redact_values(None) == {}
+    assert rules.redact_values(rotated, FLEET_VALUES)["token"] == REDACTED + " (changed)"
+    assert rules.redact_values(FLEET_VALUES, FLEET_VALUES)["token"] == REDACTED
+    assert rules.redact_values(None) == {}
 
 
 def test_release_identity_is_fixed_by_the_chart():
-    fleet.check_release_identity("cattle-fleet-system", "fleet-agent")
+    rules.check_release_identity("cattle-fleet-system", "fleet-agent")
     with pytest.raises(ParameterError) as err:
-        fleet.check_release_identity("fleet-system", "fleet-agent")
+        rules.check_release_identity("fleet-system", "fleet-agent")
     assert err.value.param == "release_namespace" and "cattle-fleet-system" in err.value.hint
     with pytest.raises(ParameterError) as err:
-        fleet.check_release_identity("cattle-fleet-system", "agent")
+        rules.check_release_identity("cattle-fleet-system", "agent")
     assert err.value.param == "release_name" and "fleet-agent" in err.value.hint
 
 
 def test_read_ca_accepts_pem_text_or_a_file(tmp_path):
-    assert fleet.read_pem(CA, "api_server_ca") == CA
+    assert kubeconfig.read_pem(CA, "api_server_ca") == CA
     path = tmp_path / "ca.pem"
     path.write_text(CA)
-    assert fleet.read_pem(str(path), "api_server_ca") == CA
-    assert fleet.read_pem(None, "api_server_ca") is None
+    assert kubeconfig.read_pem(str(path), "api_server_ca") == CA
+    assert kubeconfig.read_pem(None, "api_server_ca") is None
     with pytest.raises(ParameterError) as err:
-        fleet.read_pem(str(tmp_path / "missing.pem"), "api_server_ca")
+        kubeconfig.read_pem(str(tmp_path / "missing.pem"), "api_server_ca")
     assert err.value.param == "api_server_ca"
     with pytest.raises(ParameterError):
-        fleet.read_pem("-----BEGIN RSA PRIVATE KEY-----", "api_server_ca")
+        kubeconfig.read_pem("-----BEGIN RSA PRIVATE KEY-----", "api_server_ca")
 
 
 # -- kubeconfigs for manager-initiated registration ----------------------------------------------------
@@ -212,7 +213,7 @@ def test_portable_kubeconfig_inlines_files_relative_to_the_kubeconfig(tmp_path):
     (tmp_path / "pki" / "admin.crt").write_text("CERT")
     (tmp_path / "pki" / "admin.key").write_text("KEY")
     config = _kubeconfig(**{"client-certificate": "pki/admin.crt", "client-key": str(tmp_path / "pki" / "admin.key")})
-    doc, warnings = fleet.portable_kubeconfig(config, str(tmp_path))
+    doc, warnings = rules.portable_kubeconfig(config, str(tmp_path))
     assert warnings == []
     assert doc["current-context"] == "a"
     assert len(doc["clusters"]) == len(doc["users"]) == len(doc["contexts"]) == 1
@@ -226,7 +227,7 @@ def test_portable_kubeconfig_inlines_files_relative_to_the_kubeconfig(tmp_path):
 
 
 def test_portable_kubeconfig_picks_the_context_and_keeps_its_namespace():
-    doc, _warnings = fleet.portable_kubeconfig(_kubeconfig(token="tok-a"), None, context="b")
+    doc, _warnings = rules.portable_kubeconfig(_kubeconfig(token="tok-a"), None, context="b")
     assert doc["current-context"] == "b"
     assert doc["clusters"][0]["cluster"]["server"] == "https://b:6443"
     assert doc["users"][0]["user"] == {"token": "tok-b"}
@@ -237,60 +238,60 @@ def test_portable_kubeconfig_reads_a_token_file(tmp_path):
     (tmp_path / "token").write_text("tok-from-file\n")
     config = _kubeconfig(tokenFile=str(tmp_path / "token"))
     config["clusters"][0]["cluster"] = {"server": "https://a:6443"}
-    doc, _warnings = fleet.portable_kubeconfig(config, str(tmp_path))
+    doc, _warnings = rules.portable_kubeconfig(config, str(tmp_path))
     assert doc["users"][0]["user"] == {"token": "tok-from-file"}
 
 
 def test_portable_kubeconfig_errors_and_warnings(tmp_path):
     with pytest.raises(ParameterError) as err:
-        fleet.portable_kubeconfig(_kubeconfig(token="x"), str(tmp_path))  # pki/ca.crt missing
+        rules.portable_kubeconfig(_kubeconfig(token="x"), str(tmp_path))  # pki/ca.crt missing
     assert err.value.param == "cluster_kubeconfig" and "does not exist" in err.value.msg
     with pytest.raises(ParameterError) as err:
-        fleet.portable_kubeconfig(_kubeconfig(token="x"), None, context="nope")
+        rules.portable_kubeconfig(_kubeconfig(token="x"), None, context="nope")
     assert "no context named 'nope'" in err.value.msg
     config = _kubeconfig(exec={"command": "aws"})
     config["clusters"][0]["cluster"] = {"server": "https://a:6443"}
-    _doc, warnings = fleet.portable_kubeconfig(config, None)
+    _doc, warnings = rules.portable_kubeconfig(config, None)
     assert any("exec" in w for w in warnings)
     config = _kubeconfig()
     config["clusters"][0]["cluster"] = {"server": "https://a:6443"}
-    _doc, warnings = fleet.portable_kubeconfig(config, None)
+    _doc, warnings = rules.portable_kubeconfig(config, None)
     assert any("no credentials" in w for w in warnings)
 
 
 def test_kubeconfig_secrets_finds_the_credentials():
-    found = fleet.kubeconfig_secrets(_kubeconfig(token="tok-a", password="pw"))
+    found = kubeconfig.kubeconfig_secrets(_kubeconfig(token="tok-a", password="pw"))
     assert set(found) == {"tok-a", "pw", "tok-b"}
-    assert fleet.kubeconfig_secrets(None) == []
+    assert kubeconfig.kubeconfig_secrets(None) == []
 
 
 def test_dump_yaml_is_stable():
-    assert fleet.dump_yaml({"b": 1, "a": {"d": 2, "c": 3}}) == fleet.dump_yaml({"a": {"c": 3, "d": 2}, "b": 1})
+    assert rules.dump_yaml({"b": 1, "a": {"d": 2, "c": 3}}) == rules.dump_yaml({"a": {"c": 3, "d": 2}, "b": 1})
 
 
 # -- labels ------------------------------------------------------------------
 
 def test_label_merge_keeps_others_and_reports_drift():
     current = {"env": "dev", "team": "a", "fleet.cattle.io/cluster": "cluster-1"}
-    result, patch = fleet.desired_cluster_labels(current, {"env": "prod", "tier": "web"}, "merge")
+    result, patch = rules.desired_cluster_labels(current, {"env": "prod", "tier": "web"}, "merge")
     assert result == {"env": "prod", "team": "a", "tier": "web", "fleet.cattle.io/cluster": "cluster-1"}
     assert patch == result
-    assert fleet.label_changes(current, result) == {"added": {"tier": "web"}, "changed": {"env": "prod"}, "removed": []}
+    assert labels.label_changes(current, result) == {"added": {"tier": "web"}, "changed": {"env": "prod"}, "removed": []}
 
 
 def test_label_replace_removes_others_but_keeps_fleet_managed_labels():
     current = {"env": "dev", "team": "a", "fleet.cattle.io/cluster": "cluster-1", "management.cattle.io/cluster-name": "c-x"}
-    result, patch = fleet.desired_cluster_labels(current, {"env": "dev"}, "replace")
+    result, patch = rules.desired_cluster_labels(current, {"env": "dev"}, "replace")
     assert result == {"env": "dev", "fleet.cattle.io/cluster": "cluster-1", "management.cattle.io/cluster-name": "c-x"}
     assert patch["team"] is None and patch["env"] == "dev"
-    assert fleet.label_changes(current, result)["removed"] == ["team"]
+    assert labels.label_changes(current, result)["removed"] == ["team"]
 
 
 def test_labels_already_right_need_no_patch():
     current = {"env": "dev"}
-    assert fleet.desired_cluster_labels(current, {"env": "dev"}, "merge") == ({"env": "dev"}, None)
-    assert fleet.desired_cluster_labels(current, {"env": "dev"}, "replace") == ({"env": "dev"}, None)
-    assert fleet.desired_cluster_labels(current, None, "replace") == ({"env": "dev"}, None)
+    assert rules.desired_cluster_labels(current, {"env": "dev"}, "merge") == ({"env": "dev"}, None)
+    assert rules.desired_cluster_labels(current, {"env": "dev"}, "replace") == ({"env": "dev"}, None)
+    assert rules.desired_cluster_labels(current, None, "replace") == ({"env": "dev"}, None)
 
 
 # -- summaries -----------------------------------------------------------------
@@ -310,7 +311,7 @@ CLUSTER = {
 
 
 def test_cluster_summary_has_the_kubectl_columns_and_more():
-    summary = fleet.cluster_summary(CLUSTER)
+    summary = views.cluster_summary(CLUSTER)
     assert summary["name"] == "my-cluster" and summary["namespace"] == "clusters"
     assert summary["bundles_ready"] == "1/1"
     assert summary["last_seen"] == "2026-11-21T10:05:00Z" and summary["checked_in"] is True
@@ -323,7 +324,7 @@ def test_cluster_summary_has_the_kubectl_columns_and_more():
 def test_cluster_summary_of_a_cluster_that_never_checked_in():
     obj = {"metadata": {"name": "x", "namespace": "y"}, "spec": {},
            "status": {"agent": {"lastSeen": None}, "conditions": [{"type": "Ready", "status": "False", "reason": "WaitCheckIn"}]}}
-    summary = fleet.cluster_summary(obj)
+    summary = views.cluster_summary(obj)
     assert summary["checked_in"] is False and summary["ready"] is False
     assert summary["ready_message"] == "WaitCheckIn"
     assert summary["bundles_ready"] is None
@@ -333,7 +334,7 @@ def test_registration_summary():
     reg = {"metadata": {"name": "request-abc", "namespace": "clusters", "labels": {"fleet.cattle.io/registration-token": "new-token"}},
            "spec": {"clientID": "really-random", "clientRandom": "r", "clusterLabels": {"env": "dev"}},
            "status": {"clusterName": "my-cluster", "granted": True}}
-    summary = fleet.registration_summary(reg)
+    summary = views.registration_summary(reg)
     assert summary == {"name": "request-abc", "namespace": "clusters", "client_id": "really-random", "cluster_labels": {"env": "dev"},
                        "cluster_name": "my-cluster", "granted": True, "token_name": "new-token", "created": None}
     assert "r" not in summary.values()
@@ -341,13 +342,13 @@ def test_registration_summary():
 
 def test_values_secret_must_be_fleets_and_newer_than_the_token():
     token = {"metadata": {"creationTimestamp": "2026-11-21T10:00:00Z"}}
-    good = {"type": fleet.VALUES_SECRET_TYPE, "data": {"values": "eA=="}, "metadata": {"creationTimestamp": "2026-11-21T10:00:01Z"}}
-    assert fleet.secret_belongs_to_token(good, token)
+    good = {"type": resources.VALUES_SECRET_TYPE, "data": {"values": "eA=="}, "metadata": {"creationTimestamp": "2026-11-21T10:00:01Z"}}
+    assert rules.secret_belongs_to_token(good, token)
     stale = dict(good, metadata={"creationTimestamp": "2026-11-21T09:59:00Z"})
-    assert not fleet.secret_belongs_to_token(stale, token)
-    assert not fleet.secret_belongs_to_token(dict(good, type="Opaque"), token)
-    assert not fleet.secret_belongs_to_token(dict(good, data={}), token)
-    assert not fleet.secret_belongs_to_token(None, token)
+    assert not rules.secret_belongs_to_token(stale, token)
+    assert not rules.secret_belongs_to_token(dict(good, type="Opaque"), token)
+    assert not rules.secret_belongs_to_token(dict(good, data={}), token)
+    assert not rules.secret_belongs_to_token(None, token)
 
 
 # -- the values file -------------------------------------------------------------
@@ -358,24 +359,24 @@ def _mode(path):
 
 def test_values_file_is_private_and_changed_only_when_content_differs(tmp_path):
     path = str(tmp_path / "values.yaml")
-    assert fleet.write_values_file(path, "token: a\n", check_mode=True) is True
+    assert token.write_values_file(path, "token: a\n", check_mode=True) is True
     assert not os.path.exists(path)
-    assert fleet.write_values_file(path, "token: a\n") is True
+    assert token.write_values_file(path, "token: a\n") is True
     assert _mode(path) == 0o600
-    assert fleet.write_values_file(path, "token: a\n") is False
-    assert fleet.write_values_file(path, "token: b\n", check_mode=True) is True
+    assert token.write_values_file(path, "token: a\n") is False
+    assert token.write_values_file(path, "token: b\n", check_mode=True) is True
     assert open(path).read() == "token: a\n"
-    assert fleet.write_values_file(path, "token: b\n") is True
+    assert token.write_values_file(path, "token: b\n") is True
     assert open(path).read() == "token: b\n" and _mode(path) == 0o600
     os.chmod(path, 0o644)
-    assert fleet.write_values_file(path, "token: b\n") is True
+    assert token.write_values_file(path, "token: b\n") is True
     assert _mode(path) == 0o600
     assert [p for p in os.listdir(str(tmp_path)) if p != "values.yaml"] == []
 
 
 def test_values_file_needs_an_existing_directory(tmp_path):
     with pytest.raises(ParameterError) as err:
-        fleet.write_values_file(str(tmp_path / "nope" / "values.yaml"), "x")
+        token.write_values_file(str(tmp_path / "nope" / "values.yaml"), "x")
     assert err.value.param == "values_dest"
 
 
@@ -392,8 +393,8 @@ def test_split_chart_keeps_the_whole_version(text, expected):
 
 
 def test_manage_agent_disabled_reads_the_fleet_controller_config():
-    assert fleet.manage_agent_disabled({"data": {"config": '{"manageAgent": false, "apiServerURL": "x"}'}}) is True
-    assert fleet.manage_agent_disabled({"data": {"config": '{"manageAgent": true}'}}) is False
-    assert fleet.manage_agent_disabled({"data": {"config": '{"apiServerURL": "x"}'}}) is False  # default: on
-    assert fleet.manage_agent_disabled({"data": {"config": "not json"}}) is None
-    assert fleet.manage_agent_disabled(None) is None
+    assert rules.manage_agent_disabled({"data": {"config": '{"manageAgent": false, "apiServerURL": "x"}'}}) is True
+    assert rules.manage_agent_disabled({"data": {"config": '{"manageAgent": true}'}}) is False
+    assert rules.manage_agent_disabled({"data": {"config": '{"apiServerURL": "x"}'}}) is False  # default: on
+    assert rules.manage_agent_disabled({"data": {"config": "not json"}}) is None
+    assert rules.manage_agent_disabled(None) is None

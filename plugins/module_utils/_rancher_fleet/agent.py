@@ -1,0 +1,287 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fleet_agent: the fleet-agent Helm release on a member, from a token's values: plan -> preflight -> apply -> report."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
+    AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
+    build_agent_values, check_release_identity, checked_in_since, parse_values, pick_api_server, plan_agent, redact_values,
+    secret_belongs_to_token,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary
+
+CHECKIN_HINT = ("look at the agent's logs on the member (kubectl -n cattle-fleet-system logs -l app=fleet-agent); a wrong "
+                "apiServerURL/apiServerCA or an expired token are the usual causes")
+
+
+def _hub_hint(exc):
+    """A hub connection failure naming the options that reach the hub."""
+    return ConnectionFailure(exc.msg, "Check hub_kubeconfig, hub_context and hub_host: the hub's API server must be reachable "
+                                      "from where the task runs", **exc.details)
+
+
+class AgentRunner(AgentRemoval, Runner):
+    """fleet_agent."""
+
+    def __init__(self, module):
+        super(AgentRunner, self).__init__(module)
+        check_release_identity(self.params.get("release_namespace"), self.params.get("release_name"))
+        self.namespace = AGENT_NAMESPACE
+        self.release = AGENT_RELEASE
+        self.predicted = False  # the token's values are a check-mode assumption
+
+    def run(self):
+        if self.params["state"] == "absent":
+            return self.absent()
+        return self.present()
+
+    # -- the hub -----------------------------------------------------------------------------------
+
+    def _hub_configured(self):
+        return bool(self.params.get("hub_kubeconfig") or self.params.get("hub_host"))
+
+    def _hub(self, verb, *args):
+        try:
+            return getattr(self.module.kube("hub_"), verb)(*args)
+        except ConnectionFailure as exc:
+            raise _hub_hint(exc)
+
+    def _token_values_from_file(self):
+        path = os.path.expanduser(self.params["values_file"])
+        if not os.path.isfile(path):
+            if self.check_mode:
+                return self._assume("values file %s does not exist yet" % path)
+            raise ParameterError("values_file", "%s does not exist" % path,
+                                 "Write it with fleet_registration_token's values_dest, or read the values from the hub with token_name")
+        with open(path) as handle:
+            text = handle.read()
+        values = parse_values(text, "values_file")
+        self._hide_values(values)
+        return values
+
+    def _assume(self, what):
+        """Check mode on a fresh target: the token's values do not exist yet; predict with placeholders and say so."""
+        self.warn("%s; assuming an earlier task creates it (check mode), the agent would be installed with its values" % what)
+        self.predicted = True
+        return {"token": "predicted", "tokenName": self.params.get("token_name") or "predicted",
+                "clusterNamespace": self.params.get("token_namespace")}
+
+    def token_values(self):
+        """The registration values (a dict) from values_file or from the token's Secret on the hub."""
+        if self.params.get("values_file"):
+            return self._token_values_from_file()
+        name, namespace = self.params["token_name"], self.params.get("token_namespace")
+        if not self._hub_configured():
+            raise ParameterError("hub_kubeconfig", "reading token %s/%s needs access to the hub" % (namespace, name),
+                                 "Set hub_kubeconfig (and hub_context) or hub_host, or give values_file instead")
+        token = self._hub("get", TOKEN, name, namespace)
+        if token is None and self.check_mode:
+            return self._assume("ClusterRegistrationToken %s/%s does not exist on the hub" % (namespace, name))
+        check_token_object(token, namespace, name)
+        secret = self._hub("get", SECRET, ((token.get("status") or {}).get("secretName")) or name, namespace)
+        if not secret_belongs_to_token(secret, token):
+            if self.check_mode:
+                return self._assume("token %s/%s has no values Secret yet" % (namespace, name))
+            raise ParameterError("token_name", "token %s/%s has no values Secret yet" % (namespace, name),
+                                 "Run fleet_registration_token with wait: true first, so Fleet has written the Secret")
+        text = unb64(secret["data"][VALUES_KEY], "values")
+        self.module.hide(text)
+        values = parse_values(text, "token_name")
+        self._hide_values(values)
+        return values
+
+    def _hide_values(self, values):
+        """Mask the token of ``values`` everywhere; return the strings Helm must scrub from its messages."""
+        token = (values or {}).get("token")
+        if not token:
+            return []
+        self.module.hide(token, b64(token))
+        return [token, b64(token)]
+
+    # -- plan --------------------------------------------------------------------------------------
+
+    def desired(self):
+        """``(chart values, where apiServerURL/apiServerCA came from)``."""
+        token_values = self.token_values()
+        extra = self.params.get("values") or {}
+        for key in ("token", "tokenName"):
+            if key in extra:
+                raise ParameterError("values", "must not set %s" % key, "The registration token comes from token_name or values_file")
+        hub_url, hub_ca = (None, None)
+        if self._hub_configured() and (not (self.params.get("api_server_url") or token_values.get(API_SERVER_URL_KEY))
+                                       or not (self.params.get("api_server_ca") or token_values.get(API_SERVER_CA_KEY))):
+            hub_url, hub_ca = self.module.settings("hub_").server_and_ca()
+        url, url_source = pick_api_server(self.params.get("api_server_url"), token_values.get(API_SERVER_URL_KEY), hub_url)
+        ca, ca_source = pick_api_server(read_pem(self.params.get("api_server_ca"), "api_server_ca"),
+                                        token_values.get(API_SERVER_CA_KEY), hub_ca)
+        if url and not url.startswith("https://"):
+            raise ParameterError("api_server_url", "%r is not an https:// URL" % url, "Give the hub API server's https:// URL")
+        values = build_agent_values(token_values, extra, url, ca, self.params.get("labels"), self.params.get("client_id"))
+        return values, {"api_server_url": url_source, "api_server_ca": ca_source}
+
+    def plan(self):
+        if not self.params.get("chart_ref"):
+            raise ParameterError("chart_ref", "is required with state=present",
+                                 "Give a local chart directory or .tgz (e.g. from the rancher/fleet Go module's charts/fleet-agent), "
+                                 "an oci:// reference, or fleet-agent with chart_repo_url")
+        chart = ChartSource(self.params["chart_ref"], self.params.get("chart_repo_url"), self.params.get("chart_version"))
+        values, sources = self.desired()
+        chart_name, chart_version = chart.identity()
+        facts = read_member(self.module.kube())
+        for release in facts["releases"].values():
+            self._hide_values(release.get("values"))
+        release = facts["release"]
+        health = {"deployment": facts["deployment"] is not None, "credential": facts["credential"] is not None,
+                  "bootstrap": facts["bootstrap"] is not None}
+        plan = plan_agent(release, chart_name, chart_version, values, health)
+        if self.predicted and plan.action == ReleasePlan.NONE:
+            plan = ReleasePlan(ReleasePlan.UPGRADE, ["values would come from a token that check mode did not create"])
+        if plan.changes and facts["adopted"]:
+            # Fleet (manageAgent, its default) has adopted the agent as its own release: upgrades are Fleet's job now,
+            # and a Helm upgrade of fleet-agent would fight it over the objects' ownership.
+            self.warn("the agent on this cluster is managed by Fleet (release %s), so fleet-agent was not changed (%s); "
+                      "Fleet upgrades its agents itself, and the registration values only matter for a new registration"
+                      % (facts["adopted"][0], ", ".join(plan.reasons)))
+            plan = ReleasePlan(ReleasePlan.NONE)
+        return {"chart": chart, "chart_version": chart_version, "values": values, "sources": sources, "facts": facts,
+                "release": release, "plan": plan}
+
+    # -- apply -------------------------------------------------------------------------------------
+
+    def present(self):
+        state = self.plan()
+        plan = state["plan"]
+        if plan.changes and self.params.get("preflight") and not self.predicted:
+            state["hub_user"] = preflight(state["values"], state["sources"],
+                                          "values_file" if self.params.get("values_file") else "token_name",
+                                          proxy=(self.params.get("values") or {}).get("proxy") or None)
+        find_cluster = seen_before = None
+        if self.params.get("wait") and not self.check_mode:
+            find_cluster = self._agent_cluster_finder(state["values"])
+            if plan.changes:
+                # The previous agent's check-in must not count as the new one's (a re-registration would look done).
+                previous = find_cluster()
+                seen_before = parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+        if plan.changes and not self.check_mode:
+            self.apply(state)
+        result = self.report(state)
+        if find_cluster is not None:
+            result["cluster"] = self._wait_for_checkin(find_cluster, seen_before, plan)
+        return result
+
+    def _ensure_namespace(self):
+        """cattle-fleet-system, created (and labelled as the collection's) before Helm; a terminating one is waited out."""
+        kube = self.module.kube()
+        current = kube.get(NAMESPACE, self.namespace)
+        if current is not None and (current.get("metadata") or {}).get("deletionTimestamp"):
+            self.module.waiter.until(lambda: kube.get(NAMESPACE, self.namespace), "absent",
+                                     "namespace %s (being deleted) to go before the agent is installed again" % self.namespace,
+                                     "wait_timeout: something keeps namespace %s from being deleted; look at its finalizers" % self.namespace)
+            current = None
+        if current is None:
+            kube.create(NAMESPACE, {"metadata": {"name": self.namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
+
+    def apply(self, state):
+        helm = self.module.helm(secrets=self._hide_values(state["values"]))
+        try:
+            self._ensure_namespace()
+            helm.upgrade_install(self.release, state["chart"], self.namespace, state["values"], create_namespace=True)
+        except FleetOpsError as exc:
+            if state["plan"].action == ReleasePlan.INSTALL and helm.release(self.release, self.namespace):
+                # A first install that failed leaves a failed release behind; remove it so a re-run starts clean.
+                helm.uninstall(self.release, self.namespace)
+                exc.msg += " (the failed release was uninstalled again)"
+            elif state["plan"].action == ReleasePlan.UPGRADE:
+                exc.msg += " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release)
+                exc.details["changed"] = True
+            raise
+        state["release"] = helm.release(self.release, self.namespace)
+
+    def _agent_cluster_finder(self, values):
+        """A function returning the hub's Cluster this agent registers as (by client ID), or None."""
+        if not self._hub_configured():
+            raise ParameterError("wait", "waiting for the hub to see the cluster needs access to the hub",
+                                 "Set hub_kubeconfig (or hub_host), or wait: false")
+        client_id = values.get("clientID")
+        if not client_id:
+            kube_system = self.module.kube().get(NAMESPACE, "kube-system")
+            client_id = ((kube_system or {}).get("metadata") or {}).get("uid")
+        namespace = values.get("clusterNamespace")
+        if not client_id or not namespace:
+            raise ParameterError("wait", "cannot tell which Cluster the agent registers as", "Set client_id, or wait: false")
+
+        def fetch():
+            for cluster in self._hub("list", CLUSTER, namespace):
+                if (cluster.get("spec") or {}).get("clientID") == client_id:
+                    return cluster
+            return None
+
+        fetch.description = "the hub to see the agent with client ID %s check in to namespace %s" % (client_id, namespace)
+        return fetch
+
+    def _wait_for_checkin(self, fetch, seen_before, plan):
+        """Wait for a check-in (after a change: newer than the old agent's last one); roll a fresh install back if none comes."""
+        try:
+            cluster = self.module.waiter.until(fetch, lambda c: checked_in_since(c, seen_before), fetch.description,
+                                               "wait_timeout: " + CHECKIN_HINT)
+        except FleetOpsError as exc:
+            if plan.changes:
+                exc.details["changed"] = True
+                exc.msg += self._after_failed_checkin(plan)
+            raise
+        return cluster_summary(cluster)
+
+    def _after_failed_checkin(self, plan):
+        if plan.action != ReleasePlan.INSTALL:
+            return " (release %s/%s was upgraded and left so; a re-run retries)" % (self.namespace, self.release)
+        if self.params.get("keep_failed_install"):
+            return " (the release this run installed was kept, as keep_failed_install asks)"
+        try:
+            self.module.helm().uninstall(self.release, self.namespace)
+        except FleetOpsError as failure:
+            return (" (the release this run installed could NOT be uninstalled: %s; remove it with fleet_agent state=absent)"
+                    % failure.msg)
+        return " (the release this run installed was uninstalled again; keep_failed_install: true keeps it for debugging)"
+
+    # -- report ------------------------------------------------------------------------------------
+
+    def report(self, state):
+        plan, live = state["plan"], (state["facts"]["release"] or {}).get("values")
+        before = state["facts"]["release"]
+        after_release = state["release"] if not (self.check_mode and plan.changes) else dict(
+            release_view(before) or {"name": self.release, "namespace": self.namespace},
+            chart_version=state["chart_version"], status="deployed (predicted)")
+        result = {
+            "changed": plan.changes, "action": plan.action, "reasons": plan.reasons,
+            "release": release_view(after_release) or {"name": self.release, "namespace": self.namespace},
+            "fleet_managed_releases": state["facts"]["adopted"],
+            "chart_version": state["chart_version"],
+            "values": redact_values(state["values"]),
+            "sources": state["sources"],
+        }
+        if state.get("hub_user") is not None:
+            result["preflight_user"] = state["hub_user"]
+        diff_before = {"chart_version": before.get("chart_version"), "status": before.get("status"),
+                       "values": redact_values(live)} if before else {}
+        diff_after = {"chart_version": state["chart_version"] or (before or {}).get("chart_version"),
+                      "status": "deployed", "values": redact_values(state["values"], live)}
+        return self.finish(result, diff_before, diff_after)

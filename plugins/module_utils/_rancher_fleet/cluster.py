@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fleet_cluster and fleet_cluster_info: a predefined (agent-initiated) or imported (manager-initiated) Cluster."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, SECRET, clean, ensure_object
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig, read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
+    MANAGED_BY, MANAGED_BY_LABEL, label_changes, normalize_labels,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
+    AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
+    MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
+    choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, registration_summary
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
+    yaml = None
+
+
+class ClusterRunner(Runner):
+    """fleet_cluster: plan (the desired Cluster and Secret) -> apply -> report."""
+
+    def __init__(self, module):
+        super(ClusterRunner, self).__init__(module)
+        self.name = validate_name(self.params["name"], "name")
+        self.namespace = validate_name(self.params["namespace"], "namespace")
+        if self.params.get("kubeconfig_secret"):
+            validate_dns_subdomain(self.params["kubeconfig_secret"], "kubeconfig_secret")
+
+    def run(self):
+        if self.params["state"] == "absent":
+            return self.absent()
+        return self.report(self.apply(self.plan()))
+
+    # -- plan ------------------------------------------------------------------------------------
+
+    def _kubeconfig_text(self):
+        """The portable kubeconfig the Secret should hold, or None when none was given."""
+        source = self.params.get("cluster_kubeconfig")
+        content = self.params.get("cluster_kubeconfig_content")
+        if source is None and content is None:
+            return None
+        if content is not None:
+            param = "cluster_kubeconfig_content"
+            try:
+                config = yaml.safe_load(content)
+            except yaml.YAMLError:
+                raise ParameterError(param, "is not valid YAML", "Give the text of a kubeconfig file")
+            if not isinstance(config, dict):
+                raise ParameterError(param, "is not a kubeconfig", "Give the text of a kubeconfig file")
+            base_dir = os.getcwd()
+        else:
+            param = "cluster_kubeconfig"
+            if isinstance(source, str) and source.strip().startswith("apiVersion"):
+                raise ParameterError(param, "looks like kubeconfig text, not a path", "Pass kubeconfig text as cluster_kubeconfig_content")
+            config, base_dir = load_kubeconfig(source, param=param)
+        self.module.hide(*kubeconfig_secrets(config))
+        doc, warnings = portable_kubeconfig(config, base_dir, self.params.get("cluster_kubeconfig_context"), param)
+        self.module.hide(*kubeconfig_secrets(doc))
+        for text in warnings:
+            self.warn(text)
+        return dump_yaml(doc)
+
+    def _secret_desired(self, secret_name, kubeconfig_text):
+        data = {KUBECONFIG_KEY: b64(kubeconfig_text)}
+        if self.params.get("agent_api_server_url"):
+            data[API_SERVER_URL_KEY] = b64(self.params["agent_api_server_url"])
+        ca = read_pem(self.params.get("agent_api_server_ca"), "agent_api_server_ca")
+        if ca:
+            data[API_SERVER_CA_KEY] = b64(ca)
+        return {
+            "metadata": {"name": secret_name, "namespace": self.namespace,
+                         "labels": {MANAGED_BY_LABEL: MANAGED_BY, OWNER_CLUSTER_LABEL: self.name}},
+            "data": data,
+        }
+
+    def _check_client_id_free(self, client_id):
+        for other in self.kube.list(CLUSTER, self.namespace):
+            meta = other.get("metadata") or {}
+            if meta.get("name") != self.name and (other.get("spec") or {}).get("clientID") == client_id:
+                raise ParameterError("client_id", "is already used by Cluster %s/%s" % (self.namespace, meta.get("name")),
+                                     "Give each cluster its own client ID (or leave client_id unset to generate one); "
+                                     "two clusters with one ID would share an identity")
+
+    def _check_referenced_secret(self, secret_name):
+        existing = self.kube.get(SECRET, secret_name, self.namespace)
+        if not existing or not (existing.get("data") or {}).get(KUBECONFIG_KEY):
+            raise ParameterError("kubeconfig_secret", "Secret %s/%s %s" % (
+                self.namespace, secret_name, "has no 'value' key" if existing else "does not exist"),
+                "Create it with the kubeconfig under the key 'value' (the cluster-api format), or give cluster_kubeconfig")
+
+    def plan(self):
+        """Everything the run will make, checked before anything is changed."""
+        labels = normalize_labels(self.params["labels"], "labels") if self.params.get("labels") is not None else None
+        kubeconfig_text = self._kubeconfig_text()
+        if (self.params.get("agent_api_server_url") or self.params.get("agent_api_server_ca")) and kubeconfig_text is None:
+            raise ParameterError("agent_api_server_url", "only applies to a manager-initiated cluster",
+                                 "Give cluster_kubeconfig or cluster_kubeconfig_content too, or drop agent_api_server_url/agent_api_server_ca")
+        if self.params.get("client_id") is not None:
+            validate_client_id(self.params["client_id"])
+        current = self.kube.get(CLUSTER, self.name, self.namespace)
+        current_spec = (current or {}).get("spec") or {}
+        client_id, generated = choose_client_id(self.params.get("client_id"), current)
+        if client_id != current_spec.get("clientID"):
+            self._check_client_id_free(client_id)
+        secret_name = self.params.get("kubeconfig_secret")
+        if kubeconfig_text is not None and not secret_name:
+            secret_name = current_spec.get("kubeConfigSecret") or "%s-kubeconfig" % self.name
+        secret = self._secret_desired(secret_name, kubeconfig_text) if kubeconfig_text is not None else None
+        if secret is None and secret_name:
+            self._check_referenced_secret(secret_name)
+        desired, result_labels = desired_cluster(self.name, self.namespace, current, client_id, labels,
+                                                 self.params.get("labels_mode"), secret_name)
+        return {"current": current, "desired": desired, "secret": secret, "secret_name": secret_name, "client_id": client_id,
+                "generated": generated, "labels": labels, "result_labels": result_labels}
+
+    # -- apply -------------------------------------------------------------------------------------
+
+    def apply(self, plan):
+        secret_outcome = None
+        if plan["secret"] is not None:
+            secret_outcome = ensure_object(self.kube, SECRET, plan["secret"], check_mode=self.check_mode, hide_data=True,
+                                           warn=self.warn)
+        try:
+            outcome = ensure_object(self.kube, CLUSTER, plan["desired"], check_mode=self.check_mode, warn=self.warn)
+        except FleetOpsError as exc:
+            if secret_outcome is not None and secret_outcome.before is None and not self.check_mode:
+                self.kube.delete(SECRET, plan["secret_name"], self.namespace)
+                exc.msg += " (the kubeconfig Secret this run created was deleted again)"
+            elif secret_outcome is not None and secret_outcome.changed and not self.check_mode:
+                exc.msg += " (the kubeconfig Secret %s/%s was updated before the failure)" % (self.namespace, plan["secret_name"])
+                exc.details["changed"] = True
+            raise
+        plan["changed"] = outcome.changed or bool(secret_outcome and secret_outcome.changed)
+        plan["outcome"], plan["secret_outcome"] = outcome, secret_outcome
+        if secret_outcome is not None and not self.check_mode:
+            plan["changed"] = self._own_secret(plan["secret_name"], outcome.after) or plan["changed"]
+        plan["cluster"] = outcome.after
+        import_blocked = bool(plan["secret_name"]) and self._import_blocked()
+        if import_blocked:
+            self.warn(MANAGE_AGENT_WARNING % AGENT_NAMESPACE)
+        if self.params.get("wait") and not self.check_mode:
+            plan["cluster"] = self._wait_for_checkin(import_blocked, plan["changed"])
+        return plan
+
+    def _wait_for_checkin(self, import_blocked, changed):
+        try:
+            return self.module.waiter.until(
+                lambda: self.kube.get(CLUSTER, self.name, self.namespace), "fleet_cluster_checked_in",
+                "the agent of Cluster %s/%s to check in" % (self.namespace, self.name),
+                (MANAGE_AGENT_WARNING % AGENT_NAMESPACE) if import_blocked else
+                "wait_timeout: install the agent (fleet_agent) with this client ID, or for an imported cluster check that "
+                "Fleet's controller can reach the cluster through the kubeconfig Secret")
+        except FleetOpsError as exc:
+            if changed:
+                exc.msg += " (Cluster %s/%s was created or updated before the wait)" % (self.namespace, self.name)
+                exc.details["changed"] = True
+            raise
+
+    def _import_blocked(self):
+        """Whether the hub's Fleet is configured so that it cannot import (best effort: unreadable means no)."""
+        try:
+            return bool(manage_agent_disabled(self.kube.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE)))
+        except FleetOpsError:
+            return False
+
+    def _own_secret(self, secret_name, cluster):
+        """Make the kubeconfig Secret owned by the Cluster, so deleting the Cluster by any means removes it."""
+        uid = ((cluster or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            cluster = self.kube.get(CLUSTER, self.name, self.namespace)
+            uid = ((cluster or {}).get("metadata") or {}).get("uid")
+        secret = self.kube.get(SECRET, secret_name, self.namespace)
+        if not uid or not secret:
+            return False
+        owners = (secret.get("metadata") or {}).get("ownerReferences") or []
+        if any(o.get("uid") == uid for o in owners):
+            return False
+        owners = [o for o in owners if not (o.get("kind") == "Cluster" and o.get("apiVersion") == API_VERSION)]
+        owners.append({"apiVersion": API_VERSION, "kind": "Cluster", "name": self.name, "uid": uid})
+        self.kube.patch(SECRET, secret_name, {"metadata": {"ownerReferences": owners}}, self.namespace)
+        return True
+
+    # -- report ------------------------------------------------------------------------------------
+
+    def report(self, plan):
+        current, secret_outcome = plan["current"], plan["secret_outcome"]
+        before_labels = ((current or {}).get("metadata") or {}).get("labels")
+        result = {
+            "changed": plan["changed"],
+            "name": self.name, "namespace": self.namespace,
+            "client_id": plan["client_id"], "client_id_generated": plan["generated"],
+            "kubeconfig_secret": plan["secret_name"],
+            "label_changes": label_changes(before_labels, plan["result_labels"]) if plan["labels"] is not None else label_changes({}, {}),
+            "cluster": cluster_summary(plan["cluster"] or {}),
+        }
+        before = {"cluster": clean(current) if current else {}}
+        after = {"cluster": plan["outcome"].after or {}}
+        if secret_outcome is not None:
+            before["kubeconfig_secret"] = secret_outcome.before or {}
+            after["kubeconfig_secret"] = secret_outcome.after or {}
+        return self.finish(result, before, after)
+
+    # -- absent ------------------------------------------------------------------------------------
+
+    def _owned_secret(self, name):
+        if not name:
+            return None
+        secret = self.kube.get(SECRET, name, self.namespace)
+        labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(OWNER_CLUSTER_LABEL) == self.name:
+            return secret
+        return None
+
+    def absent(self):
+        current = self.kube.get(CLUSTER, self.name, self.namespace)
+        spec = (current or {}).get("spec") or {}
+        secret_name = spec.get("kubeConfigSecret") or self.params.get("kubeconfig_secret") or "%s-kubeconfig" % self.name
+        secret = self._owned_secret(secret_name)
+        registrations = []
+        if current is not None and spec.get("clientID"):
+            registrations = [r for r in self.kube.list(REGISTRATION, self.namespace)
+                             if (r.get("spec") or {}).get("clientID") == spec["clientID"]]
+        changed = current is not None or secret is not None
+        if current is not None:
+            self.kube.delete(CLUSTER, self.name, self.namespace, dry_run=self.check_mode)
+        if not self.check_mode:
+            # Fleet leaves ClusterRegistrations of a removed cluster behind (fleet#1651).
+            for reg in registrations:
+                self.kube.delete(REGISTRATION, reg["metadata"]["name"], self.namespace)
+        if secret is not None:
+            self.kube.delete(SECRET, secret_name, self.namespace, dry_run=self.check_mode)
+        if current is not None and self.params.get("wait") and not self.check_mode:
+            self._wait_gone()
+        result = {
+            "changed": changed, "name": self.name, "namespace": self.namespace,
+            "client_id": spec.get("clientID"),
+            "kubeconfig_secret": secret_name if secret is not None else None,
+            "removed_registrations": sorted(r["metadata"]["name"] for r in registrations),
+            "cluster": {},
+        }
+        before = {"cluster": clean(current) if current else {}}
+        if secret is not None:
+            before["kubeconfig_secret"] = clean(secret, hide_data=True)
+        return self.finish(result, before, {})
+
+    def _wait_gone(self):
+        try:
+            self.module.waiter.until(lambda: self.kube.get(CLUSTER, self.name, self.namespace), "absent",
+                                     "Cluster %s/%s to be deleted" % (self.namespace, self.name),
+                                     "wait_timeout: Fleet's controller removes its finalizer once it has cleaned up; check that it runs")
+        except FleetOpsError as exc:
+            exc.msg += " (its deletion was requested and is still pending)"
+            exc.details["changed"] = True
+            raise
+
+
+class ClusterInfoRunner(Runner):
+    """fleet_cluster_info: read-only view of Clusters (and their registrations)."""
+
+    def __init__(self, module):
+        super(ClusterInfoRunner, self).__init__(module)
+        if self.params.get("name") and not self.params.get("namespace"):
+            raise ParameterError("namespace", "is required with name", "Give the Cluster's namespace (e.g. fleet-default)")
+
+    def run(self):
+        name = self.params.get("name")
+        namespace = self.params.get("namespace")
+        if name:
+            obj = self.kube.get(CLUSTER, name, namespace)
+            items = [obj] if obj else []
+        else:
+            items = self.kube.list(CLUSTER, namespace, label_selector=self.params.get("label_selector"))
+        items.sort(key=lambda o: (o["metadata"].get("namespace"), o["metadata"]["name"]))
+        clusters = [cluster_summary(o) for o in items]
+        if self.params.get("include_registrations"):
+            regs = {}
+            for ns in sorted(set(c["namespace"] for c in clusters)):
+                for reg in self.kube.list(REGISTRATION, ns):
+                    summary = registration_summary(reg)
+                    regs.setdefault((ns, summary["client_id"]), []).append(summary)
+            for item in clusters:
+                item["registrations"] = sorted(regs.get((item["namespace"], item["client_id"]), []), key=lambda r: r["created"] or "")
+        return {"changed": False, "clusters": clusters}

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""fleet_agent state=absent: the releases, the agent's hub credential, and the namespace when nothing else is in it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
+    CONFIG_MAP, DEPLOYMENT, NAMESPACE, SECRET, Resource,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import namespace_keepers
+
+# What may be worth keeping a namespace for (Pods follow their controllers; Leases and Events never are).
+VALUABLE = (
+    DEPLOYMENT,
+    Resource("apps/v1", "StatefulSet", "statefulsets"),
+    Resource("apps/v1", "DaemonSet", "daemonsets"),
+    Resource("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    SECRET,
+    CONFIG_MAP,
+)
+
+
+class AgentRemoval:
+    """The leave half of AgentRunner (a mixin over Runner)."""
+
+    def absent(self):
+        kube = self.module.kube()
+        facts = read_member(kube)
+        releases = ([self.release] if facts["release"] else []) + facts["adopted"]
+        credential = facts["credential"]
+        if releases and not self.check_mode:
+            helm = self.module.helm()
+            for name in releases:
+                helm.uninstall(name, self.namespace)
+        if credential is not None:
+            # The agent writes its hub credential itself; Helm does not know it and would leave it behind.
+            kube.delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace, dry_run=self.check_mode)
+        namespace = self._remove_namespace(kube, facts["namespace"], changed=bool(releases or credential))
+        result = {
+            "changed": bool(releases) or credential is not None or namespace["removed"],
+            "release": release_view(facts["release"]) or {"name": self.release, "namespace": self.namespace},
+            "fleet_managed_releases": facts["adopted"],
+            "removed_credential": credential is not None,
+            "removed_namespace": namespace["removed"],
+            "namespace_kept_for": namespace["kept_for"],
+        }
+        before = {"chart_version": facts["release"].get("chart_version"), "namespace": self.namespace} if facts["release"] else {}
+        if not before and facts["namespace"] is not None and namespace["removed"]:
+            before = {"namespace": self.namespace}
+        return self.finish(result, before, {})
+
+    def _remove_namespace(self, kube, current, changed):
+        """Delete cattle-fleet-system when the collection created it or nothing of value is left in it (unless kept)."""
+        if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+            return {"removed": False, "kept_for": []}
+        if self.params.get("keep_namespace"):
+            return {"removed": False, "kept_for": ["keep_namespace"]}
+        ours = ((current.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+        keepers = [] if ours else namespace_keepers(
+            dict((resource.kind, kube.list(resource, self.namespace)) for resource in VALUABLE))
+        if keepers:
+            self.warn("namespace %s was left in place: it holds %s, which this module did not create"
+                      % (self.namespace, ", ".join(keepers)))
+            return {"removed": False, "kept_for": keepers}
+        kube.delete(NAMESPACE, self.namespace, dry_run=self.check_mode)
+        if self.params.get("wait") and not self.check_mode:
+            try:
+                self.module.waiter.until(lambda: kube.get(NAMESPACE, self.namespace), "absent",
+                                         "namespace %s to be deleted" % self.namespace,
+                                         "wait_timeout: look at the namespace's finalizers and what is left in it")
+            except FleetOpsError as exc:
+                exc.details["changed"] = True
+                exc.msg += " (the agent was removed%s; the namespace's deletion is pending)" % ("" if changed else " before")
+                raise
+        return {"removed": True, "kept_for": []}

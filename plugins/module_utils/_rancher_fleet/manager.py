@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rancher Fleet as a fleet manager: the member judged from the hub's Cluster and from the member itself."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import labels_drift, normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
+    API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES,
+)
+
+
+def _release_reasons(member):
+    release = member.get("release")
+    if release is None:
+        return [("install", "the fleet-agent release is not installed on the member")]
+    if release.get("status") != "deployed":
+        return [("install", "the fleet-agent release %s is %s, not deployed" % (release.get("name"), release.get("status")))]
+    return []
+
+
+def _agent_reasons(member):
+    found = []
+    if not member.get("credential"):
+        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) is missing on the member"))
+    elif member.get("credential_accepted") is False:
+        found.append(("reregister", "the hub refuses the agent's credential (401)"))
+    elif not member.get("credential_usable"):
+        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) holds no usable kubeconfig"))
+    if member.get("release") is not None and not member.get("deployment"):
+        found.append(("install", "the agent Deployment fleet-agent is missing on the member"))
+    return found
+
+
+def _hub_reasons(name, hub, desired):
+    if hub is None:
+        return [("join", "the hub has no Cluster %s" % name)]
+    if not hub.get("checked_in"):
+        return [("join", "the agent of Cluster %s has never checked in" % name)]
+    found = []
+    stale_after = desired.get("stale_after")
+    age = hub.get("seen_age_seconds")
+    if stale_after and age is not None and age > int(stale_after):
+        found.append(("reregister", "the agent last checked in %ds ago, more than stale_after (%ds)" % (age, int(stale_after))))
+    if hub.get("deleting"):
+        found.append(("join", "Cluster %s is being deleted" % name))
+    return found
+
+
+def _wanted_reasons(hub, member, desired):
+    found = []
+    if desired.get("force"):
+        found.append(("reregister", "force asks for a new registration"))
+    release = member.get("release") or {}
+    version = desired.get("chart_version")
+    if version and release and release.get("chart_version") != version and not member.get("fleet_managed_releases"):
+        found.append(("upgrade", "chart version %s -> %s" % (release.get("chart_version"), version)))
+    labels = desired.get("labels")
+    if hub is not None and labels is not None and labels_drift(hub.get("labels"), normalize_labels(labels),
+                                                               desired.get("labels_mode") or "merge", MANAGED_LABEL_PREFIXES):
+        found.append(("relabel", "the Cluster's labels differ from the inventory's"))
+    return found
+
+
+class RancherFleet(FleetManager):
+    name = "rancher_fleet"
+    title = "Rancher Fleet"
+    group_version = API_VERSION
+    hub_resources = ("clusters", "clusterregistrationtokens", "clusterregistrations")
+    controller = ("cattle-fleet-system", "fleet-controller")
+    install_hint = ("Install Rancher Fleet on the hub: helm install fleet-crd then fleet (charts from "
+                    "https://rancher.github.io/fleet-helm-charts/) into cattle-fleet-system")
+
+    def read_hub(self, hub, names=None, namespace=None):
+        """``{Cluster name: Cluster}`` in ``namespace`` (all namespaces when None), ONE LIST; only ``names`` when given."""
+        wanted = set(names) if names is not None else None
+        found = {}
+        for obj in hub.list(CLUSTER, namespace):
+            name = (obj.get("metadata") or {}).get("name")
+            if wanted is None or name in wanted:
+                found[name] = obj
+        return found
+
+    def hub_view(self, hub_object, now=None):
+        return views.hub_view(hub_object, now)
+
+    def member_view(self, member, hub, params):
+        """From the member: the agent release, its Deployment, its credential and whether the hub accepts it.
+
+        ``params``: ``check_credential`` (default True) and ``proxy`` (how the credential's hub URL is reached).
+        Never returns values, the token or the kubeconfig.
+        """
+        params = params or {}
+        facts = member_side.read_member(member)
+        check = None
+        endpoint = member_side.credential_endpoint(facts["credential"])
+        if endpoint is not None and params.get("check_credential", True):
+            check = member_side.check_credential(endpoint[0], endpoint[1], endpoint[2], proxy=params.get("proxy"))
+        return member_side.member_view(facts, check)
+
+    def decide(self, name, hub_view, member_view, desired):
+        """Pure: the most urgent action (in ACTIONS order) and every reason found, hub side and member side."""
+        desired = desired or {}
+        member = member_view or {}
+        found = _hub_reasons(name, hub_view, desired)
+        if member_view is not None:
+            found += _release_reasons(member) + _agent_reasons(member)
+        found += _wanted_reasons(hub_view, member, desired)
+        if not found:
+            return MemberState(self.name, name, hub_view, member_view, "none", [])
+        action = min((a for a, _r in found), key=ACTIONS.index)
+        return MemberState(self.name, name, hub_view, member_view, action, [reason for _a, reason in found])
+
+    def status_row(self, hub_view):
+        return views.status_row(hub_view)
+
+
+MANAGER = RancherFleet()

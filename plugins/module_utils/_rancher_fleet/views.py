@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the collection reports about Rancher Fleet's hub objects."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
+
+def cluster_summary(obj):
+    """One Cluster as ``kubectl get clusters.fleet.cattle.io`` shows it, and more."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    display = status.get("display") or {}
+    agent = status.get("agent") or {}
+    ready = condition(obj, "Ready")
+    return {
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "labels": metadata.get("labels") or {},
+        "client_id": spec.get("clientID"),
+        "kube_config_secret": spec.get("kubeConfigSecret"),
+        "paused": bool(spec.get("paused")),
+        "bundles_ready": display.get("readyBundles"),
+        "state": display.get("state"),
+        "last_seen": agent.get("lastSeen"),
+        "checked_in": bool(agent.get("lastSeen")),
+        "agent_namespace": agent.get("namespace"),
+        "cluster_namespace": status.get("namespace"),
+        "api_server_url": status.get("apiServerURL"),
+        "ready": ready.get("status") == "True",
+        "ready_status": ready.get("status"),
+        "ready_message": ready.get("message") or ready.get("reason"),
+        "conditions": status.get("conditions") or [],
+        "summary": status.get("summary") or {},
+        "resource_counts": status.get("resourceCounts") or {},
+        "created": metadata.get("creationTimestamp"),
+        "deleting": bool(metadata.get("deletionTimestamp")),
+    }
+
+
+def registration_summary(obj):
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return {
+        "name": metadata.get("name"),
+        "namespace": metadata.get("namespace"),
+        "client_id": spec.get("clientID"),
+        "cluster_labels": spec.get("clusterLabels") or {},
+        "cluster_name": status.get("clusterName"),
+        "granted": bool(status.get("granted")),
+        "token_name": (metadata.get("labels") or {}).get("fleet.cattle.io/registration-token"),
+        "created": metadata.get("creationTimestamp"),
+    }
+
+
+
+def hub_view(obj, now=None):
+    """The plain facts the hub knows of one member's Cluster (None when there is none)."""
+    if not obj:
+        return None
+    summary = cluster_summary(obj)
+    view = dict((key, summary[key]) for key in (
+        "name", "namespace", "labels", "client_id", "last_seen", "checked_in", "ready", "ready_message", "state",
+        "bundles_ready", "api_server_url", "deleting"))
+    view["seen_age_seconds"] = age_seconds(summary["last_seen"], now)
+    return view
+
+
+def status_row(view):
+    """One row of the fleet status table from a hub view (None: the hub has no Cluster for the member)."""
+    if view is None:
+        return None
+    return {
+        "checked_in": view["checked_in"], "ready": view["ready"], "state": view["state"], "last_seen": view["last_seen"],
+        "seen_age_seconds": view["seen_age_seconds"], "bundles_ready": view["bundles_ready"], "labels": view["labels"],
+        "deleting": view["deleting"],
+    }

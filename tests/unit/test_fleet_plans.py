@@ -1,0 +1,206 @@
+"""Rancher Fleet decisions that are pure: token labels/expiry/pruning, the agent's plan, namespace leftovers,
+the Cluster's desired state, preflight's token check, and the manager's decide()."""
+
+import datetime
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import preflight, rules, views
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER
+
+UTC = datetime.timezone.utc
+NOW = datetime.datetime(2026, 1, 2, 12, 0, 0, tzinfo=UTC)
+OURS = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+
+
+def _token(name, created="2026-01-02T11:00:00Z", labels=None, ttl=None, expires=None, annotations=None):
+    token = {"metadata": {"name": name, "creationTimestamp": created, "labels": labels or {}, "annotations": annotations or {}},
+             "spec": {}, "status": {}}
+    if ttl:
+        token["spec"]["ttl"] = ttl
+    if expires:
+        token["status"]["expires"] = expires
+    return token
+
+
+def test_token_metadata_labels_new_tokens_only_and_annotates_expiry():
+    new = rules.token_metadata("t", "ns", None, run_id="job-42", ttl="1h", now=NOW)
+    assert new["labels"] == dict(OURS, **{"fleetops.registration/run": "job-42"})
+    assert new["annotations"] == {"fleetops.registration/expires": "2026-01-02T13:00:00Z"}
+    existing = rules.token_metadata("t", "ns", _token("t", labels=OURS), run_id="job-43", ttl="2h")
+    assert "labels" not in existing  # a later run does not take the token over
+    assert existing["annotations"] == {"fleetops.registration/expires": "2026-01-02T13:00:00Z"}
+    foreign = rules.token_metadata("t", "ns", _token("t"), ttl="2h")
+    assert "labels" not in foreign and "annotations" not in foreign
+    assert rules.token_metadata("t", "ns", None, ttl="0", now=NOW)["annotations"] == {"fleetops.registration/expires": None}
+    assert "annotations" not in rules.token_metadata("t", "ns", None, now=NOW)
+
+
+@pytest.mark.parametrize("value", ["", "has space", "x" * 64, 5])
+def test_run_id_must_fit_a_label(value):
+    with pytest.raises(ParameterError) as err:
+        rules.validate_run_id(value)
+    assert err.value.param == "run_id"
+
+
+def test_token_expiry_sources():
+    assert rules.token_expiry(_token("a", expires="2026-01-02T11:30:00Z")) == datetime.datetime(2026, 1, 2, 11, 30, tzinfo=UTC)
+    annotated = _token("b", annotations={"fleetops.registration/expires": "2026-01-02T11:45:00Z"})
+    assert rules.token_expiry(annotated) == datetime.datetime(2026, 1, 2, 11, 45, tzinfo=UTC)
+    assert rules.token_expiry(_token("c", ttl="90m")) == datetime.datetime(2026, 1, 2, 12, 30, tzinfo=UTC)
+    assert rules.token_expiry(_token("d")) is None
+    assert rules.token_expiry(_token("e", ttl="0")) is None
+
+
+def test_prunable_tokens_only_ours_expired_or_other_runs():
+    tokens = [
+        _token("expired", labels=OURS, expires="2026-01-02T11:59:00Z"),
+        _token("other-run", labels=dict(OURS, **{"fleetops.registration/run": "old"}), ttl="24h"),
+        _token("this-run", labels=dict(OURS, **{"fleetops.registration/run": "now"}), ttl="24h"),
+        _token("young-other", created="2026-01-02T11:59:30Z", labels=dict(OURS, **{"fleetops.registration/run": "old"})),
+        _token("users-own", expires="2026-01-02T11:00:00Z"),
+        _token("keep-me", labels=OURS, expires="2026-01-02T11:00:00Z"),
+    ]
+    assert rules.prunable_tokens(tokens, keep="keep-me", run_id="now", grace=60, now=NOW) == [
+        ("expired", "expired at 2026-01-02T11:59:00Z"), ("other-run", "left by run old")]
+    # without a run id only expired tokens go, unless a grace is given
+    assert [n for n, _ in rules.prunable_tokens(tokens, run_id=None, now=NOW)] == ["expired", "keep-me"]
+    assert [n for n, _ in rules.prunable_tokens(tokens, run_id=None, grace=3000, now=NOW)] == [
+        "expired", "keep-me", "other-run", "this-run"]
+    # with a run id and no grace, every other run's token goes
+    assert "young-other" in [n for n, _ in rules.prunable_tokens(tokens, run_id="now", now=NOW)]
+
+
+HEALTHY = {"deployment": True, "credential": True, "bootstrap": False}
+RELEASE = {"status": "deployed", "chart": "fleet-agent", "chart_version": "0.16.0", "values": {"a": 1}}
+
+
+@pytest.mark.parametrize("release,member,action,reason", [
+    (None, {}, "install", "not installed"),
+    (RELEASE, HEALTHY, "none", None),
+    (RELEASE, dict(HEALTHY, deployment=False), "upgrade", "Deployment fleet-agent is missing"),
+    (RELEASE, dict(HEALTHY, credential=False), "upgrade", "no hub credential"),
+    (RELEASE, dict(HEALTHY, credential=False, bootstrap=True), "none", None),  # registering right now
+    (dict(RELEASE, status="failed"), HEALTHY, "upgrade", "failed"),
+])
+def test_plan_agent_adds_the_members_health(release, member, action, reason):
+    plan = rules.plan_agent(release, "fleet-agent", "0.16.0", {"a": 1}, member)
+    assert plan.action == action
+    assert (reason is None and plan.reasons == []) or any(reason in r for r in plan.reasons)
+
+
+def test_namespace_keepers_ignores_the_agents_own_objects():
+    objects = {
+        "Deployment": [{"metadata": {"name": "fleet-agent"}}],
+        "Secret": [{"metadata": {"name": "sh.helm.release.v1.fleet-agent.v1"}},
+                   {"metadata": {"name": "default-token-x"}, "type": "kubernetes.io/service-account-token"},
+                   {"metadata": {"name": "fleet-agent-bootstrap"}}],
+        "ConfigMap": [{"metadata": {"name": "kube-root-ca.crt"}}],
+    }
+    assert rules.namespace_keepers(objects) == []
+    objects["ConfigMap"].append({"metadata": {"name": "site-settings"}})
+    objects["PersistentVolumeClaim"] = [{"metadata": {"name": "data", "deletionTimestamp": "2026-01-01T00:00:00Z"}}]
+    assert rules.namespace_keepers(objects) == ["ConfigMap site-settings"]
+
+
+def test_choose_client_id_and_desired_cluster():
+    assert rules.choose_client_id("given-id", {"spec": {"clientID": "old"}}) == ("given-id", False)
+    assert rules.choose_client_id(None, {"spec": {"clientID": "old"}}) == ("old", False)
+    generated, was_generated = rules.choose_client_id(None, None)
+    assert was_generated and len(generated) == 64
+    with pytest.raises(ParameterError):
+        rules.choose_client_id("has space", None)
+    current = {"metadata": {"labels": {"a": "1", "fleet.cattle.io/x": "y"}}, "spec": {"clientID": "old"}}
+    desired, result = rules.desired_cluster("c", "ns", current, "old", {"b": "2"}, "replace", "c-kubeconfig")
+    assert result == {"b": "2", "fleet.cattle.io/x": "y"}
+    assert desired["metadata"]["labels"] == {"b": "2", "fleet.cattle.io/x": "y", "a": None}
+    assert desired["spec"] == {"clientID": "old", "kubeConfigSecret": "c-kubeconfig"}
+    fresh, _ = rules.desired_cluster("c", "ns", None, "id", {"b": "2"})
+    assert fresh["metadata"]["labels"] == {"b": "2"}
+
+
+def test_checked_in_since():
+    cluster = {"status": {"agent": {"lastSeen": "2026-01-02T12:00:00Z"}}}
+    assert rules.checked_in_since(cluster)
+    assert rules.checked_in_since(cluster, NOW - datetime.timedelta(seconds=1))
+    assert not rules.checked_in_since(cluster, NOW)
+    assert not rules.checked_in_since({"status": {}})
+
+
+def test_preflight_token_object_checks():
+    with pytest.raises(ParameterError) as err:
+        preflight.check_token_object(None, "ns", "t")
+    assert err.value.param == "token_name" and "ttl" in err.value.message()
+    with pytest.raises(ParameterError) as err:
+        preflight.check_token_object(_token("t", expires="2026-01-02T11:00:00Z"), "ns", "t", now=NOW)
+    assert "expired at 2026-01-02T11:00:00Z" in err.value.message() and "Fleet deletes expired tokens" in err.value.message()
+    preflight.check_token_object(_token("t", expires="2026-01-02T13:00:00Z"), "ns", "t", now=NOW)
+
+
+# -- the manager ------------------------------------------------------------------------------------
+
+def test_manager_implements_the_interface():
+    assert isinstance(MANAGER, FleetManager)
+    for method in ("read_hub", "hub_view", "member_view", "decide", "status_row"):
+        assert getattr(type(MANAGER), method) is not getattr(FleetManager, method), method
+    assert (MANAGER.name, MANAGER.title, MANAGER.group_version) == ("rancher_fleet", "Rancher Fleet", "fleet.cattle.io/v1alpha1")
+    assert MANAGER.controller == ("cattle-fleet-system", "fleet-controller")
+    assert MANAGER.install_hint
+
+
+CLUSTER = {"metadata": {"name": "edge-1", "namespace": "clusters", "labels": {"env": "dev", "fleet.cattle.io/cluster": "edge-1"}},
+           "spec": {"clientID": "abc"},
+           "status": {"agent": {"lastSeen": "2026-01-02T11:59:00Z"}, "display": {"readyBundles": "1/1", "state": "Ready"},
+                      "conditions": [{"type": "Ready", "status": "True"}]}}
+HUB = views.hub_view(CLUSTER, NOW)
+MEMBER = {"namespace": True, "release": {"name": "fleet-agent", "status": "deployed", "chart_version": "0.16.0"},
+          "fleet_managed_releases": [], "credential": True, "credential_usable": True, "credential_accepted": True,
+          "bootstrap": False, "deployment": True}
+WANT = {"labels": {"env": "dev"}, "labels_mode": "merge", "stale_after": 3600, "chart_version": "0.16.0", "force": False}
+
+
+def test_hub_view_and_status_row():
+    assert HUB["seen_age_seconds"] == 60 and HUB["checked_in"] and HUB["ready"] and HUB["client_id"] == "abc"
+    row = MANAGER.status_row(HUB)
+    assert row["last_seen"] == "2026-01-02T11:59:00Z" and row["bundles_ready"] == "1/1" and row["seen_age_seconds"] == 60
+    assert MANAGER.hub_view(None) is None and MANAGER.status_row(None) is None
+
+
+@pytest.mark.parametrize("hub,member,want,action,reason", [
+    (HUB, MEMBER, WANT, "none", None),
+    (None, None, WANT, "join", "has no Cluster"),
+    (dict(HUB, checked_in=False, last_seen=None, seen_age_seconds=None), MEMBER, WANT, "join", "never checked in"),
+    # a broken member is not healthy although the hub saw it a minute ago
+    (HUB, dict(MEMBER, release=None), WANT, "install", "not installed"),
+    (HUB, dict(MEMBER, release=dict(MEMBER["release"], status="failed")), WANT, "install", "failed, not deployed"),
+    (HUB, dict(MEMBER, credential=False, credential_usable=False, credential_accepted=None), WANT, "reregister", "credential"),
+    (HUB, dict(MEMBER, credential_accepted=False), WANT, "reregister", "refuses"),
+    (HUB, dict(MEMBER, deployment=False), WANT, "install", "Deployment"),
+    (dict(HUB, seen_age_seconds=7200), MEMBER, WANT, "reregister", "more than stale_after"),
+    (HUB, MEMBER, dict(WANT, force=True), "reregister", "force"),
+    (HUB, MEMBER, dict(WANT, chart_version="0.17.0"), "upgrade", "0.16.0 -> 0.17.0"),
+    (HUB, dict(MEMBER, fleet_managed_releases=["fleet-agent-edge-1"]), dict(WANT, chart_version="0.17.0"), "none", None),
+    (HUB, MEMBER, dict(WANT, labels={"env": "prod"}), "relabel", "labels"),
+    (HUB, MEMBER, dict(WANT, labels={}, labels_mode="replace"), "relabel", "labels"),
+    (HUB, MEMBER, dict(WANT, labels={"env": "dev"}, labels_mode="replace"), "none", None),
+    # the most urgent action wins, every reason is kept
+    (HUB, dict(MEMBER, release=None, credential=False), dict(WANT, labels={"env": "prod"}), "reregister", "labels"),
+])
+def test_decide(hub, member, want, action, reason):
+    state = MANAGER.decide("edge-1", hub, member, want)
+    assert state.action == action and state.action in ACTIONS
+    assert state.healthy == (action in ("none", "relabel"))
+    if reason is None:
+        assert state.reasons == []
+    else:
+        assert any(reason in r for r in state.reasons), state.reasons
+    assert state.as_dict()["manager"] == "rancher_fleet"
+
+
+def test_decide_is_pure_and_never_leaks_secrets():
+    member = dict(MEMBER, credential_accepted=False, credential_error="Unauthorized")
+    state = MANAGER.decide("edge-1", HUB, member, WANT)
+    assert member == dict(MEMBER, credential_accepted=False, credential_error="Unauthorized")
+    assert "token" not in repr(state.as_dict()).lower().replace("tokens", "")
