@@ -307,4 +307,3 @@ class MemberAgent(KubeFleetRunner):
             return []
         self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
         return [self.release_namespace]
-
