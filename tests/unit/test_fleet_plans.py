@@ -132,7 +132,7 @@ def test_checked_in_since():
 def test_preflight_token_object_checks():
     with pytest.raises(ParameterError) as err:
         preflight.check_token_object(None, "ns", "t")
-    assert err.value.param == "token_name" and "ttl" in err.value.message()
+    assert err.value.param == "token_name" and "Fleet deletes expired tokens" in err.value.message()
     with pytest.raises(ParameterError) as err:
         preflight.check_token_object(_token("t", expires="2026-01-02T11:00:00Z"), "ns", "t", now=NOW)
     assert "expired at 2026-01-02T11:00:00Z" in err.value.message() and "Fleet deletes expired tokens" in err.value.message()
