@@ -9,7 +9,7 @@ from kubernetes import client
 
 from modrun import run_module
 from kube_helpers import wait_for
-from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import  (fixtures)
+from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import
     AGENT_NS, CHECKIN_TIMEOUT, agent_args, fresh_member, hub, hub_ns, make_token, ok, releases,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings

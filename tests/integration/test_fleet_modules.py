@@ -15,12 +15,13 @@ from kubernetes import client
 
 from modrun import run_module
 from kube_helpers import absent as _missing, wait_for
-from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import  (fixtures)
+from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import
     AGENT_NS, CHECKIN_TIMEOUT, REDACTED, agent_args, fresh_member, helm_values, hub, hub_args, hub_ns, kube_system_uid,
     make_token, manage_agent_disabled, ok, releases, warnings,
 )
 
 pytestmark = pytest.mark.lab
+
 
 # ---------------------------------------------------------------------------
 # fleet_registration_token
