@@ -29,6 +29,7 @@ try:
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
+
 class ChartSource:
     """A chart given as a local path, a repository URL plus a name, or an OCI reference."""
 

@@ -125,9 +125,9 @@ class KubeClient:
         if exc.status == 404 and not (details or {}).get("kind") and not (details or {}).get("name"):
             api = api_of_path(path)
             if api:
-                return ApiNotServed("the %s does not serve %s (resource %s): its CRDs are not installed" % (self.label, api[0], api[1]),
-                                status=404, reason="ApiNotServed",
-                                hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
+                return ApiNotServed(
+                    "the %s does not serve %s (resource %s): its CRDs are not installed" % (self.label, api[0], api[1]),
+                    status=404, reason="ApiNotServed", hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
         if exc.status == 404:
             return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason, kind=(details or {}).get("kind"))
         if exc.status in (401, 403):

@@ -16,6 +16,7 @@ import time
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
 
+
 def _secret_has(key):
     return lambda obj: bool(obj and ((obj.get("data") or {}).get(key)))
 

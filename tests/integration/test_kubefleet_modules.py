@@ -527,7 +527,12 @@ def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub,
     # the identity removed on the hub: the token the member holds is rejected
     ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent")))
     # The API server's token authenticator reads Secrets through an informer: the rejection follows within seconds.
-    rejected = wait_for(lambda: (lambda s: s if s.action != "none" else None)(_state(lab, member)), 30, "the hub to reject the token")
+
+    def decided():
+        state = _state(lab, member)
+        return state if state.action != "none" else None
+
+    rejected = wait_for(decided, 30, "the hub to reject the token")
     assert rejected.action == "reregister" and "rejects the member agent's token" in rejected.reasons[0], rejected.reasons
     assert rejected.member["credential"]["accepted"] is False
     ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))

@@ -66,11 +66,11 @@ def test_prunable_tokens_only_ours_expired_or_other_runs():
     assert rules.prunable_tokens(tokens, keep="keep-me", run_id="now", grace=60, now=NOW) == [
         ("expired", "expired at 2026-01-02T11:59:00Z"), ("other-run", "left by run old")]
     # without a run id only expired tokens go, unless a grace is given
-    assert [n for n, _ in rules.prunable_tokens(tokens, run_id=None, now=NOW)] == ["expired", "keep-me"]
-    assert [n for n, _ in rules.prunable_tokens(tokens, run_id=None, grace=3000, now=NOW)] == [
+    assert [n for n, _why in rules.prunable_tokens(tokens, run_id=None, now=NOW)] == ["expired", "keep-me"]
+    assert [n for n, _why in rules.prunable_tokens(tokens, run_id=None, grace=3000, now=NOW)] == [
         "expired", "keep-me", "other-run", "this-run"]
     # with a run id and no grace, every other run's token goes
-    assert "young-other" in [n for n, _ in rules.prunable_tokens(tokens, run_id="now", now=NOW)]
+    assert "young-other" in [n for n, _why in rules.prunable_tokens(tokens, run_id="now", now=NOW)]
 
 
 HEALTHY = {"deployment": True, "credential": True, "bootstrap": False}
@@ -117,7 +117,7 @@ def test_choose_client_id_and_desired_cluster():
     assert result == {"b": "2", "fleet.cattle.io/x": "y"}
     assert desired["metadata"]["labels"] == {"b": "2", "fleet.cattle.io/x": "y", "a": None}
     assert desired["spec"] == {"clientID": "old", "kubeConfigSecret": "c-kubeconfig"}
-    fresh, _ = rules.desired_cluster("c", "ns", None, "id", {"b": "2"})
+    fresh, _labels = rules.desired_cluster("c", "ns", None, "id", {"b": "2"})
     assert fresh["metadata"]["labels"] == {"b": "2"}
 
 
@@ -132,7 +132,7 @@ def test_checked_in_since():
 def test_preflight_token_object_checks():
     with pytest.raises(ParameterError) as err:
         preflight.check_token_object(None, "ns", "t")
-    assert err.value.param == "token_name" and "ttl" in err.value.message()
+    assert err.value.param == "token_name" and "Fleet deletes expired tokens" in err.value.message()
     with pytest.raises(ParameterError) as err:
         preflight.check_token_object(_token("t", expires="2026-01-02T11:00:00Z"), "ns", "t", now=NOW)
     assert "expired at 2026-01-02T11:00:00Z" in err.value.message() and "Fleet deletes expired tokens" in err.value.message()

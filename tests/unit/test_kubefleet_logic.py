@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import base64
 import datetime
+import json
 import os
 
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from ansible_collections.fleetops.registration.plugins.module_utils import parsing
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import resources, rules, views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, resources, rules, views
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 UTC = datetime.timezone.utc
@@ -314,7 +316,7 @@ def _all_keys(data):
 
 def test_agent_values_overrides_for_air_gapped_sites():
     values = rules.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma", image_tag="v9",
-                             refresh_token_repository="reg.local/rt", pull_policy="Never")
+                                refresh_token_repository="reg.local/rt", pull_policy="Never")
     assert values["image"] == {"repository": "reg.local/ma", "tag": "v9", "pullPolicy": "Never"}
     assert values["refreshtoken"] == {"repository": "reg.local/rt", "tag": "v9", "pullPolicy": "Never"}
 
@@ -418,15 +420,25 @@ def _kubeconfig(cluster):
             "clusters": [{"name": "hub", "cluster": dict(cluster, server="https://127.0.0.1:6443")}], "users": [{"name": "u", "user": {}}]}
 
 
+class _Params:
+    """What hub_url_and_ca reads of a module: its params and the hub's connection settings (files only, no API)."""
+
+    def __init__(self, **params):
+        self.params = dict({"hub_url": None, "hub_ca_pem": None, "hub_insecure_skip_tls_verify": False}, **params)
+
+    def settings(self, prefix):
+        return ConnectionSettings(self.params, prefix, label="hub")
+
+
 def test_hub_ca_from_inline_kubeconfig_data():
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
-    assert rules.resolve_hub_ca(kubeconfig=config) == PEM
+    assert hub_access.hub_url_and_ca(_Params(hub_kubeconfig=config)) == ("https://127.0.0.1:6443", PEM)
 
 
 def test_hub_ca_from_a_file_named_by_the_kubeconfig_relative_to_it(tmp_path):
     (tmp_path / "ca.crt").write_text(PEM)
-    config = _kubeconfig({"certificate-authority": "ca.crt"})
-    assert rules.resolve_hub_ca(kubeconfig=config, base_dir=str(tmp_path)) == PEM
+    (tmp_path / "hub.yaml").write_text(json.dumps(_kubeconfig({"certificate-authority": "ca.crt"})))
+    assert hub_access.hub_url_and_ca(_Params(hub_kubeconfig=str(tmp_path / "hub.yaml")))[1] == PEM
 
 
 def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
@@ -434,21 +446,35 @@ def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
     path = tmp_path / "hub.pem"
     path.write_text(other)
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
-    assert rules.resolve_hub_ca("x" + PEM, str(path), config) == "x" + PEM
-    assert rules.resolve_hub_ca(None, str(path), config) == other
-    assert rules.resolve_hub_ca(None, None, None) is None
+    both = dict(hub_kubeconfig=config, hub_ca_cert=str(path))
+    assert hub_access.hub_url_and_ca(_Params(hub_ca_pem="x" + PEM, **both))[1] == "x" + PEM
+    assert hub_access.hub_url_and_ca(_Params(**both))[1] == other
+    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_cert=str(path))) == ("https://hub:6443", other)
+    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443/", hub_insecure_skip_tls_verify=True)) == ("https://hub:6443", None)
+
+
+def test_hub_url_and_ca_name_the_missing_option():
+    with pytest.raises(ParameterError) as err:
+        hub_access.hub_url_and_ca(_Params())
+    assert err.value.param == "hub_url"
+    with pytest.raises(ParameterError) as err:
+        hub_access.hub_url_and_ca(_Params(hub_url="http://hub"))
+    assert err.value.param == "hub_url"
+    with pytest.raises(ParameterError) as err:
+        hub_access.hub_url_and_ca(_Params(hub_url="https://hub"))
+    assert err.value.param == "hub_ca_pem"
 
 
 def test_hub_ca_rejects_non_pem(tmp_path):
     with pytest.raises(ParameterError) as err:
-        rules.resolve_hub_ca("not a cert")
+        rules.explicit_hub_ca("not a cert")
     assert err.value.param == "hub_ca_pem"
     path = tmp_path / "x"
     path.write_text("nope")
     with pytest.raises(ParameterError):
-        rules.resolve_hub_ca(None, str(path))
+        hub_access.hub_url_and_ca(_Params(hub_url="https://hub", hub_ca_cert=str(path)))
     with pytest.raises(ParameterError):
-        rules.resolve_hub_ca(None, os.path.join(str(tmp_path), "missing.pem"))
+        hub_access.hub_url_and_ca(_Params(hub_url="https://hub", hub_ca_cert=os.path.join(str(tmp_path), "missing.pem")))
 
 
 def test_deep_merge_does_not_alias():

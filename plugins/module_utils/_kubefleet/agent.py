@@ -15,11 +15,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET, clean
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEPLOYMENT, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
+    MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
     default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
@@ -169,7 +170,7 @@ class MemberAgent(KubeFleetRunner):
         if self.hub_given and self.params["wait"] and not self.check_mode:
             member = self._wait_joined(plan, previous_heartbeat)
         result = {
-            "changed": plan.changed, "release": _without_values(release), "values": desired_values, "reasons": plan.reasons,
+            "changed": plan.changed, "release": public_release(release), "values": desired_values, "reasons": plan.reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
             "hub_url": url, "preflight": preflight, "agent_restarted": restarted, "member": member,
@@ -198,7 +199,7 @@ class MemberAgent(KubeFleetRunner):
             return prior
         chart_name, chart_version = chart_id
         if self.check_mode:
-            return dict(_without_values(prior) or {}, name=self.release_name, namespace=self.release_namespace, chart=chart_name,
+            return dict(public_release(prior) or {}, name=self.release_name, namespace=self.release_namespace, chart=chart_name,
                         chart_version=chart_version, status="deployed (predicted)")
         helm = self.module.helm(secrets=[token] if token else [])
         try:
@@ -271,7 +272,7 @@ class MemberAgent(KubeFleetRunner):
             if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
                 self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
                           "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
-        release = _without_values(self._release())
+        release = public_release(self._release())
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         if release is not None and not self.check_mode:
             self.module.helm().uninstall(self.release_name, self.release_namespace)
@@ -306,9 +307,3 @@ class MemberAgent(KubeFleetRunner):
             return []
         self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
         return [self.release_namespace]
-
-def _without_values(release):
-    """A release for results: its values are reported separately (``values``) or not at all."""
-    if release is None:
-        return None
-    return dict((k, v) for k, v in release.items() if k != "values")

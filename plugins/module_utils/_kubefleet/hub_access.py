@@ -10,27 +10,31 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_server
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import resolve_hub_ca
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import explicit_hub_ca
 
 CLIENT_HINT = ("Check hub_url and the network path from the member to the hub, and that the CA matches the hub's "
                "serving certificate")
 
 
 def hub_url_and_ca(module):
-    """``(url, ca_pem)`` the member agent is given: from hub_url/hub_ca_pem/hub_ca_cert, else the hub kubeconfig."""
+    """``(url, ca_pem)`` the member agent is given.
+
+    The URL is hub_url, else the hub connection's (hub_host or hub_kubeconfig's server); the CA is hub_ca_pem, else
+    hub_ca_cert, else hub_kubeconfig's CA (inline or a file), as ``ConnectionSettings.server_and_ca`` reads them.
+    """
     params = module.params
-    settings = module.settings("hub_")
-    config, base_dir = settings.kubeconfig_dict() if params.get("hub_kubeconfig") else (None, None)
-    url = params["hub_url"] or params.get("hub_host")
-    if not url and config is not None:
-        url = kubeconfig_server(config, settings.context, param="hub_kubeconfig")
+    if params.get("hub_kubeconfig") or params.get("hub_host"):
+        server, connection_ca = module.settings("hub_").server_and_ca()
+    else:
+        server, connection_ca = None, (read_pem(params["hub_ca_cert"], "hub_ca_cert") if params.get("hub_ca_cert") else None)
+    url = params["hub_url"] or server
     if not url:
         raise ParameterError("hub_url", "the hub's API server URL is not known",
                              "Set hub_url (as the member reaches it), or hub_kubeconfig to read it from")
     if not url.startswith("https://"):
         raise ParameterError("hub_url", "%r is not an https:// URL" % url)
-    ca = resolve_hub_ca(params["hub_ca_pem"], params.get("hub_ca_cert"), config, settings.context, base_dir)
+    ca = explicit_hub_ca(params["hub_ca_pem"]) or connection_ca
     if not ca and not params["hub_insecure_skip_tls_verify"]:
         raise ParameterError(
             "hub_ca_pem", "no CA for the hub is known, and the member agent needs one to trust %s" % url,

@@ -61,9 +61,8 @@ class MemberIdentity(KubeFleetRunner):
         if not self.check_mode and not token and self.params["wait"]:
             try:
                 secret_after = self._wait_for_token()
-            except FleetOpsError:
-                self._roll_back(created_sa, created_secret)
-                raise
+            except FleetOpsError as exc:
+                raise self._roll_back(exc, created_sa, created_secret)
             token = secret_token(secret_after)
         if token and not self.params["return_token"]:
             # Hidden values are masked everywhere in the result, so a token that was asked for cannot be hidden.
@@ -130,12 +129,23 @@ class MemberIdentity(KubeFleetRunner):
         return ("Check that kube-controller-manager runs the serviceaccount-token controller "
                 "(--service-account-private-key-file), or raise wait_timeout")
 
-    def _roll_back(self, created_sa, created_secret):
-        """Remove what this run created, so a failed join leaves nothing half-made."""
-        if created_secret:
-            self.kube.delete(SECRET, self.secret_name, self.namespace)
-        if created_sa:
-            self.kube.delete(SERVICE_ACCOUNT, self.sa_name, self.namespace)
+    def _roll_back(self, exc, created_sa, created_secret):
+        """Remove what this run created, so a failed join leaves nothing half-made; return ``exc`` to raise.
+
+        When the removal itself fails, ``exc`` says what stays (and reports changed=true).
+        """
+        made = [(SECRET, self.secret_name, created_secret), (SERVICE_ACCOUNT, self.sa_name, created_sa)]
+        left = []
+        for resource, name, created in made:
+            if not created:
+                continue
+            try:
+                self.kube.delete(resource, name, self.namespace)
+            except FleetOpsError:
+                left.append("%s %s/%s" % (resource.kind, self.namespace, name))
+        if left:
+            return self.changed_before_failure(exc, "created %s and could not remove it; delete it by hand or re-run" % " and ".join(left))
+        return exc
 
     def _still_named(self):
         """Whether a MemberCluster that is not leaving still names this identity."""

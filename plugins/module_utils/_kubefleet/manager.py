@@ -17,11 +17,11 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, DEPLOYMENT, GROUP_VERSION,
+    DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (

@@ -9,12 +9,12 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY as COLLECTION, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
 
 GROUP_VERSION = "cluster.kubernetes-fleet.io/v1beta1"
 MEMBER_CLUSTER = Resource(GROUP_VERSION, "MemberCluster", "memberclusters", namespaced=False)
 WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "Work", "works")
-DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 KUBEFLEET_VERSION = "v0.14.0"
 # KubeFleet's own namespace: the hub agent runs there and the member identities live there on the hub;
@@ -25,7 +25,7 @@ MEMBER_NAMESPACE_PREFIX = "fleet-member-"
 MEMBER_CLUSTER_FINALIZER = "kubernetes-fleet.io/membercluster-finalizer"
 SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+MANAGED_BY = {MANAGED_BY_LABEL: COLLECTION}
 TOKEN_REVISION_ANNOTATION = "fleetops.registration/hub-token-revision"
 # Labels that hub-side tooling sets on MemberClusters (AKS Fleet Manager sets fleet.azure.com/*);
 # labels_mode=replace keeps them.

@@ -12,7 +12,6 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_ca_pem, read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -232,17 +231,13 @@ def release_view(release, values):
             "status": release.get("status"), "values": values or {}}
 
 
-def resolve_hub_ca(explicit_pem=None, ca_file=None, kubeconfig=None, context=None, base_dir=None, param="hub_ca_pem"):
-    """The hub CA as PEM: the explicit text, else the CA file, else the hub kubeconfig (inline data or file)."""
-    if explicit_pem:
-        if "-----BEGIN CERTIFICATE-----" not in explicit_pem:
-            raise ParameterError(param, "is not a PEM certificate", "Give the PEM text of the hub's CA")
-        return explicit_pem
-    if ca_file:
-        return read_pem(ca_file, "hub_ca_cert")
-    if kubeconfig:
-        return kubeconfig_ca_pem(kubeconfig, context, base_dir, param="hub_kubeconfig")
-    return None
+def explicit_hub_ca(pem, param="hub_ca_pem"):
+    """The hub CA given as PEM text (checked), or None."""
+    if not pem:
+        return None
+    if "-----BEGIN CERTIFICATE-----" not in pem:
+        raise ParameterError(param, "is not a PEM certificate", "Give the PEM text of the hub's CA")
+    return pem
 
 
 class AgentPlan:

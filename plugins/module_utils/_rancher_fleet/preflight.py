@@ -19,8 +19,8 @@ def check_token_object(token, namespace, name, now=None):
     """A ClusterRegistrationToken read from the hub must exist and not be expired (Fleet deletes it when it expires)."""
     if token is None:
         raise ParameterError("token_name", "ClusterRegistrationToken %s/%s does not exist on the hub" % (namespace, name),
-                             "Fleet deletes a token once its ttl has passed; create a new one with fleet_registration_token "
-                             "(with a ttl longer than the run), or check token_name/token_namespace")
+                             "If it had a ttl it may have expired: Fleet deletes expired tokens. Create a new one with "
+                             "fleet_registration_token (with a ttl longer than the run), or check token_name/token_namespace")
     expires = token_expiry(token)
     if expires is not None and expires <= (now or utcnow()):
         raise ParameterError("token_name", "ClusterRegistrationToken %s/%s expired at %s" % (namespace, name, format_time(expires)),

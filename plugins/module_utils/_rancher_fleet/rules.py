@@ -268,7 +268,6 @@ def manage_agent_disabled(configmap):
     return config.get("manageAgent") is False
 
 
-
 # -- tokens: labels, expiry, pruning ------------------------------------------------------------
 
 def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=None):

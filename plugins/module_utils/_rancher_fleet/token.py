@@ -27,8 +27,8 @@ try:
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
-GONE_HINT = ("Fleet deletes a ClusterRegistrationToken once its ttl has passed (and the controller may require a ttl: "
-             "FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); create a new token with a ttl longer than the run")
+GONE_HINT = ("Fleet deletes expired tokens (a ClusterRegistrationToken goes once its ttl has passed, and the controller may "
+             "require a ttl: FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); create a new token with a ttl longer than the run")
 
 
 def write_values_file(path, content, check_mode=False):

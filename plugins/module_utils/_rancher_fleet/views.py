@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 
+
 def cluster_summary(obj):
     """One Cluster as ``kubectl get clusters.fleet.cattle.io`` shows it, and more."""
     metadata = obj.get("metadata") or {}
@@ -57,7 +58,6 @@ def registration_summary(obj):
         "token_name": (metadata.get("labels") or {}).get("fleet.cattle.io/registration-token"),
         "created": metadata.get("creationTimestamp"),
     }
-
 
 
 def hub_view(obj, now=None):
