@@ -27,8 +27,12 @@ MEMBERS = 2
 
 
 def pytest_configure(config):
-    """Register the ``lab`` marker (also declared in pytest.ini)."""
+    """Register the ``lab`` marker; install the collection from its tarball before test modules import it."""
     config.addinivalue_line('markers', 'lab: needs the local lab (real kube-apiservers, Fleet and KubeFleet controllers)')
+    import modrun  # pylint: disable=import-outside-toplevel
+    root = str(modrun.collections_root())
+    if root not in sys.path:
+        sys.path.insert(0, root)
 
 
 class Lab:
