@@ -3,6 +3,7 @@
 #   make test              everything CI runs: unit, sanity, lint, lab proof tests, integration tests
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             lab start-up time and memory against targets
+#   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -17,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +34,7 @@ venv: $(VENV)/.installed
 # (about 2 s; a no-op otherwise); tests/modrun.py runs `make collection` too, so a plain pytest run after an edit
 # never tests a stale copy.
 COLLECTION_DIR := $(COLLECTIONS)/ansible_collections/fleetops/registration
-PACKAGED := galaxy.yml README.md plugins roles playbooks meta docs changelogs extensions
+PACKAGED := galaxy.yml README.md CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions
 COLLECTION_FILES := $(sort $(wildcard $(shell git ls-files -co --exclude-standard -- $(PACKAGED) 2>/dev/null \
                       || find $(PACKAGED) -type f 2>/dev/null)))
 COLLECTION_LIST := $(CURDIR)/.cache/collection-files
@@ -52,6 +53,27 @@ $(COLLECTION_DIR)/.installed: $(COLLECTION_LIST) $(COLLECTION_FILES) | $(VENV)/b
 	@echo "collection: installed $$(basename $(CURDIR)/.cache/dist/*.tar.gz) into $(COLLECTIONS)"
 
 collection: $(COLLECTION_DIR)/.installed
+
+# Changelog: fragments in changelogs/fragments (antsibull-changelog lint checks them); CHANGELOG.rst is the release
+# notes of the galaxy.yml version, generated from the fragments and the plugins' docs in a staged copy, so the
+# fragments stay until the real release (antsibull-changelog release in the checkout) consumes them.
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+CHANGELOG_STAGE := $(CURDIR)/.cache/changelog/ansible_collections/fleetops/registration
+
+changelog-lint: venv
+	antsibull-changelog lint
+
+$(CHANGELOG_STAGE)/CHANGELOG.rst: changelog-lint
+	@rm -rf $(CURDIR)/.cache/changelog && mkdir -p $(CHANGELOG_STAGE)
+	@git ls-files -co --exclude-standard -z -- galaxy.yml changelogs plugins meta roles | xargs -0 cp --parents -t $(CHANGELOG_STAGE)
+	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 2>&1 | grep -v release_summary || true
+	@test -s $@ || { echo "antsibull-changelog release produced no CHANGELOG.rst (run it with -v in $(CHANGELOG_STAGE))"; exit 1; }
+
+changelog: $(CHANGELOG_STAGE)/CHANGELOG.rst
+	cp $< CHANGELOG.rst
+
+changelog-check: $(CHANGELOG_STAGE)/CHANGELOG.rst
+	@cmp -s $< CHANGELOG.rst || { echo "CHANGELOG.rst does not match changelogs/ and the plugins: run 'make changelog' and commit it"; diff -u CHANGELOG.rst $< | head -40; exit 1; }
 
 lab-build: venv
 	$(LAB) build
@@ -91,5 +113,5 @@ PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests
 lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
 
-test: venv collection lab-build sanity lint
+test: venv collection lab-build sanity lint changelog-check
 	$(PYTEST) tests/unit tests/lab tests/integration
