@@ -18,7 +18,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection ee-context changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,12 @@ changelog: $(CHANGELOG_STAGE)/CHANGELOG.rst
 
 changelog-check: $(CHANGELOG_STAGE)/CHANGELOG.rst
 	@cmp -s $< CHANGELOG.rst || { echo "CHANGELOG.rst does not match changelogs/ and the plugins: run 'make changelog' and commit it"; diff -u CHANGELOG.rst $< | head -40; exit 1; }
+
+# The AWX execution environment's build context (Containerfile) from extensions/awx/execution-environment.yml;
+# no container engine needed (tests/unit/test_execution_environment.py runs the same in make test).
+ee-context: venv
+	rm -rf $(CURDIR)/.cache/ee-context
+	ansible-builder create -f extensions/awx/execution-environment.yml -c $(CURDIR)/.cache/ee-context --output-filename Containerfile
 
 lab-build: venv
 	$(LAB) build
