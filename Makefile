@@ -3,6 +3,7 @@
 #   make test              everything CI runs: unit, sanity, lint, lab proof tests, integration tests
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             lab start-up time and memory against targets
+#   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
 #   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection ee-context changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +81,14 @@ changelog-check: $(CHANGELOG_STAGE)/CHANGELOG.rst
 ee-context: venv
 	rm -rf $(CURDIR)/.cache/ee-context
 	ansible-builder create -f extensions/awx/execution-environment.yml -c $(CURDIR)/.cache/ee-context --output-filename Containerfile
+
+# The demo's playbooks on kind clusters (needs kind and a running Docker; says so and fails without them). Not part
+# of make test: CI has no container engine. docs/kind.md describes it; kind-down deletes the clusters.
+kind-demo: venv collection
+	bash hack/kind-demo.sh
+
+kind-down:
+	bash hack/kind-demo.sh down
 
 lab-build: venv
 	$(LAB) build
