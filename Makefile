@@ -1,6 +1,7 @@
 # fleetops.registration: the main job, the tests and the lab.
 #   make demo              join the lab's members into its hub (builds and starts the lab if needed)
-#   make test              everything CI runs: unit, sanity, lint, lab proof tests, integration tests
+#   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
+#                          molecule scenarios
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             lab start-up time and memory against targets
 #   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
@@ -19,7 +20,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -128,5 +129,11 @@ PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests
 lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
 
+# molecule scenarios for the roles (extensions/molecule): one lab of their own (hub + 1 member in
+# .cache/molecule-lab) for hub, member_join and member_leave; converge, idempotence, verify on both sides.
+molecule: venv collection lab-build
+	molecule test --all
+
 test: venv collection lab-build sanity lint changelog-check
 	$(PYTEST) tests/unit tests/lab tests/integration
+	molecule test --all
