@@ -25,6 +25,11 @@ if str(LAB_PATH) not in sys.path:
 
 MEMBERS = 2
 
+# The collection as installed from its tarball (make collection, modrun.collections_root()); set before
+# pytest-ansible's --ansible-unit-inject-only (pytest.ini) reads it, and created so its loader accepts the path.
+os.environ.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.cache' / 'collections'))
+(REPO / '.cache' / 'collections').mkdir(parents=True, exist_ok=True)
+
 
 def pytest_configure(config):
     """Register the ``lab`` marker; install the collection from its tarball before test modules import it."""

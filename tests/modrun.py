@@ -2,6 +2,19 @@
 
 The module process gets the same ANSIBLE_MODULE_ARGS envelope Ansible sends,
 including check and diff mode, and its JSON result is returned as a dict.
+The module file and its module_utils come from the collection as installed
+from its tarball (``make collection``), not from the checkout.
+
+Why ``run_module`` is not built on pytest-ansible (which the tests use where it
+fits: tests/unit/test_modules_through_ansible.py runs every module by FQCN through
+its ``ansible_adhoc`` fixture, and pytest.ini's ``--ansible-unit-inject-only``
+puts the installed collection on the import path): its module dispatcher builds
+a fixed one-task play, so it cannot run one call in check mode or diff mode
+(``--ansible-check`` is a session-wide option that 26.10 does not pass to the
+play at all), cannot give a call its own environment or timeout, and returns
+only the parsed result. The module tests need all four: 19 calls use check and
+diff mode, and the secret-leak assertions read ``raw_output``, the module's exact
+stdout and stderr, which Ansible's executor does not hand back.
 """
 
 import json
