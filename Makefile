@@ -36,7 +36,7 @@ venv: $(VENV)/.installed
 # (about 2 s; a no-op otherwise); tests/modrun.py runs `make collection` too, so a plain pytest run after an edit
 # never tests a stale copy.
 COLLECTION_DIR := $(COLLECTIONS)/ansible_collections/fleetops/registration
-PACKAGED := galaxy.yml README.md CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions
+PACKAGED := galaxy.yml README.md CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions/awx
 COLLECTION_FILES := $(sort $(wildcard $(shell git ls-files -co --exclude-standard -- $(PACKAGED) 2>/dev/null \
                       || find $(PACKAGED) -type f 2>/dev/null)))
 COLLECTION_LIST := $(CURDIR)/.cache/collection-files
