@@ -130,10 +130,13 @@ lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
 
 # molecule scenarios for the roles (extensions/molecule): one lab of their own (hub + 1 member in
-# .cache/molecule-lab) for hub, member_join and member_leave; converge, idempotence, verify on both sides.
+# .cache/molecule/lab) for hub, member_join and member_leave; converge, idempotence, verify on both sides.
+MOLECULE := mkdir -p $(CURDIR)/.cache/molecule/inventory \
+	&& ln -sfn ../lab/inventory.yml $(CURDIR)/.cache/molecule/inventory/lab.yml && molecule test --all
+
 molecule: venv collection lab-build
-	molecule test --all
+	$(MOLECULE)
 
 test: venv collection lab-build sanity lint changelog-check
 	$(PYTEST) tests/unit tests/lab tests/integration
-	molecule test --all
+	$(MOLECULE)
