@@ -1,8 +1,11 @@
 # fleetops.registration: the main job, the tests and the lab.
 #   make demo              join the lab's members into its hub (builds and starts the lab if needed)
-#   make test              everything CI runs: unit, sanity, lint, lab proof tests, integration tests
+#   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
+#                          molecule scenarios
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             lab start-up time and memory against targets
+#   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
+#   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -17,7 +20,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +30,66 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-collection:
-	@mkdir -p $(COLLECTIONS)/ansible_collections/fleetops
-	@ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/fleetops/registration
+# The collection as users get it: built into a tarball (galaxy.yml's build_ignore applies) and installed with
+# ansible-galaxy into .cache/collections, which ANSIBLE_COLLECTIONS_PATH names for every tool and test, so a
+# packaging mistake fails the tests. Rebuilt only when a packaged file changed, was added or was removed
+# (about 2 s; a no-op otherwise); tests/modrun.py runs `make collection` too, so a plain pytest run after an edit
+# never tests a stale copy.
+COLLECTION_DIR := $(COLLECTIONS)/ansible_collections/fleetops/registration
+PACKAGED := galaxy.yml README.md CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions/awx
+COLLECTION_FILES := $(sort $(wildcard $(shell git ls-files -co --exclude-standard -- $(PACKAGED) 2>/dev/null \
+                      || find $(PACKAGED) -type f 2>/dev/null)))
+COLLECTION_LIST := $(CURDIR)/.cache/collection-files
+$(shell mkdir -p $(CURDIR)/.cache && (echo '$(COLLECTION_FILES)' | cmp -s - $(COLLECTION_LIST) || echo '$(COLLECTION_FILES)' > $(COLLECTION_LIST)))
+
+# (Only needs the venv to exist: a venv older than requirements-dev.txt is refreshed by the targets that run tools.)
+$(VENV)/bin/ansible-galaxy:
+	$(MAKE) venv
+
+$(COLLECTION_DIR)/.installed: $(COLLECTION_LIST) $(COLLECTION_FILES) | $(VENV)/bin/ansible-galaxy
+	@rm -rf $(CURDIR)/.cache/dist && mkdir -p $(CURDIR)/.cache/dist $(COLLECTIONS)
+	@if [ -L $(COLLECTION_DIR) ]; then rm $(COLLECTION_DIR); fi  # the symlink to the checkout older Makefiles made
+	@$(VENV)/bin/ansible-galaxy collection build --force --output-path $(CURDIR)/.cache/dist $(CURDIR) >/dev/null
+	@$(VENV)/bin/ansible-galaxy collection install --offline --force -p $(COLLECTIONS) $(CURDIR)/.cache/dist/*.tar.gz >/dev/null
+	@touch $@
+	@echo "collection: installed $$(basename $(CURDIR)/.cache/dist/*.tar.gz) into $(COLLECTIONS)"
+
+collection: $(COLLECTION_DIR)/.installed
+
+# Changelog: fragments in changelogs/fragments (antsibull-changelog lint checks them); CHANGELOG.rst is the release
+# notes of the galaxy.yml version, generated from the fragments and the plugins' docs in a staged copy, so the
+# fragments stay until the real release (antsibull-changelog release in the checkout) consumes them.
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+CHANGELOG_STAGE := $(CURDIR)/.cache/changelog/ansible_collections/fleetops/registration
+
+changelog-lint: venv
+	antsibull-changelog lint
+
+$(CHANGELOG_STAGE)/CHANGELOG.rst: changelog-lint
+	@rm -rf $(CURDIR)/.cache/changelog && mkdir -p $(CHANGELOG_STAGE)
+	@git ls-files -co --exclude-standard -z -- galaxy.yml changelogs plugins meta roles | xargs -0 cp --parents -t $(CHANGELOG_STAGE)
+	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 2>&1 | grep -v release_summary || true
+	@test -s $@ || { echo "antsibull-changelog release produced no CHANGELOG.rst (run it with -v in $(CHANGELOG_STAGE))"; exit 1; }
+
+changelog: $(CHANGELOG_STAGE)/CHANGELOG.rst
+	cp $< CHANGELOG.rst
+
+changelog-check: $(CHANGELOG_STAGE)/CHANGELOG.rst
+	@cmp -s $< CHANGELOG.rst || { echo "CHANGELOG.rst does not match changelogs/ and the plugins: run 'make changelog' and commit it"; diff -u CHANGELOG.rst $< | head -40; exit 1; }
+
+# The AWX execution environment's build context (Containerfile) from extensions/awx/execution-environment.yml;
+# no container engine needed (tests/unit/test_execution_environment.py runs the same in make test).
+ee-context: venv
+	rm -rf $(CURDIR)/.cache/ee-context
+	ansible-builder create -f extensions/awx/execution-environment.yml -c $(CURDIR)/.cache/ee-context --output-filename Containerfile
+
+# The demo's playbooks on kind clusters (needs kind and a running Docker; says so and fails without them). Not part
+# of make test: CI has no container engine. docs/kind.md describes it; kind-down deletes the clusters.
+kind-demo: venv collection
+	bash hack/kind-demo.sh
+
+kind-down:
+	bash hack/kind-demo.sh down
 
 lab-build: venv
 	$(LAB) build
@@ -55,7 +115,7 @@ bench: venv lab-build
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
 
-sanity: venv
+sanity: venv collection
 	bash hack/sanity.sh
 
 lint: venv collection
@@ -69,5 +129,14 @@ PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests
 lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
 
-test: venv collection lab-build sanity lint
+# molecule scenarios for the roles (extensions/molecule): one lab of their own (hub + 1 member in
+# .cache/molecule/lab) for hub, member_join and member_leave; converge, idempotence, verify on both sides.
+MOLECULE := mkdir -p $(CURDIR)/.cache/molecule/inventory \
+	&& ln -sfn ../lab/inventory.yml $(CURDIR)/.cache/molecule/inventory/lab.yml && molecule test --all
+
+molecule: venv collection lab-build
+	$(MOLECULE)
+
+test: venv collection lab-build sanity lint changelog-check
 	$(PYTEST) tests/unit tests/lab tests/integration
+	$(MOLECULE)

@@ -25,10 +25,19 @@ if str(LAB_PATH) not in sys.path:
 
 MEMBERS = 2
 
+# The collection as installed from its tarball (make collection, modrun.collections_root()); set before
+# pytest-ansible's --ansible-unit-inject-only (pytest.ini) reads it, and created so its loader accepts the path.
+os.environ.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.cache' / 'collections'))
+(REPO / '.cache' / 'collections').mkdir(parents=True, exist_ok=True)
+
 
 def pytest_configure(config):
-    """Register the ``lab`` marker (also declared in pytest.ini)."""
+    """Register the ``lab`` marker; install the collection from its tarball before test modules import it."""
     config.addinivalue_line('markers', 'lab: needs the local lab (real kube-apiservers, Fleet and KubeFleet controllers)')
+    import modrun  # pylint: disable=import-outside-toplevel
+    root = str(modrun.collections_root())
+    if root not in sys.path:
+        sys.path.insert(0, root)
 
 
 class Lab:

@@ -2,6 +2,19 @@
 
 The module process gets the same ANSIBLE_MODULE_ARGS envelope Ansible sends,
 including check and diff mode, and its JSON result is returned as a dict.
+The module file and its module_utils come from the collection as installed
+from its tarball (``make collection``), not from the checkout.
+
+Why ``run_module`` is not built on pytest-ansible (which the tests use where it
+fits: tests/unit/test_modules_through_ansible.py runs every module by FQCN through
+its ``ansible_adhoc`` fixture, and pytest.ini's ``--ansible-unit-inject-only``
+puts the installed collection on the import path): its module dispatcher builds
+a fixed one-task play, so it cannot run one call in check mode or diff mode
+(``--ansible-check`` is a session-wide option that 26.10 does not pass to the
+play at all), cannot give a call its own environment or timeout, and returns
+only the parsed result. The module tests need all four: 19 calls use check and
+diff mode, and the secret-leak assertions read ``raw_output``, the module's exact
+stdout and stderr, which Ansible's executor does not hand back.
 """
 
 import json
@@ -13,16 +26,24 @@ import sys
 import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+COLLECTIONS = REPO / ".cache" / "collections"
+INSTALLED = COLLECTIONS / "ansible_collections" / "fleetops" / "registration"
+_FRESH = []
 
 
 def collections_root():
-    """A directory holding ansible_collections/fleetops/registration -> this checkout."""
-    root = REPO / ".cache" / "collections"
-    link = root / "ansible_collections" / "fleetops" / "registration"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(REPO)
-    return root
+    """The collections path holding the collection as users install it (built and installed from the tarball).
+
+    ``make collection`` rebuilds and reinstalls only when a packaged file changed (a no-op otherwise), so
+    a test run right after an edit never tests a stale copy; it runs once per test process.
+    """
+    if not _FRESH:
+        proc = subprocess.run(["make", "-s", "-C", str(REPO), "collection"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0 or not (INSTALLED / "MANIFEST.json").is_file():
+            raise AssertionError("could not build and install the collection (make collection, rc=%s):\n%s%s"
+                                 % (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+        _FRESH.append(True)
+    return COLLECTIONS
 
 
 class ModuleResult(dict):
@@ -47,10 +68,11 @@ def run_module(name, args, check=False, diff=False, env=None, timeout=600):
         args_path = handle.name
     try:
         os.chmod(args_path, 0o600)
+        root = collections_root()
         process_env = dict(os.environ)
-        process_env["PYTHONPATH"] = str(collections_root()) + os.pathsep + process_env.get("PYTHONPATH", "")
+        process_env["PYTHONPATH"] = str(root) + os.pathsep + process_env.get("PYTHONPATH", "")
         process_env.update(env or {})
-        module = REPO / "plugins" / "modules" / (name + ".py")
+        module = INSTALLED / "plugins" / "modules" / (name + ".py")
         proc = subprocess.run([sys.executable, str(module), args_path], capture_output=True, text=True,
                               env=process_env, timeout=timeout, check=False)
     finally:

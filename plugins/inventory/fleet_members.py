@@ -1,0 +1,357 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+name: fleet_members
+short_description: The member clusters a Rancher Fleet and KubeFleet hub knows, as an inventory
+version_added: 0.1.0
+author:
+  - fleetops.registration contributors (@fleetops)
+description:
+  - Reads the hub and lists every Rancher Fleet C(Cluster) (C(fleet.cattle.io/v1alpha1), in all namespaces or the
+    ones named) and every KubeFleet C(MemberCluster) (C(cluster.kubernetes-fleet.io/v1beta1)) as a host.
+  - A member cluster both managers know is one host; objects are matched by name, or by the value of the label
+    O(link_label).
+  - Hosts join the groups C(members), one group per manager that knows them (C(rancher_fleet), C(kubefleet)) and one
+    group for their health (C(healthy), C(unhealthy), C(stale), C(not_joined), C(leaving)). The hub itself is the host
+    O(hub_host) in the group C(hub), so the collection's playbooks run on this inventory.
+  - Host variables, all read from the hub (nothing contacts the members) - C(fleetops_managers) (the managers that
+    know the member), C(fleetops_hub_labels) (labels on the hub objects), C(fleetops_fleet_client_id),
+    C(fleetops_fleet_namespace), C(fleetops_cluster_name), C(fleetops_last_seen) and C(fleetops_heartbeat_age_seconds)
+    (per manager - Fleet agent check-in, KubeFleet member agent heartbeat), C(fleetops_joined), C(fleetops_healthy),
+    C(fleetops_stale), C(fleetops_health), C(fleetops_member_api_server_url) (where the hub knows it - an imported
+    Fleet cluster's kubeconfig Secret), and C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
+  - The hub does not know how to reach a member with credentials, so the member's connection
+    (C(fleetops_kubeconfig), C(fleetops_context)) is yours to map in with O(compose), which applies to the members
+    only (the hub host gets the plugin's own O(kubeconfig) and O(context)).
+  - The file must be named C(*.fleet_members.yml) or C(*.fleet_members.yaml).
+  - Connection options and their E(K8S_AUTH_*) environment variables match kubernetes.core and the collection's modules.
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+requirements:
+  - kubernetes (the Python client)
+  - PyYAML
+options:
+  plugin:
+    description: The name of this plugin; makes the file an inventory source of this plugin.
+    required: true
+    type: str
+    choices: [fleetops.registration.fleet_members]
+  kubeconfig:
+    description:
+      - Path to the hub's kubeconfig file. Without it, and without O(host), C(~/.kube/config) or the in-cluster service
+        account is used.
+    type: path
+    env:
+      - name: K8S_AUTH_KUBECONFIG
+  context:
+    description: The context of the hub in O(kubeconfig). Defaults to the kubeconfig's current context.
+    type: str
+    env:
+      - name: K8S_AUTH_CONTEXT
+  host:
+    description: URL of the hub's API server, overriding the kubeconfig's.
+    type: str
+    env:
+      - name: K8S_AUTH_HOST
+  api_key:
+    description: Bearer token to authenticate to the hub with.
+    type: str
+    env:
+      - name: K8S_AUTH_API_KEY
+  validate_certs:
+    description: Whether to verify the hub API server's certificate.
+    type: bool
+    aliases: [verify_ssl]
+    env:
+      - name: K8S_AUTH_VERIFY_SSL
+  ca_cert:
+    description: Path to a CA bundle that verifies the hub API server.
+    type: path
+    aliases: [ssl_ca_cert]
+    env:
+      - name: K8S_AUTH_SSL_CA_CERT
+  client_cert:
+    description: Path to a client certificate to authenticate with.
+    type: path
+    aliases: [cert_file]
+    env:
+      - name: K8S_AUTH_CERT_FILE
+  client_key:
+    description: Path to the key of O(client_cert).
+    type: path
+    aliases: [key_file]
+    env:
+      - name: K8S_AUTH_KEY_FILE
+  proxy:
+    description: URL of an HTTP proxy to reach the hub through.
+    type: str
+    env:
+      - name: K8S_AUTH_PROXY
+  managers:
+    description:
+      - The fleet managers to read. A manager whose API the hub does not serve is skipped with a warning.
+    type: list
+    elements: str
+    choices: [rancher_fleet, kubefleet]
+    default: [rancher_fleet, kubefleet]
+  fleet_namespaces:
+    description:
+      - Namespaces to read Rancher Fleet C(Cluster)s from. Empty (the default) reads all namespaces.
+    type: list
+    elements: str
+    default: []
+  link_label:
+    description:
+      - A label key whose value names the member on both managers (for a Fleet C(Cluster) and a C(MemberCluster)
+        with different names). Objects without the label are matched by name.
+      - The host is then named by the label's value; C(fleetops_cluster_name) is set only when both objects have the
+        same name.
+    type: str
+  stale_after:
+    description:
+      - Seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent heartbeat
+        (C(kubefleet)) after which a joined member counts as stale.
+      - The Fleet agent checks in every 15 minutes by default; KubeFleet agents send a heartbeat every
+        C(heartbeatPeriodSeconds) (60 by default) and the hub calls a member unhealthy after 3 minutes without one.
+    type: dict
+    default:
+      rancher_fleet: 3600
+      kubefleet: 180
+  read_kubeconfig_secrets:
+    description:
+      - Read the kubeconfig Secret of imported Fleet clusters (C(spec.kubeConfigSecret)) for the member's API server
+        URL. Only the URL is kept; nothing else of the Secret reaches the inventory, its cache or its output.
+      - When the hub refuses access to the Secret, the URL is left unset.
+    type: bool
+    default: true
+  hub_host:
+    description:
+      - The name of the hub's host in the group C(hub), with C(fleetops_kubeconfig) and C(fleetops_context) from
+        O(kubeconfig) and O(context). An empty string adds no hub host (give it in another inventory source).
+    type: str
+    default: fleet-hub
+  local_connection:
+    description:
+      - Give every host C(ansible_connection=local) and the controller's Python, as the collection's modules run on
+        the controller and talk to the API servers from there.
+    type: bool
+    default: true
+notes:
+  - Variables for all hosts or a group (chart paths, the Helm binary, C(fleetops_api_server_url) for the hub) go in
+    C(group_vars/) beside the inventory file, as with any inventory source.
+  - With O(cache) on, the hub's objects are cached, not the derived variables, so heartbeat ages and health are
+    computed afresh on every run.
+seealso:
+  - name: Inventory contract of the roles and playbooks
+    description: The C(fleetops_*) variables, and how to map member kubeconfigs with this plugin (docs/inventory-plugin.md).
+    link: https://example.invalid/fleetops/registration/docs/inventory.md
+'''
+
+EXAMPLES = r'''
+# hub.fleet_members.yml: every member of both managers; the members' contexts in one kubeconfig, named as on the hub.
+plugin: fleetops.registration.fleet_members
+kubeconfig: ~/.kube/hub.yaml
+compose:
+  fleetops_kubeconfig: "'~/.kube/members.yaml'"
+  fleetops_context: inventory_hostname
+
+# Only Fleet's fleet-default namespace; groups from the hub's labels; members named by a label both managers carry.
+plugin: fleetops.registration.fleet_members
+kubeconfig: ~/.kube/hub.yaml
+context: hub-admin
+fleet_namespaces: [fleet-default]
+link_label: fleetops.example.com/member
+keyed_groups:
+  - key: fleetops_hub_labels.env | default('none')
+    prefix: env
+groups:
+  kubefleet_only: fleetops_managers == ['kubefleet']
+compose:
+  fleetops_kubeconfig: "'~/.kube/' + inventory_hostname + '.yaml'"
+  fleetops_backends: fleetops_managers
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: ~/.cache/fleetops-inventory
+cache_timeout: 300
+
+# Then, for example:
+#   ansible-inventory -i hub.fleet_members.yml --graph
+#   ansible-playbook -i hub.fleet_members.yml fleetops.registration.cluster_status
+#   ansible-playbook -i hub.fleet_members.yml fleetops.registration.leave_cluster --limit stale
+'''
+
+import base64
+import datetime
+
+from ansible.errors import AnsibleParserError
+from ansible.module_utils.common.text.converters import to_native
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+
+from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
+
+try:
+    import yaml
+    from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client
+    IMPORT_ERROR = None if k8s_client.HAS_KUBERNETES else k8s_client.KUBERNETES_IMPORT_ERROR
+except ImportError as exc:
+    IMPORT_ERROR = exc
+
+try:
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core < 2.19 renders every string variable
+    def trust_as_template(value):
+        return value
+
+FLEET_CLUSTER = ("fleet.cattle.io/v1alpha1", "Cluster", "clusters", True)
+MEMBER_CLUSTER = ("cluster.kubernetes-fleet.io/v1beta1", "MemberCluster", "memberclusters", False)
+AUTH_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    """Hosts for the member clusters of a Rancher Fleet / KubeFleet hub."""
+
+    NAME = "fleetops.registration.fleet_members"
+
+    def verify_file(self, path):
+        return super(InventoryModule, self).verify_file(path) and path.endswith(("fleet_members.yml", "fleet_members.yaml"))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super(InventoryModule, self).parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache
+        update_cache = self.get_option("cache") and not cache
+        objects = None
+        if use_cache:
+            try:
+                objects = self._cache[cache_key]
+            except KeyError:
+                update_cache = True
+        if objects is None:
+            objects = self.read_hub()
+        if update_cache:
+            self._cache[cache_key] = objects
+        self.populate(objects)
+
+    # -- reading the hub ------------------------------------------------------------------------------------------
+
+    def _client(self):
+        if IMPORT_ERROR is not None:
+            raise AnsibleParserError("%s needs the kubernetes and PyYAML Python packages on the controller: %s"
+                                     % (self.NAME, to_native(IMPORT_ERROR)))
+        params = dict((key, self.get_option(key)) for key in AUTH_OPTIONS)
+        try:
+            settings = k8s_auth.ConnectionSettings(params, label="hub")
+            return k8s_client.KubeClient(settings.client_configuration(), label="hub",
+                                         hint="Check the kubeconfig, context, host and certificate options of %s" % self.NAME)
+        except k8s_auth.ParameterError as exc:
+            raise AnsibleParserError("%s: %s" % (self.NAME, exc.message()))
+
+    def read_hub(self):
+        """The hub's objects this inventory is built from, JSON-ready (what the cache keeps)."""
+        client = self._client()
+        managers = self.get_option("managers")
+        try:
+            fleet = self._list_fleet(client) if mapping.RANCHER_FLEET in managers else []
+            members = self._list(client, MEMBER_CLUSTER, None) if mapping.KUBEFLEET in managers else []
+            urls = self._member_urls(client, fleet) if self.get_option("read_kubeconfig_secrets") else {}
+        except (k8s_client.ApiError, k8s_client.ConnectionFailure) as exc:
+            raise AnsibleParserError("%s: %s" % (self.NAME, exc.message()))
+        return {"fleet_clusters": fleet, "member_clusters": members, "member_urls": urls}
+
+    def _list_fleet(self, client):
+        namespaces = self.get_option("fleet_namespaces") or [None]
+        return [obj for namespace in namespaces for obj in self._list(client, FLEET_CLUSTER, namespace)]
+
+    def _list(self, client, kind, namespace):
+        resource = k8s_client.Resource(kind[0], kind[1], kind[2], namespaced=kind[3])
+        try:
+            items = client.list(resource, namespace=namespace)
+        except k8s_client.NotFoundError:
+            self.display.warning("%s: the hub does not serve %s (%s); its members are not listed"
+                                 % (self.NAME, kind[2], kind[0]))
+            return []
+        return [mapping.strip_object(item) for item in items]
+
+    def _member_urls(self, client, fleet_clusters):
+        """``namespace/name`` -> the member's API server URL from imported clusters' kubeconfig Secrets."""
+        urls = {}
+        for obj in fleet_clusters:
+            metadata = obj.get("metadata") or {}
+            secret_name = (obj.get("spec") or {}).get("kubeConfigSecret")
+            if not secret_name:
+                continue
+            try:
+                secret = client.get(k8s_client.SECRET, secret_name, metadata.get("namespace"))
+            except k8s_client.ApiError as exc:
+                self.display.vvv("%s: no member URL for %s: %s" % (self.NAME, metadata.get("name"), exc.msg))
+                continue
+            url = member_url_from_secret(secret)
+            if url:
+                urls["%s/%s" % (metadata.get("namespace"), metadata.get("name"))] = url
+        return urls
+
+    # -- the inventory ------------------------------------------------------------------------------------------------
+
+    def populate(self, objects):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        stale_after = dict(mapping.DEFAULT_STALE_AFTER, **(self.get_option("stale_after") or {}))
+        unknown = sorted(set(stale_after) - set(mapping.MANAGERS))
+        if unknown:
+            raise AnsibleParserError("%s: stale_after has unknown managers %s; use rancher_fleet and kubefleet"
+                                     % (self.NAME, ", ".join(unknown)))
+        hosts = mapping.build_hosts(objects.get("fleet_clusters") or [], objects.get("member_clusters") or [], now,
+                                    link_label=self.get_option("link_label"), stale_after=stale_after,
+                                    member_urls=objects.get("member_urls"))
+        for group in (mapping.MEMBERS_GROUP, mapping.HUB_GROUP) + mapping.MANAGERS + mapping.HEALTH_STATES:
+            self.inventory.add_group(group)
+        self._add_hub()
+        strict = self.get_option("strict")
+        for name, host in hosts.items():
+            for group in host["groups"]:
+                self.inventory.add_host(name, group=group)
+            for key, value in dict(host["vars"], **self._connection_vars()).items():
+                self.inventory.set_variable(name, key, value)
+            hostvars = self.inventory.get_host(name).get_vars()
+            self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)
+            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, name, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, name, strict=strict)
+
+    def _add_hub(self):
+        name = self.get_option("hub_host")
+        if not name:
+            return
+        self.inventory.add_host(name, group=mapping.HUB_GROUP)
+        hub_vars = dict(self._connection_vars())
+        if self.get_option("kubeconfig"):
+            hub_vars["fleetops_kubeconfig"] = self.get_option("kubeconfig")
+        if self.get_option("context"):
+            hub_vars["fleetops_context"] = self.get_option("context")
+        for key, value in hub_vars.items():
+            self.inventory.set_variable(name, key, value)
+
+    def _connection_vars(self):
+        if not self.get_option("local_connection"):
+            return {}
+        return {"ansible_connection": "local",
+                "ansible_python_interpreter": trust_as_template("{{ ansible_playbook_python }}")}
+
+
+def member_url_from_secret(secret):
+    """The member API server URL in an imported Fleet cluster's kubeconfig Secret (``apiServerURL`` key or the kubeconfig)."""
+    data = (secret or {}).get("data") or {}
+    try:
+        if data.get("apiServerURL"):
+            return base64.b64decode(data["apiServerURL"]).decode("utf-8").strip() or None
+        if data.get("value"):
+            return mapping.server_from_kubeconfig(yaml.safe_load(base64.b64decode(data["value"]).decode("utf-8")))
+    except (ValueError, TypeError, yaml.YAMLError):
+        return None
+    return None

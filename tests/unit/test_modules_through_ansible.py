@@ -1,0 +1,59 @@
+"""Every module of the installed collection, run through Ansible's own executor with pytest-ansible.
+
+tests/modrun.py runs a module file as a process (see there why); this runs each module by its FQCN through
+pytest-ansible's ``ansible_adhoc`` (Ansible's plugin loader, AnsiballZ packaging with the module_utils it imports,
+the local connection), as a playbook task would. A module that imports something the tarball lacks, or a plugin
+the loader cannot resolve, fails here without a cluster.
+"""
+
+import sys
+
+import pytest
+import yaml
+
+from modrun import INSTALLED, collections_root
+
+collections_root()
+MODULES = sorted(p.stem for p in (INSTALLED / "plugins" / "modules").glob("*.py") if not p.stem.startswith("_"))
+
+
+@pytest.fixture(scope="module")
+def localhost(request, tmp_path_factory):
+    """pytest-ansible's host manager for localhost, with this Python (it has the kubernetes client)."""
+    inventory = tmp_path_factory.mktemp("inventory") / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    plugin = request.config.pluginmanager.getplugin("ansible")
+    return plugin.initialize(request.config, request, inventory=str(inventory), connection="local",
+                             host_pattern="localhost").localhost
+
+
+def run(localhost, module, **args):
+    return getattr(localhost, "fleetops.registration." + module)(**args)["localhost"]
+
+
+def test_the_installed_collection_has_the_modules():
+    assert "hub_prepare" in MODULES and len(MODULES) >= 9, MODULES
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_module_resolves_packages_and_checks_its_arguments(localhost, module):
+    result = run(localhost, module, fleetops_no_such_option=1)
+    assert result.get("failed"), result
+    # The module's own argument validation answered (required options first, then the unknown one), so Ansible
+    # found, packaged and ran it; a packaging fault ends in an import error or a deserialization failure instead.
+    validation = ("Unsupported parameters", "missing required arguments", "any of the following are missing")
+    assert any(text in result["msg"] for text in validation), result["msg"]
+    assert "module_stderr" not in result, result
+
+
+def test_an_unreachable_hub_is_reported_with_its_address_through_the_executor(localhost, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "x", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    result = run(localhost, "hub_prepare", kubeconfig=str(kubeconfig))
+    assert result.get("failed") and "127.0.0.1:9" in result["msg"], result
+    assert "not-a-real-token" not in str(result)
