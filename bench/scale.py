@@ -114,7 +114,7 @@ def stage_sliced(bench):
     limits = [[bench.hub_host, slices[0]], [slices[1]], [slices[2]]]
     started = [labctl.Playbook('slice-%d' % (i + 1), labctl.REPO_ROOT / JOIN, bench.inventory, limit=limit, forks=bench.args.forks)
                for i, limit in enumerate(limits)]
-    runs = [run.wait() for run in started]
+    runs = labctl.wait_all(started)
     for run in runs:
         print('   %-10s rc=%d %6.1f s' % (run.label, run.rc, run.seconds))
     leftover = [name for name in bench.hub.registration_tokens() if name.startswith('fleetops-join-')]

@@ -33,7 +33,7 @@ TARGETS = {
 # Modules that run in the controller process and start no module process of their own.
 CONTROLLER_ACTIONS = frozenset((
     'set_fact', 'assert', 'debug', 'set_stats', 'include_tasks', 'import_tasks', 'include_role', 'meta', 'fail',
-    'include_vars', 'add_host', 'group_by', 'pause',
+    'include_vars', 'add_host', 'group_by', 'pause', 'validate_argument_spec',
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
@@ -271,6 +271,9 @@ def format_scaling(seconds_by_members):
     return '\n'.join(lines).rstrip()
 
 
+CALL_COLUMNS = ('processes', 'hub_requests', 'member_requests', 'helm_runs', 'seconds', 'cpu')
+
+
 def call_summary(processes, cluster_urls, members):
     """Per module of a counted re-run: processes, API requests to the hub and to members, Helm runs; and per member.
 
@@ -280,23 +283,24 @@ def call_summary(processes, cluster_urls, members):
     modules = {}
     for proc in processes:
         row = modules.setdefault(proc.get('module') or '?', {'processes': 0, 'hub_requests': 0, 'member_requests': 0, 'helm_runs': 0,
-                                                             'seconds': 0.0})
+                                                             'seconds': 0.0, 'cpu': 0.0})
         row['processes'] += 1
         row['helm_runs'] += len(proc.get('helm') or [])
         row['seconds'] += max(0.0, (proc.get('end') or 0) - (proc.get('start') or 0))
+        row['cpu'] += (proc.get('cpu') or 0.0) + (proc.get('children_cpu') or 0.0)
         for _method, target, _path in proc.get('requests') or []:
             row['%s_requests' % where.get(target, 'member')] += 1
-    total = {key: sum(row[key] for row in modules.values()) for key in ('processes', 'hub_requests', 'member_requests', 'helm_runs', 'seconds')}
+    total = {key: sum(row[key] for row in modules.values()) for key in CALL_COLUMNS}
     per_member = {key: (value / members if members else None) for key, value in total.items()}
     return {'modules': modules, 'total': total, 'per_member': per_member, 'members': members}
 
 
 def format_calls(summary):
     """The counted re-run as a table, one row per module, then the total and the total per member."""
-    lines = ['%-32s %9s %8s %8s %6s %9s' % ('module', 'processes', 'hub API', 'mem API', 'helm', 'seconds')]
+    lines = ['%-32s ' % 'module' + ' '.join('%8s' % title for title in ('procs', 'hub API', 'mem API', 'helm', 'wall s', 'CPU s'))]
 
     def line(name, row, fmt):
-        return '%-32s ' % name + ' '.join(fmt % row[key] for key in ('processes', 'hub_requests', 'member_requests', 'helm_runs', 'seconds'))
+        return '%-32s ' % name + ' '.join(fmt % row[key] for key in CALL_COLUMNS)
     for name in sorted(summary['modules']):
         lines.append(line(name, summary['modules'][name], '%8d'))
     lines.append(line('total', summary['total'], '%8.0f'))

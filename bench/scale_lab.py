@@ -148,6 +148,19 @@ class Playbook:
             return ''.join(handle.readlines()[-lines:])
 
 
+def wait_all(runs, poll=0.2):
+    """Wait for concurrent runs, each timed to its own end; returns them."""
+    pending = list(runs)
+    while pending:
+        for run in list(pending):
+            if run.proc.poll() is not None:
+                run.wait()
+                pending.remove(run)
+        if pending:
+            time.sleep(poll)
+    return list(runs)
+
+
 def run_playbook(*args, **kwargs):
     """Start a playbook and wait for it; says so when it failed."""
     run = Playbook(*args, **kwargs).wait()

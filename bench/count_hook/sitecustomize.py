@@ -3,7 +3,7 @@
 Put on PYTHONPATH only for the counting re-run, with FLEETOPS_BENCH_CALLS=<file>: in a process whose command line
 is an AnsiballZ module wrapper it wraps urllib3's request method (what the kubernetes client sends through) and
 subprocess.Popen (Helm), and appends one JSON line per process at exit: module, requests (method, host:port, path,
-without query strings or bodies) and the Helm subcommands. Other processes are left alone.
+without query strings or bodies), the Helm subcommands and the CPU seconds of the process and of its children. Other processes are left alone.
 """
 
 import atexit
@@ -44,14 +44,18 @@ def _install(path, module):
     popen_init = subprocess.Popen.__init__
 
     def init(self, args, *rest, **kwargs):
-        argv = args if isinstance(args, (list, tuple)) else [args]
-        if argv and os.path.basename(str(argv[0])) == 'helm':
-            record['helm'].append(str(argv[1]) if len(argv) > 1 else '')
+        argv = [a.decode('utf-8', 'replace') if isinstance(a, bytes) else str(a)
+                for a in (args if isinstance(args, (list, tuple)) else [args])]
+        if argv and os.path.basename(argv[0]) == 'helm':
+            record['helm'].append(argv[1] if len(argv) > 1 else '')
         popen_init(self, args, *rest, **kwargs)
     subprocess.Popen.__init__ = init
 
     def dump():
         record['end'] = time.time()
+        times = os.times()
+        record['cpu'] = times.user + times.system
+        record['children_cpu'] = times.children_user + times.children_system
         with open(path, 'a') as handle:
             handle.write(json.dumps(record) + '\n')
     atexit.register(dump)

@@ -102,6 +102,7 @@ def test_checkin_window_runs_from_agent_install_to_the_wait_that_follows():
 def test_module_processes_counts_items_attempts_and_no_controller_actions():
     records = [
         rec('m1', 'ansible.builtin.set_fact', 0, 1),
+        rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1),
         rec('m1', 'fleetops.registration.fleet_cluster', 0, 1),
         rec('m1', sf.TOKEN, 0, 1, items=2),
         rec('m1', sf.FLEET_CLUSTER_INFO, 0, 1, attempts=3),
@@ -140,12 +141,15 @@ def test_scaling_table_shows_cost_per_added_member():
 
 def test_call_summary_splits_hub_and_member_requests():
     urls = {'hub': 'https://127.0.0.1:7000', 'member1': 'https://127.0.0.1:7001'}
-    procs = [{'module': 'fleet_agent', 'start': 0, 'end': 1.5, 'helm': ['list', 'get'],
+    procs = [{'module': 'fleet_agent', 'start': 0, 'end': 1.5, 'helm': ['list', 'get'], 'cpu': 0.5, 'children_cpu': 0.25,
               'requests': [['GET', '127.0.0.1:7000', '/apis/x'], ['GET', '127.0.0.1:7001', '/api/v1/y']]},
-             {'module': 'fleet_cluster', 'start': 0, 'end': 0.5, 'helm': [], 'requests': [['GET', '127.0.0.1:7000', '/apis/z']] * 2}]
+             {'module': 'fleet_cluster', 'start': 0, 'end': 0.5, 'helm': [], 'cpu': 1.25, 'requests': [['GET', '127.0.0.1:7000', '/apis/z']] * 2}]
     summary = sf.call_summary(procs, urls, 2)
-    assert summary['modules']['fleet_agent'] == {'processes': 1, 'hub_requests': 1, 'member_requests': 1, 'helm_runs': 2, 'seconds': 1.5}
+    assert summary['modules']['fleet_agent'] == {'processes': 1, 'hub_requests': 1, 'member_requests': 1, 'helm_runs': 2, 'seconds': 1.5,
+                                                 'cpu': 0.75}
     assert summary['total']['hub_requests'] == 3
-    assert summary['per_member'] == {'processes': 1.0, 'hub_requests': 1.5, 'member_requests': 0.5, 'helm_runs': 1.0, 'seconds': 1.0}
+    assert summary['per_member'] == {'processes': 1.0, 'hub_requests': 1.5, 'member_requests': 0.5, 'helm_runs': 1.0, 'seconds': 1.0,
+                                     'cpu': 1.0}
     table = sf.format_calls(summary).splitlines()
-    assert table[-1].split()[-5:] == ['1.0', '1.5', '0.5', '1.0', '1.0']
+    assert table[0].split()[1:] == ['procs', 'hub', 'API', 'mem', 'API', 'helm', 'wall', 's', 'CPU', 's']
+    assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.0', '1.0']
