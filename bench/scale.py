@@ -178,12 +178,12 @@ def stage_count(bench):
     bench.record(rerun_calls=summary)
 
 
-def hub100_inventory(bench):
-    """The 100-host inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub knows."""
+def hub100_inventory(bench, count):
+    """The 100-host (``count``) inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub knows."""
     with open(bench.inventory) as handle:
         lab = yaml.safe_load(handle)
     hub_group = lab['all']['children']['hub']
-    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10)}} for i in range(1, 101)}
+    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10)}} for i in range(1, count + 1)}
     data = {'all': {'vars': lab['all'].get('vars', {}), 'children': {'hub': hub_group, 'bench_hub_only': {'hosts': hosts}}}}
     path = labctl.OUT_DIR / 'hub100-inventory.yml'
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -194,17 +194,23 @@ def hub100_inventory(bench):
 
 def stage_hub100(bench):
     """100 Fleet Clusters and 100 MemberClusters: predefined with labels, relabelled, listed by cluster_status."""
-    inv = hub100_inventory(bench)
+    count = bench.args.hub_clusters
+    inv = hub100_inventory(bench, count)
     bench.hub.delete_labelled(HUB100_SELECTOR)
     runs = [bench.play('hub100-predefine', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 1}),
             bench.play('hub100-relabel', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 2}),
             bench.play('hub100-status', 'playbooks/cluster_status.yml', inv=inv,
                        extra_vars={'fleetops_status_label_selector': HUB100_SELECTOR})]
     listed = (len(bench.hub.fleet_clusters(HUB100_SELECTOR + ',bench-round=2')), len(bench.hub.member_clusters(HUB100_SELECTOR + ',bench-round=2')))
-    ok = all(run.rc == 0 for run in runs) and listed == (100, 100)
+    ok = all(run.rc == 0 for run in runs) and listed == (count, count)
     print('   relabelled on the hub: %d Clusters, %d MemberClusters; %s' % (listed + ('all runs ok' if ok else 'NOT all ok',)))
-    bench.record(hub_100_seconds=sum(run.seconds for run in runs) if ok else None,
-                 hub_100_parts={run.label: run.seconds for run in runs})
+    seconds = sum(run.seconds for run in runs) if ok else None
+    print('   %d hub-side clusters: %s s (%s)' % (count, 'n/a' if seconds is None else '%.1f' % seconds,
+                                                  ', '.join('%s %.1f s' % (run.label, run.seconds) for run in runs)))
+    if count == 100:
+        bench.record(hub_100_seconds=seconds, hub_100_parts={run.label: run.seconds for run in runs})
+    else:
+        print('   (hub_100_seconds is only recorded with --hub-clusters 100)')
     bench.hub.delete_labelled(HUB100_SELECTOR)
 
 
@@ -216,6 +222,7 @@ def parse(argv):
     parser.add_argument('--only', default=','.join(STAGES), help='comma-separated stages (default all: %s)' % ','.join(STAGES))
     parser.add_argument('--forks', type=int, default=12, help='ansible forks for every run, ours and the baseline (default 12)')
     parser.add_argument('--repeat', type=int, default=1, help='runs of each re-run measurement; the fastest counts (default 1)')
+    parser.add_argument('--hub-clusters', type=int, default=100, help='hub-side clusters of the hub100 stage (default 100)')
     parser.add_argument('--keep-lab', action='store_true', help='leave the bench lab running at the end')
     args = parser.parse_args(argv)
     unknown = set(args.only.split(',')) - set(STAGES)
@@ -229,7 +236,9 @@ def run_stages(bench, stages):
     for name in STAGES:
         if name not in stages:
             continue
-        print('== %s' % name, flush=True)
+        load = os.getloadavg()
+        bench.raw.setdefault('load_average', {})[name] = load[0]
+        print('== %s (load average %.1f %.1f %.1f on %d CPUs)' % ((name,) + load + (os.cpu_count() or 0,)), flush=True)
         try:
             globals()['stage_' + name](bench)
         except Exception as exc:  # pylint: disable=broad-except

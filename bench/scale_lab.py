@@ -101,7 +101,7 @@ def hosts_of(parsed, group):
 class Playbook:
     """One ansible-playbook run, started now and finished with ``wait()``."""
 
-    def __init__(self, label, playbook, inv, limit=None, extra_vars=None, forks=12, ansible_playbook=None, env=None):
+    def __init__(self, label, playbook, inv, limit=None, extra_vars=None, forks=12, ansible_playbook=None, env=None, extra_args=()):  # pylint: disable=too-many-arguments
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         logs = OUT_DIR / 'logs'
         logs.mkdir(exist_ok=True)
@@ -116,6 +116,7 @@ class Playbook:
             argv += ['--limit', ','.join(limit)]
         for key, value in (extra_vars or {}).items():
             argv += ['-e', '%s=%s' % (key, value)]
+        argv += list(extra_args)
         run_env = dict(os.environ)
         run_env.update({'ANSIBLE_COLLECTIONS_PATH': str(COLLECTIONS), 'ANSIBLE_CALLBACK_PLUGINS': str(REPO_ROOT / 'bench' / 'callback_plugins'),
                         'ANSIBLE_CALLBACKS_ENABLED': 'bench_timer', 'FLEETOPS_BENCH_TIMINGS': str(self.timings),
