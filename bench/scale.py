@@ -26,6 +26,7 @@ import yaml
 
 import scale_figures as figures
 import scale_lab as labctl
+import scale_timeline as timeline
 
 STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'hub100')
 JOIN = 'playbooks/join_cluster.yml'
@@ -85,9 +86,32 @@ def stage_first(bench):
     print('   task times of %s (longest first):' % member)
     for name, seconds in sorted(figures.task_breakdown(records, member), key=lambda row: -row[1])[:8]:
         print('     %6.1f s  %s' % (seconds, name))
+    print_timeline(member, records)
     bench.record(join_1_seconds=run.seconds if run.rc == 0 else None, checkin_window_seconds=window,
                  checkin_interval_seconds=interval, first_join_tasks=figures.task_breakdown(records, member),
                  first_join_epoch=[run.started_epoch, run.started_epoch + run.seconds])
+
+
+def print_timeline(member, records):
+    """The first join's Fleet agent install to check-in, from the playbook's task times and the lab's logs."""
+    agent_tasks = [r for r in records if r['host'] == member and r.get('status') != 'skipped'
+                   and r.get('action') in (figures.FLEET_AGENT, figures.FLEET_CLUSTER_INFO)]
+    installs = [r for r in agent_tasks if r['action'] == figures.FLEET_AGENT and (r.get('args') or {}).get('state', 'present') == 'present']
+    if not installs:
+        return
+    start = installs[0]['start']
+    end = max(r['end'] for r in agent_tasks)
+    events = [(r['start'], 'ansible', 'task starts: %s' % figures.short_action(r['action'])) for r in agent_tasks if r['start'] >= start]
+    events += [(r['end'], 'ansible', 'task ends: %s' % figures.short_action(r['action'])) for r in agent_tasks if r['start'] >= start]
+    logs = labctl.LAB_DIR / 'logs'
+    with open(logs / 'runner.log') as handle:
+        events += timeline.runner_events(handle, member)
+    for path in sorted((logs / member).glob('cattle-fleet-system.*.fleet-agent.log')):
+        with open(path) as handle:
+            events += timeline.agent_events(handle, path.name.split('.')[1])
+    print('   timeline of %s from the fleet_agent install (lab logs: agent runner and Fleet agents):' % member)
+    for line in timeline.format_timeline(events, start, (start, end)).splitlines():
+        print('     ' + line)
 
 
 def stage_batch(bench):

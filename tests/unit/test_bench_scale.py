@@ -153,3 +153,22 @@ def test_call_summary_splits_hub_and_member_requests():
     table = sf.format_calls(summary).splitlines()
     assert table[0].split()[1:] == ['procs', 'hub', 'API', 'mem', 'API', 'helm', 'wall', 's', 'CPU', 's']
     assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.0', '1.0']
+
+
+def test_timeline_from_runner_and_agent_logs():
+    import scale_timeline as tl  # pylint: disable=import-outside-toplevel
+    runner = ['2026-11-23 05:46:10,699 INFO member1 cattle-fleet-system/fleet-agent-a: realising pod (fleet-agent=fleetagent)',
+              '2026-11-23 05:46:10,814 INFO member1 cattle-fleet-system/fleet-agent-a: started container fleet-agent (fleetagent) pid 1',
+              '2026-11-23 05:46:11,000 INFO member10 cattle-fleet-system/fleet-agent-z: realising pod (fleet-agent=fleetagent)',
+              '2026-11-23 05:46:12,000 INFO member1 fleet-system/member-agent-b: realising pod (member-agent=memberagent)']
+    agent = ['--- 2026-11-23T05:46:16Z starting fleetagent (restart 0)',
+             '{"level":"info","ts":"2026-11-23T05:46:16Z","msg":"Attempting to acquire leader lease...","lock":"x"}',
+             '{"level":"info","ts":"2026-11-23T05:46:49Z","msg":"Successfully acquired lease","lock":"x"}',
+             'time="2026-11-23T05:46:50Z" level=warning msg="signal received: \\"terminated\\""',
+             'not a log line']
+    events = tl.runner_events(runner, 'member1') + tl.agent_events(agent, 'fleet-agent-b')
+    origin = tl.utc_epoch('2026-11-23T05:46:10Z', '%Y-%m-%dT%H:%M:%SZ')
+    lines = tl.format_timeline(events, origin).splitlines()
+    assert [line.split()[0] for line in lines] == ['+0.7', '+0.8', '+6.0', '+6.0', '+39.0', '+40.0']
+    assert lines[0].endswith('runner: realising pod') and 'holds the leader lease' in lines[4] and 'told to stop' in lines[5]
+    assert tl.format_timeline(events, origin, (origin, origin + 10)).count('\n') == 3
