@@ -159,17 +159,19 @@ def stage_memory(bench):
 def stage_rerun(bench):
     """No-change re-run over every member, then over 1 and 4 members (with the hub play each time)."""
     bench.joined()
-    runs = {}
+    runs, cpu = {}, {}
     for count in [len(bench.members)] + [n for n in (1, 4) if n < len(bench.members)]:
         limit = None if count == len(bench.members) else [bench.hub_host] + bench.members[:count]
         best = min((bench.play('rerun-%d' % count, limit=limit) for _ in range(bench.args.repeat)), key=lambda r: r.seconds)
         runs[count] = best.seconds
+        cpu[count] = best.cpu
         changed = sum(1 for rec in best.records if rec.get('status') == 'changed')
         if changed or best.rc:
             print('   note: re-run of %d members: rc=%d, %d changed tasks (expected 0)' % (count, best.rc, changed))
     print(figures.format_scaling(runs))
+    print('   CPU seconds of each re-run (ansible-playbook, modules, Helm): %s' % ', '.join('%d members %.1f' % kv for kv in sorted(cpu.items())))
     bench.record(rerun_seconds=runs[len(bench.members)], members=len(bench.members),
-                 rerun_scaling={str(k): v for k, v in runs.items()})
+                 rerun_scaling={str(k): v for k, v in runs.items()}, rerun_cpu={str(k): v for k, v in cpu.items()})
 
 
 def stage_kcore(bench):

@@ -7,6 +7,7 @@ the benchmark virtualenv's), the lab's inventory, the bench_timer callback and o
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -98,6 +99,11 @@ def hosts_of(parsed, group):
     return sorted(hosts, key=lambda name: (len(name), name))
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Playbook:
     """One ansible-playbook run, started now and finished with ``wait()``."""
 
@@ -124,6 +130,8 @@ class Playbook:
         run_env.update(env or {})
         self.started = time.monotonic()
         self.started_epoch = time.time()
+        self.cpu_before = _children_cpu()
+        self.cpu = None
         with open(self.log, 'w') as handle:
             self.proc = subprocess.Popen(argv, cwd=str(REPO_ROOT), env=run_env, stdout=handle, stderr=subprocess.STDOUT)
         self.seconds = None
@@ -133,6 +141,9 @@ class Playbook:
         """Wait for the run; returns self with rc, seconds and records (the callback's timings)."""
         self.rc = self.proc.wait()
         self.seconds = time.monotonic() - self.started
+        # CPU of ansible-playbook, its workers, module processes and Helm (all reaped descendants); with runs
+        # in parallel it mixes theirs, so only sequential runs report it.
+        self.cpu = _children_cpu() - self.cpu_before
         return self
 
     @property
@@ -165,7 +176,8 @@ def wait_all(runs, poll=0.2):
 def run_playbook(*args, **kwargs):
     """Start a playbook and wait for it; says so when it failed."""
     run = Playbook(*args, **kwargs).wait()
-    print('   %-28s rc=%d  %6.1f s  (log %s)' % (run.label, run.rc, run.seconds, os.path.relpath(run.log, REPO_ROOT)), flush=True)
+    print('   %-28s rc=%d  %6.1f s  CPU %6.1f s  (log %s)' % (run.label, run.rc, run.seconds, run.cpu, os.path.relpath(run.log, REPO_ROOT)),
+          flush=True)
     if run.rc != 0:
         print(run.tail(), flush=True)
     return run
