@@ -107,7 +107,8 @@ def _children_cpu():
 class Playbook:
     """One ansible-playbook run, started now and finished with ``wait()``."""
 
-    def __init__(self, label, playbook, inv, limit=None, extra_vars=None, forks=12, ansible_playbook=None, env=None, extra_args=()):  # pylint: disable=too-many-arguments
+    def __init__(self, label, playbook, inv, limit=None, extra_vars=None,  # pylint: disable=too-many-arguments
+                 forks=12, ansible_playbook=None, env=None, extra_args=()):
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         logs = OUT_DIR / 'logs'
         logs.mkdir(exist_ok=True)
