@@ -276,7 +276,7 @@ def report(bench, started):
     labctl.write_json(labctl.OUT_DIR / 'raw.json', bench.raw)
     current = figures.compute_figures(bench.raw)
     result = figures.merge_figures(labctl.read_json(labctl.OUT_DIR / 'scale.json'), current)
-    labctl.write_json(labctl.OUT_DIR / 'scale.json', result)
+    labctl.write_json(labctl.OUT_DIR / 'scale.json', result, sort_keys=False)
     now = {key for key, value in figures.compute_figures({k: v for k, v in bench.raw.items() if k in bench.measured | {'members'}}).items()
            if value is not None}
     print('== figures (%d members, forks %d, %d CPUs shared with other work, %.0f s in all)' % (

@@ -259,12 +259,12 @@ def lab_memory(report):
     return rss, pss, len(pids)
 
 
-def write_json(path, data):
-    """Write JSON (sorted keys, trailing newline)."""
+def write_json(path, data, sort_keys=True):
+    """Write JSON (trailing newline)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, 'w') as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
+        json.dump(data, handle, indent=2, sort_keys=sort_keys)
         handle.write('\n')
 
 
