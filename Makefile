@@ -109,8 +109,10 @@ demo: venv collection lab-build
 	ansible-playbook -i $(LAB_DIR)/inventory.yml playbooks/cluster_status.yml
 	$(LAB) status
 
-bench: venv lab-build
-	PYTHONPATH=$(CURDIR)/lab $(PY) bench/lab_up.py
+# Fleet-size benchmark on a lab of its own (.cache/bench-lab, 12 members): figures in .cache/bench/scale.json
+# (docs/performance.md). BENCH_ARGS="--only rerun --members 4 --keep-lab" for one stage on a smaller lab.
+bench: venv collection lab-build
+	$(PY) bench/scale.py $(BENCH_ARGS)
 
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q

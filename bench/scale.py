@@ -1,0 +1,308 @@
+"""Fleet-size benchmark (``make bench``, issue 9): the collection at 12 members and 100 hub clusters.
+
+Starts a lab of its own (``FLEETOPS_LAB_DIR=.cache/bench-lab``, ``python -m fleetlab up --members 12``), runs the
+stages below on it, prints a table (figure, value, target, PASS/OVER), writes ``.cache/bench/scale.json`` (exactly
+the keys of ``scale_figures.KEYS``) and stops the lab. It exits 0 whatever the figures are: it measures, it does not
+judge. Raw measurements of every stage go to ``.cache/bench/raw.json`` (stages run alone reuse earlier ones), the
+output of each ansible-playbook run and its per-host task timings to ``.cache/bench/logs/``.
+
+Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for development; ``--keep-lab`` leaves it up):
+  first    first join of one fresh member (join_cluster.yml --limit hub,member1), where its time goes
+  batch    first join of up to 8 fresh members in one run (parallel_join_ratio = batch / first)
+  sliced   3 concurrent join_cluster.yml runs with disjoint --limit slices (AWX job slicing)
+  memory   resident memory of the lab with every member joined
+  rerun    no-change re-run over all members, and over 1 and 4 (how the cost grows)
+  kcore    the same checks as a plain kubernetes.core playbook (bench/kubernetes_core_rerun.yml)
+  count    module processes, API round trips and Helm runs per member of a no-change re-run
+  hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled and listed (bench/hub_100.yml)
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import yaml
+
+import scale_figures as figures
+import scale_lab as labctl
+import scale_timeline as timeline
+
+STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'hub100')
+JOIN = 'playbooks/join_cluster.yml'
+LEAVE = 'playbooks/leave_cluster.yml'
+HUB100_SELECTOR = 'bench=hub100'
+
+
+class Bench:
+    """Shared state of one benchmark invocation."""
+
+    def __init__(self, args):
+        self.args = args
+        self.inventory, parsed = labctl.inventory()
+        self.hub_host = labctl.hosts_of(parsed, 'hub')[0]
+        self.members = labctl.hosts_of(parsed, 'members')
+        self.plan = figures.plan_members(self.members)
+        self.raw = labctl.read_json(labctl.OUT_DIR / 'raw.json')
+        self.measured = set()
+        self.hub = labctl.Hub()
+
+    def record(self, **values):
+        """Keep raw measurements (written to raw.json at the end)."""
+        self.raw.update(values)
+        self.measured.update(values)
+
+    def play(self, label, playbook=JOIN, limit=None, **kwargs):
+        """Run a playbook on the lab inventory with the bench's forks."""
+        kwargs.setdefault('forks', self.args.forks)
+        return labctl.run_playbook(label, labctl.REPO_ROOT / playbook, kwargs.pop('inv', self.inventory), limit=limit, **kwargs)
+
+    def fresh(self, names):
+        """Make members fresh for a first join: a member already on the hub leaves first (not timed)."""
+        present = self.hub.present(names)
+        if present:
+            print('   %s already joined: leaving first (not timed)' % ', '.join(present), flush=True)
+            self.play('setup-leave', LEAVE, limit=present)
+
+    def joined(self):
+        """Join every member not joined yet (not timed), for the stages that need a joined fleet."""
+        state = self.hub.joined_state(self.members)
+        missing = [name for name, ok in state.items() if not ok]
+        if missing:
+            print('   joining %s first (not timed)' % ', '.join(missing), flush=True)
+            self.play('setup-join', limit=[self.hub_host] + missing)
+
+
+def stage_first(bench):
+    """First join of one fresh member, and where the Fleet agent's install-to-check-in goes."""
+    member = bench.plan['first'][0]
+    bench.fresh([member])
+    run = bench.play('first-join', limit=[bench.hub_host, member])
+    records = run.records
+    window = figures.checkin_windows(records).get(member)
+    interval = figures.parse_duration(bench.hub.checkin_interval() or '15s')
+    print('   %s: whole join %.1f s; Fleet agent install to a check-in the hub has seen %s s; agentCheckinInterval %.0f s'
+          % (member, run.seconds, 'n/a' if window is None else '%.1f' % window, interval))
+    print('   task times of %s (longest first):' % member)
+    for name, seconds in sorted(figures.task_breakdown(records, member), key=lambda row: -row[1])[:8]:
+        print('     %6.1f s  %s' % (seconds, name))
+    print_timeline(member, records)
+    bench.record(join_1_seconds=run.seconds if run.rc == 0 else None, checkin_window_seconds=window,
+                 checkin_interval_seconds=interval, first_join_tasks=figures.task_breakdown(records, member),
+                 first_join_epoch=[run.started_epoch, run.started_epoch + run.seconds])
+
+
+def print_timeline(member, records):
+    """The first join's Fleet agent install to check-in, from the playbook's task times and the lab's logs."""
+    agent_tasks = [r for r in records if r['host'] == member and r.get('status') != 'skipped'
+                   and r.get('action') in (figures.FLEET_AGENT, figures.FLEET_CLUSTER_INFO)]
+    installs = [r for r in agent_tasks if r['action'] == figures.FLEET_AGENT and (r.get('args') or {}).get('state', 'present') == 'present']
+    if not installs:
+        return
+    start = installs[0]['start']
+    end = max(r['end'] for r in agent_tasks)
+    events = [(r['start'], 'ansible', 'task starts: %s' % figures.short_action(r['action'])) for r in agent_tasks if r['start'] >= start]
+    events += [(r['end'], 'ansible', 'task ends: %s' % figures.short_action(r['action'])) for r in agent_tasks if r['start'] >= start]
+    logs = labctl.LAB_DIR / 'logs'
+    with open(logs / 'runner.log') as handle:
+        events += timeline.runner_events(handle, member)
+    for path in sorted((logs / member).glob('cattle-fleet-system.*.fleet-agent.log')):
+        with open(path) as handle:
+            events += timeline.agent_events(handle, path.name.split('.')[1])
+    print('   timeline of %s from the fleet_agent install (lab logs: agent runner and Fleet agents):' % member)
+    for line in timeline.format_timeline(events, start, (start, end)).splitlines():
+        print('     ' + line)
+
+
+def stage_batch(bench):
+    """First join of the batch (up to 8 fresh members) in one run."""
+    batch = bench.plan['batch']
+    if len(batch) < 2:
+        print('   skipped: needs at least 6 members in the lab (--members)')
+        return
+    bench.fresh(batch)
+    run = bench.play('batch-join-%d' % len(batch), limit=[bench.hub_host] + batch)
+    windows = figures.checkin_windows(run.records)
+    print('   %d members: whole join %.1f s; agent install to check-in %s' % (
+        len(batch), run.seconds, ', '.join('%.0f' % windows[h] for h in sorted(windows)) or 'n/a'))
+    bench.record(join_batch_seconds=run.seconds if run.rc == 0 else None, join_batch_members=len(batch))
+
+
+def stage_sliced(bench):
+    """3 concurrent join_cluster.yml runs, disjoint --limit slices (the hub host in the first, as AWX slicing does)."""
+    slices = bench.plan['slices']
+    if len(slices) < 3:
+        print('   skipped: needs at least 4 members in the lab')
+        return
+    bench.fresh(slices)
+    limits = [[bench.hub_host, slices[0]], [slices[1]], [slices[2]]]
+    started = [labctl.Playbook('slice-%d' % (i + 1), labctl.REPO_ROOT / JOIN, bench.inventory, limit=limit, forks=bench.args.forks)
+               for i, limit in enumerate(limits)]
+    runs = labctl.wait_all(started)
+    for run in runs:
+        print('   %-10s rc=%d %6.1f s' % (run.label, run.rc, run.seconds))
+    leftover = [name for name in bench.hub.registration_tokens() if name.startswith('fleetops-join-')]
+    ok, reasons = figures.sliced_ok([{'rc': r.rc, 'records': r.records} for r in runs], leftover, bench.hub.joined_state(slices))
+    for reason in reasons:
+        print('   NOT OK: %s' % reason)
+    bench.record(sliced_ok=ok, sliced_reasons=reasons)
+
+
+def stage_memory(bench):
+    """Resident memory of the lab, every member joined (both agents running on each)."""
+    bench.joined()
+    rss, pss, count = labctl.lab_memory(labctl.lab_report())
+    print('   %d processes: RSS sum %.2f GiB (the figure), PSS sum %.2f GiB (shared pages counted once)' % (count, rss / 2 ** 30, pss / 2 ** 30))
+    bench.record(lab_rss_bytes=rss, lab_pss_bytes=pss, lab_members=len(bench.members))
+
+
+def stage_rerun(bench):
+    """No-change re-run over every member, then over 1 and 4 members (with the hub play each time)."""
+    bench.joined()
+    runs, cpu = {}, {}
+    for count in [len(bench.members)] + [n for n in (1, 4) if n < len(bench.members)]:
+        limit = None if count == len(bench.members) else [bench.hub_host] + bench.members[:count]
+        best = min((bench.play('rerun-%d' % count, limit=limit) for _attempt in range(bench.args.repeat)), key=lambda r: r.seconds)
+        runs[count] = best.seconds
+        cpu[count] = best.cpu
+        changed = sum(1 for rec in best.records if rec.get('status') == 'changed')
+        if changed or best.rc:
+            print('   note: re-run of %d members: rc=%d, %d changed tasks (expected 0)' % (count, best.rc, changed))
+    print(figures.format_scaling(runs))
+    print('   CPU seconds of each re-run (ansible-playbook, modules, Helm): %s' % ', '.join('%d members %.1f' % kv for kv in sorted(cpu.items())))
+    bench.record(rerun_seconds=runs[len(bench.members)], members=len(bench.members),
+                 rerun_scaling={str(k): v for k, v in runs.items()}, rerun_cpu={str(k): v for k, v in cpu.items()})
+
+
+def stage_kcore(bench):
+    """The kubernetes.core baseline over every member, same inventory and forks."""
+    playbook = labctl.ensure_kcore_venv()
+    bench.joined()
+    if 'rerun_seconds' not in bench.raw:
+        stage_rerun(bench)
+    best = min((bench.play('kcore-rerun', 'bench/kubernetes_core_rerun.yml', ansible_playbook=playbook)
+                for _attempt in range(bench.args.repeat)), key=lambda r: r.seconds)
+    print('   kubernetes.core: %.1f s for %d members (ours %.1f s)' % (best.seconds, len(bench.members), bench.raw['rerun_seconds']))
+    bench.record(kcore_seconds=best.seconds if best.rc == 0 else None)
+
+
+def stage_count(bench):
+    """Module processes, API round trips and Helm runs of a no-change re-run, through bench/count_hook."""
+    bench.joined()
+    calls = labctl.OUT_DIR / 'logs' / 'count-calls.jsonl'
+    if calls.exists():
+        calls.unlink()
+    hook = str(labctl.REPO_ROOT / 'bench' / 'count_hook')
+    env = {'FLEETOPS_BENCH_CALLS': str(calls), 'PYTHONPATH': os.pathsep.join(filter(None, [hook, os.environ.get('PYTHONPATH')]))}
+    run = bench.play('count-rerun', env=env)
+    processes = figures.load_timings(open(calls)) if calls.exists() else []
+    urls = {m: c['url'] for m, c in labctl.lab_report().get('clusters', {}).items()}
+    summary = figures.call_summary(processes, urls, len(bench.members))
+    print(figures.format_calls(summary))
+    per_host = figures.module_processes(run.records)
+    print('   module processes per host (callback): %s' % ', '.join('%s %d' % (h, per_host[h]) for h in sorted(per_host)))
+    bench.record(rerun_calls=summary)
+
+
+def hub100_inventory(bench, count):
+    """The 100-host (``count``) inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub knows."""
+    with open(bench.inventory) as handle:
+        lab = yaml.safe_load(handle)
+    hub_group = lab['all']['children']['hub']
+    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10)}} for i in range(1, count + 1)}
+    data = {'all': {'vars': lab['all'].get('vars', {}), 'children': {'hub': hub_group, 'bench_hub_only': {'hosts': hosts}}}}
+    path = labctl.OUT_DIR / 'hub100-inventory.yml'
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as handle:
+        yaml.safe_dump(data, handle, sort_keys=False)
+    return path
+
+
+def stage_hub100(bench):
+    """100 Fleet Clusters and 100 MemberClusters: predefined with labels, relabelled, listed by cluster_status."""
+    count = bench.args.hub_clusters
+    inv = hub100_inventory(bench, count)
+    bench.hub.delete_labelled(HUB100_SELECTOR)
+    runs = [bench.play('hub100-predefine', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 1}),
+            bench.play('hub100-relabel', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 2}),
+            bench.play('hub100-status', 'playbooks/cluster_status.yml', inv=inv,
+                       extra_vars={'fleetops_status_label_selector': HUB100_SELECTOR})]
+    listed = (len(bench.hub.fleet_clusters(HUB100_SELECTOR + ',bench-round=2')), len(bench.hub.member_clusters(HUB100_SELECTOR + ',bench-round=2')))
+    ok = all(run.rc == 0 for run in runs) and listed == (count, count)
+    print('   relabelled on the hub: %d Clusters, %d MemberClusters; %s' % (listed + ('all runs ok' if ok else 'NOT all ok',)))
+    seconds = sum(run.seconds for run in runs) if ok else None
+    print('   %d hub-side clusters: %s s (%s)' % (count, 'n/a' if seconds is None else '%.1f' % seconds,
+                                                  ', '.join('%s %.1f s' % (run.label, run.seconds) for run in runs)))
+    if count == 100:
+        bench.record(hub_100_seconds=seconds, hub_100_parts={run.label: run.seconds for run in runs})
+    else:
+        print('   (hub_100_seconds is only recorded with --hub-clusters 100)')
+    bench.hub.delete_labelled(HUB100_SELECTOR)
+
+
+def parse(argv):
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog='\n'.join(__doc__.splitlines()[8:]))
+    parser.add_argument('--members', type=int, default=12, help='members of the bench lab (default 12)')
+    parser.add_argument('--only', default=','.join(STAGES), help='comma-separated stages (default all: %s)' % ','.join(STAGES))
+    parser.add_argument('--forks', type=int, default=12, help='ansible forks for every run, ours and the baseline (default 12)')
+    parser.add_argument('--repeat', type=int, default=1, help='runs of each re-run measurement; the fastest counts (default 1)')
+    parser.add_argument('--hub-clusters', type=int, default=100, help='hub-side clusters of the hub100 stage (default 100)')
+    parser.add_argument('--keep-lab', action='store_true', help='leave the bench lab running at the end')
+    args = parser.parse_args(argv)
+    unknown = set(args.only.split(',')) - set(STAGES)
+    if unknown:
+        parser.error('unknown stage(s) %s; choose from %s' % (', '.join(sorted(unknown)), ', '.join(STAGES)))
+    return args
+
+
+def run_stages(bench, stages):
+    """Run the chosen stages in their fixed order; a failing stage is reported and the next one runs."""
+    for name in STAGES:
+        if name not in stages:
+            continue
+        load = os.getloadavg()
+        bench.raw.setdefault('load_average', {})[name] = load[0]
+        print('== %s (load average %.1f %.1f %.1f on %d CPUs)' % ((name,) + load + (os.cpu_count() or 0,)), flush=True)
+        try:
+            globals()['stage_' + name](bench)
+        except Exception as exc:  # pylint: disable=broad-except
+            print('   stage %s failed: %s: %s' % (name, type(exc).__name__, exc), flush=True)
+
+
+def report(bench, started):
+    """Write raw.json and scale.json, print the table."""
+    labctl.write_json(labctl.OUT_DIR / 'raw.json', bench.raw)
+    current = figures.compute_figures(bench.raw)
+    result = figures.merge_figures(labctl.read_json(labctl.OUT_DIR / 'scale.json'), current)
+    labctl.write_json(labctl.OUT_DIR / 'scale.json', result, sort_keys=False)
+    now = {key for key, value in figures.compute_figures({k: v for k, v in bench.raw.items() if k in bench.measured | {'members'}}).items()
+           if value is not None}
+    print('== figures (%d members, forks %d, %d CPUs shared with other work, %.0f s in all)' % (
+        len(bench.members), bench.args.forks, os.cpu_count() or 0, time.monotonic() - started))
+    print(figures.format_table(result, now))
+    print('   written: %s' % os.path.relpath(labctl.OUT_DIR / 'scale.json', labctl.REPO_ROOT))
+
+
+def main(argv=None):
+    """Entry point; exits 0 whatever the figures are."""
+    args = parse(sys.argv[1:] if argv is None else argv)
+    started = time.monotonic()
+    labctl.ensure_collection()
+    print('== lab: %s, %d members' % (labctl.LAB_DIR, args.members), flush=True)
+    we_started, seconds = labctl.lab_up(args.members)
+    print('   %s' % ('started in %.0f s' % seconds if we_started else 'already running: reused'), flush=True)
+    try:
+        bench = Bench(args)
+        run_stages(bench, set(args.only.split(',')))
+        report(bench, started)
+    finally:
+        if not args.keep_lab:
+            print('== stopping the bench lab', flush=True)
+            labctl.lab_down()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Unit tests of the benchmark's pure parts (bench/scale_figures.py): figures, table, JSON keys, timings."""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'bench'))
+
+import scale_figures as sf  # noqa: E402  pylint: disable=wrong-import-position
+
+ISSUE_KEYS = ['rerun_seconds_per_member', 'rerun_vs_kubernetes_core', 'first_join_checkin_intervals', 'parallel_join_ratio',
+              'hub_100_seconds', 'lab_12_members_gib', 'sliced_runs_ok']
+
+
+def rec(host, action, start, end, status='ok', task=None, **extra):
+    return dict({'host': host, 'action': action, 'start': start, 'end': end, 'status': status, 'task': task or action}, **extra)
+
+
+def test_keys_are_exactly_the_issue_keys_and_each_has_a_target():
+    assert list(sf.KEYS) == ISSUE_KEYS
+    assert set(sf.TARGETS) == set(ISSUE_KEYS)
+
+
+def test_compute_figures_from_measurements():
+    got = sf.compute_figures({'rerun_seconds': 30.0, 'members': 12, 'kcore_seconds': 60.0, 'checkin_window_seconds': 97.0,
+                              'checkin_interval_seconds': 15.0, 'join_1_seconds': 100.0, 'join_batch_seconds': 180.0,
+                              'hub_100_seconds': 123.456, 'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True})
+    assert list(got) == ISSUE_KEYS
+    assert got == {'rerun_seconds_per_member': 2.5, 'rerun_vs_kubernetes_core': 2.0, 'first_join_checkin_intervals': 6.47,
+                   'parallel_join_ratio': 1.8, 'hub_100_seconds': 123.5, 'lab_12_members_gib': 6.0, 'sliced_runs_ok': True}
+    json.dumps(got)  # serialisable as scale.json
+
+
+def test_compute_figures_leaves_unmeasured_ones_empty():
+    got = sf.compute_figures({'rerun_seconds': 30.0})  # no member count, so no per-member figure
+    assert list(got) == ISSUE_KEYS
+    assert all(value is None for value in got.values())
+
+
+def test_merge_keeps_earlier_figures_and_only_known_keys():
+    previous = dict.fromkeys(ISSUE_KEYS, 1.0)
+    previous['stray'] = 5
+    merged = sf.merge_figures(previous, {'hub_100_seconds': 42.0, 'rerun_vs_kubernetes_core': None, 'other': 1})
+    assert list(merged) == ISSUE_KEYS
+    assert merged['hub_100_seconds'] == 42.0 and merged['rerun_vs_kubernetes_core'] == 1.0
+
+
+@pytest.mark.parametrize('key,value,expected', [
+    ('rerun_seconds_per_member', 0.5, 'PASS'), ('rerun_seconds_per_member', 0.51, 'OVER'),
+    ('rerun_vs_kubernetes_core', 4.0, 'PASS'), ('rerun_vs_kubernetes_core', 3.9, 'OVER'),
+    ('sliced_runs_ok', True, 'PASS'), ('sliced_runs_ok', False, 'OVER'), ('hub_100_seconds', None, 'n/a'),
+])
+def test_verdict(key, value, expected):
+    assert sf.verdict(key, value) == expected
+
+
+def test_table_has_a_row_per_key_with_target_and_verdict():
+    figures = dict.fromkeys(ISSUE_KEYS)
+    figures.update({'rerun_seconds_per_member': 2.5, 'sliced_runs_ok': False, 'hub_100_seconds': 10.0})
+    lines = sf.format_table(figures, measured_now={'rerun_seconds_per_member', 'sliced_runs_ok'}).splitlines()
+    assert lines[0].split() == ['figure', 'value', 'target', 'verdict']
+    rows = {line.split()[0]: line for line in lines[2:]}
+    assert list(rows) == ISSUE_KEYS
+    assert rows['rerun_seconds_per_member'].split()[1:] == ['2.50', '<=', '0.5', 'OVER']
+    assert rows['sliced_runs_ok'].split()[1:] == ['NO', 'yes', 'OVER']
+    assert '(earlier run)' in rows['hub_100_seconds'] and rows['hub_100_seconds'].endswith('PASS')
+    assert rows['parallel_join_ratio'].split()[1] == 'n/a' and rows['parallel_join_ratio'].endswith('n/a')
+
+
+@pytest.mark.parametrize('text,seconds', [('15s', 15.0), ('1m30s', 90.0), ('500ms', 0.5), ('1h', 3600.0), ('20', 20.0)])
+def test_parse_duration(text, seconds):
+    assert sf.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize('text', ['', 'abc', '15x', '15s junk'])
+def test_parse_duration_rejects(text):
+    with pytest.raises(ValueError):
+        sf.parse_duration(text)
+
+
+def test_plan_members_for_12_and_fewer():
+    names = ['member%d' % i for i in range(1, 13)]
+    assert sf.plan_members(names) == {'first': ['member1'], 'batch': names[1:9], 'slices': names[9:]}
+    assert sf.plan_members(names[:4]) == {'first': ['member1'], 'batch': [], 'slices': names[1:4]}
+    assert sf.plan_members(names[:2]) == {'first': ['member1'], 'batch': ['member2'], 'slices': []}
+
+
+def test_checkin_window_runs_from_agent_install_to_the_wait_that_follows():
+    records = [
+        rec('m1', sf.FLEET_AGENT, 10.0, 11.0, args={'state': 'absent'}),   # the stale-agent removal does not count
+        rec('m1', sf.FLEET_AGENT, 12.0, 90.0, status='changed', args={}),
+        rec('m1', 'fleetops.registration.kubefleet_member_agent', 91.0, 95.0),
+        rec('m1', sf.FLEET_CLUSTER_INFO, 90.5, 99.0),
+        rec('m2', sf.FLEET_AGENT, 12.0, 20.0, status='skipped'),
+        rec('m3', sf.FLEET_AGENT, 5.0, 25.0),
+    ]
+    assert sf.checkin_windows(records) == {'m1': 87.0, 'm3': 20.0}
+
+
+def test_module_processes_counts_items_attempts_and_no_controller_actions():
+    records = [
+        rec('m1', 'ansible.builtin.set_fact', 0, 1),
+        rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1),
+        rec('m1', 'fleetops.registration.fleet_cluster', 0, 1),
+        rec('m1', sf.TOKEN, 0, 1, items=2),
+        rec('m1', sf.FLEET_CLUSTER_INFO, 0, 1, attempts=3),
+        rec('m1', sf.FLEET_AGENT, 0, 1, status='skipped'),
+        rec('m2', 'kubernetes.core.k8s_info', 0, 1),
+    ]
+    assert sf.module_processes(records) == {'m1': 6, 'm2': 1}
+
+
+def test_task_breakdown_in_run_order_for_one_host():
+    records = [rec('m1', 'a', 0, 2, task='A'), rec('m2', 'a', 0, 9, task='A'), rec('m1', 'b', 3, 4, task='B'),
+               rec('m1', 'c', 5, 6, task='C', status='skipped')]
+    assert sf.task_breakdown(records, 'm1') == [('A', 2), ('B', 1)]
+    assert sf.task_breakdown(records) == [('A', 9), ('B', 1)]
+
+
+def test_sliced_ok_finds_a_token_revoked_under_another_slice():
+    def token_run(created, revoked, rc=0):
+        return {'rc': rc, 'records': [rec('h', sf.TOKEN, 0, 1, status='changed', item_args=[{'name': created}]),
+                                      rec('h', sf.TOKEN, 2, 3, status='changed', item_args=[{'name': revoked, 'state': 'absent'}])]}
+    ok, reasons = sf.sliced_ok([token_run('t1', 't1'), token_run('t2', 't2')], [], {'m1': True, 'm2': True})
+    assert ok and reasons == []
+    ok, reasons = sf.sliced_ok([token_run('t1', 't2'), token_run('t2', 't2', rc=2)], ['fleetops-join-x'], {'m1': True, 'm2': False})
+    assert not ok
+    assert reasons == ['slice 2 exited 2', 'slice 1 revoked token(s) of slice 2: t2',
+                       'registration tokens left on the hub: fleetops-join-x', 'm2 did not end checked in and joined']
+
+
+def test_scaling_table_shows_cost_per_added_member():
+    text = sf.format_scaling({12: 30.0, 1: 8.0, 4: 14.0})
+    lines = text.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ['1', '4', '12']
+    assert lines[2].split() == ['4', '14.0', '3.50', '2.00']
+    assert lines[3].split() == ['12', '30.0', '2.50', '2.00']
+
+
+def test_call_summary_splits_hub_and_member_requests():
+    urls = {'hub': 'https://127.0.0.1:7000', 'member1': 'https://127.0.0.1:7001'}
+    procs = [{'module': 'fleet_agent', 'start': 0, 'end': 1.5, 'helm': ['list', 'get'], 'cpu': 0.5, 'children_cpu': 0.25,
+              'requests': [['GET', '127.0.0.1:7000', '/apis/x'], ['GET', '127.0.0.1:7001', '/api/v1/y']]},
+             {'module': 'fleet_cluster', 'start': 0, 'end': 0.5, 'helm': [], 'cpu': 1.25, 'requests': [['GET', '127.0.0.1:7000', '/apis/z']] * 2}]
+    summary = sf.call_summary(procs, urls, 2)
+    assert summary['modules']['fleet_agent'] == {'processes': 1, 'hub_requests': 1, 'member_requests': 1, 'helm_runs': 2, 'seconds': 1.5,
+                                                 'cpu': 0.75}
+    assert summary['total']['hub_requests'] == 3
+    assert summary['per_member'] == {'processes': 1.0, 'hub_requests': 1.5, 'member_requests': 0.5, 'helm_runs': 1.0, 'seconds': 1.0,
+                                     'cpu': 1.0}
+    table = sf.format_calls(summary).splitlines()
+    assert table[0].split()[1:] == ['procs', 'hub', 'API', 'mem', 'API', 'helm', 'wall', 's', 'CPU', 's']
+    assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.0', '1.0']
+
+
+def test_timeline_from_runner_and_agent_logs():
+    import scale_timeline as tl  # pylint: disable=import-outside-toplevel
+    runner = ['2026-11-23 05:46:10,699 INFO member1 cattle-fleet-system/fleet-agent-a: realising pod (fleet-agent=fleetagent)',
+              '2026-11-23 05:46:10,814 INFO member1 cattle-fleet-system/fleet-agent-a: started container fleet-agent (fleetagent) pid 1',
+              '2026-11-23 05:46:11,000 INFO member10 cattle-fleet-system/fleet-agent-z: realising pod (fleet-agent=fleetagent)',
+              '2026-11-23 05:46:12,000 INFO member1 fleet-system/member-agent-b: realising pod (member-agent=memberagent)']
+    agent = ['--- 2026-11-23T05:46:16Z starting fleetagent (restart 0)',
+             '{"level":"info","ts":"2026-11-23T05:46:16Z","msg":"Attempting to acquire leader lease...","lock":"x"}',
+             '{"level":"info","ts":"2026-11-23T05:46:49Z","msg":"Successfully acquired lease","lock":"x"}',
+             'time="2026-11-23T05:46:50Z" level=warning msg="signal received: \\"terminated\\""',
+             'not a log line']
+    events = tl.runner_events(runner, 'member1') + tl.agent_events(agent, 'fleet-agent-b')
+    origin = tl.utc_epoch('2026-11-23T05:46:10Z', '%Y-%m-%dT%H:%M:%SZ')
+    lines = tl.format_timeline(events, origin).splitlines()
+    assert [line.split()[0] for line in lines] == ['+0.7', '+0.8', '+6.0', '+6.0', '+39.0', '+40.0']
+    assert lines[0].endswith('runner: realising pod') and 'holds the leader lease' in lines[4] and 'told to stop' in lines[5]
+    assert tl.format_timeline(events, origin, (origin, origin + 10)).count('\n') == 3
