@@ -112,3 +112,38 @@ def test_cluster_bad_client_id(nowhere):
 def test_cluster_info_name_needs_namespace(nowhere):
     result = run_module("fleet_cluster_info", {"kubeconfig": nowhere, "name": "c"})
     _fails(result, "namespace")
+
+
+def test_missing_context_is_reported_against_context(nowhere):
+    result = run_module("fleet_cluster_info", {"kubeconfig": nowhere, "context": "nope"})
+    _fails(result, "context:", "'nope'", "Use one of: x")
+    assert not result["msg"].startswith("kubeconfig")
+
+
+def test_missing_hub_context_is_reported_against_hub_context(nowhere, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"token": "abc", "tokenName": "t"}))
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "hub_kubeconfig": nowhere, "hub_context": "elsewhere",
+                                        "chart_ref": str(tmp_path), "values_file": str(values)})
+    _fails(result, "hub_context:", "'elsewhere'")
+
+
+@pytest.mark.parametrize("args,words", [
+    ({"name": "t", "run_id": "has space"}, ("run_id:",)),
+    ({"name": "t", "prune_grace": -1}, ("prune_grace:",)),
+    ({}, ("name",)),
+])
+def test_token_run_and_prune_options(nowhere, args, words):
+    result = run_module("fleet_registration_token", dict({"kubeconfig": nowhere, "namespace": "clusters"}, **args))
+    _fails(result, *words)
+
+
+def test_agent_local_chart_checks(nowhere, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"token": "abc", "tokenName": "t", "apiServerURL": "https://hub:6443", "apiServerCA": CA}))
+    base = {"kubeconfig": nowhere, "values_file": str(values)}
+    _fails(run_module("fleet_agent", dict(base, chart_ref=str(tmp_path))), "chart_ref:", "Chart.yaml")
+    chart = tmp_path / "fleet-agent"
+    chart.mkdir()
+    (chart / "Chart.yaml").write_text("name: fleet-agent\nversion: 0.16.0\n")
+    _fails(run_module("fleet_agent", dict(base, chart_ref=str(chart), chart_version="0.17.0")), "chart_version:", "0.16.0")
