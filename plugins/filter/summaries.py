@@ -99,7 +99,8 @@ JOIN_RESULTS = {
 LEAVE_RESULTS = {
     "kubefleet": {"member_cluster": "member_leave__kf_cluster", "agent": "member_leave__kf_agent",
                   "identity": "member_leave__kf_identity"},
-    "rancher_fleet": {"agent": "member_leave__fleet_agent", "cluster": "member_leave__fleet_cluster"},
+    "rancher_fleet": {"agent": "member_leave__fleet_agent", "cluster": "member_leave__fleet_cluster",
+                      "tokens": "member_leave__fleet_tokens"},
 }
 
 
@@ -154,14 +155,17 @@ def leave_summary(host_vars, backends):
         agent, cluster_result = fleet.get("agent") or {}, fleet.get("cluster") or {}
         managed = agent.get("fleet_managed_releases") or []
         registrations = len(cluster_result.get("removed_registrations") or [])
+        tokens = len((fleet.get("tokens") or {}).get("pruned") or [])
         summary["rancher_fleet"] = {"agent_removed": bool(agent.get("changed")),
                                     "agent_credential_removed": bool(agent.get("removed_credential")),
                                     "managed_agent_releases_removed": managed,
-                                    "cluster_removed": bool(cluster_result.get("changed")), "removed_registrations": registrations}
+                                    "cluster_removed": bool(cluster_result.get("changed")), "removed_registrations": registrations,
+                                    "removed_tokens": tokens}
         lines.append("rancher_fleet removed: " + _removed([
             ("agent", agent.get("changed")), ("agent credential", agent.get("removed_credential")),
             ("Fleet-managed agent release " + ", ".join(managed), managed), ("Cluster", cluster_result.get("changed")),
-            ("%d ClusterRegistration(s)" % registrations, registrations)]))
+            ("%d ClusterRegistration(s)" % registrations, registrations),
+            ("%d registration token(s) of a failed join" % tokens, tokens)]))
     summary["line"] = "%s: %s" % (host or cluster, " | ".join(lines) if lines else "failed before a summary")
     return summary
 

@@ -17,7 +17,7 @@ import string
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -79,7 +79,7 @@ class MemberInfo:
         for name in (self.params.get("force") or []):
             registry.manager(name, param="force")
         check_distinct_connections(self.params)
-        self.params["labels"] = normalize_labels(self.params.get("labels"), "labels")
+        self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
 
     def state(self, name):
         manager = registry.manager(name)
@@ -102,7 +102,7 @@ def member_info_argument_spec():
     return dict(
         name=dict(type="str", required=True),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
-        labels=dict(type="dict", default={}),
+        labels=dict(type="raw", default={}),
         labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
         stale_after=dict(type="int", default=3600),
         fleet_namespace=dict(type="str", default="fleet-default"),

@@ -84,6 +84,14 @@ options:
         C(fleetops.registration/run) on a token this module creates. An existing token keeps its labels.
       - O(prune) removes the tokens of other runs.
     type: str
+  cluster:
+    description:
+      - The member cluster the token is for, set as the label C(fleetops.registration/cluster) on a token this module
+        creates.
+      - With O(prune), only the tokens made for this cluster are considered, so a re-run of one member removes the
+        tokens an earlier, failed run left for it, and never those of members other runs (or AWX job slices) are
+        joining at the same time.
+    type: str
   prune:
     description:
       - Also delete this collection's tokens in O(namespace) (those labelled
@@ -229,6 +237,7 @@ def main():
             return_values=dict(type="bool", default=False),
             values_dest=dict(type="path"),
             run_id=dict(type="str"),
+            cluster=dict(type="str"),
             prune=dict(type="bool", default=False),
             prune_grace=dict(type="int"),
         )),

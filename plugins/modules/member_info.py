@@ -49,7 +49,9 @@ options:
   labels:
     description:
       - The labels the member should carry; drift gives the action C(relabel).
-    type: dict
+      - A mapping, or text as an AWX survey gives it - a JSON object or C(key=value) pairs separated by commas or blanks
+        (as the filter P(fleetops.registration.survey_labels#filter) reads it). The result's RV(labels) is the mapping.
+    type: raw
     default: {}
   labels_mode:
     description:
@@ -144,6 +146,11 @@ managers:
       reasons: ["the hub rejects the member agent's token (401 Unauthorized)"]
       hub: {"joined": true, "heartbeat_age_seconds": 12}
       member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}
+labels:
+  description: The labels of O(labels) as a validated mapping with string values, for the steps that set them.
+  returned: always
+  type: dict
+  sample: {"env": "prod"}
 run_id:
   description: A random name part for what this run creates on the hub for the member (e.g. its registration token).
   returned: always

@@ -38,6 +38,12 @@ def test_token_metadata_labels_new_tokens_only_and_annotates_expiry():
     assert "annotations" not in rules.token_metadata("t", "ns", None, now=NOW)
 
 
+def test_token_metadata_names_the_member_it_is_for():
+    new = rules.token_metadata("t", "ns", None, run_id="r1", cluster="edge-07", now=NOW)
+    assert new["labels"] == dict(OURS, **{"fleetops.registration/run": "r1", "fleetops.registration/cluster": "edge-07"})
+    assert "labels" not in rules.token_metadata("t", "ns", _token("t", labels=OURS), cluster="edge-08")
+
+
 @pytest.mark.parametrize("value", ["", "has space", "x" * 64, 5])
 def test_run_id_must_fit_a_label(value):
     with pytest.raises(ParameterError) as err:

@@ -93,10 +93,12 @@ def test_leave_summary_names_what_was_removed_per_manager():
         "member_leave__kf_identity": {"changed": False},
         "member_leave__fleet_agent": {"changed": True, "removed_credential": True, "fleet_managed_releases": ["fleet-agent-member1"]},
         "member_leave__fleet_cluster": {"changed": True, "removed_registrations": ["a"]},
+        "member_leave__fleet_tokens": {"changed": True, "pruned": [{"name": "fleetops-join-x", "reason": "left by run y"}]},
     }
     summary = leave_summary(host_vars, ["kubefleet", "rancher_fleet"])
     assert summary["line"] == ("member1: kubefleet removed: MemberCluster, agent (forced: finalizers) | rancher_fleet removed: agent, "
-                               "agent credential, Fleet-managed agent release fleet-agent-member1, Cluster, 1 ClusterRegistration(s)")
+                               "agent credential, Fleet-managed agent release fleet-agent-member1, Cluster, 1 ClusterRegistration(s), "
+                               "1 registration token(s) of a failed join")
     assert summary["rancher_fleet"]["removed_registrations"] == 1
     again = leave_summary({"inventory_hostname": "member1", "member_leave_cluster_name": "member1"}, ["rancher_fleet"])
     assert again["line"] == "member1: rancher_fleet removed: nothing left to remove" and "kubefleet" not in again

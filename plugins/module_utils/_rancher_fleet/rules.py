@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_duration, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, EXPIRES_ANNOTATION, MANAGED_LABEL_PREFIXES,
-    RUN_LABEL, SECRET_VALUE_KEYS, VALUES_KEY, VALUES_SECRET_TYPE,
+    OWNER_CLUSTER_LABEL, RUN_LABEL, SECRET_VALUE_KEYS, VALUES_KEY, VALUES_SECRET_TYPE,
 )
 
 try:
@@ -270,7 +270,7 @@ def manage_agent_disabled(configmap):
 
 # -- tokens: labels, expiry, pruning ------------------------------------------------------------
 
-def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=None):
+def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=None, cluster=None):
     """The token's desired metadata: the collection's labels (and run) on a new token, and its expiry annotation.
 
     An existing token keeps the labels it has (a later run does not take over an earlier run's token);
@@ -283,6 +283,8 @@ def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=Non
         metadata["labels"] = {MANAGED_BY_LABEL: MANAGED_BY}
         if run_id:
             metadata["labels"][RUN_LABEL] = run_id
+        if cluster:
+            metadata["labels"][OWNER_CLUSTER_LABEL] = cluster
     seconds = parse_duration(ttl) if ttl not in (None, "") else None
     if ours and seconds is not None:
         born = parse_time(current_meta.get("creationTimestamp")) or now or utcnow()

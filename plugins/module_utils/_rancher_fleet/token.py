@@ -17,7 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import TOKEN, VALUES_KEY
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import OWNER_CLUSTER_LABEL, TOKEN, VALUES_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
 )
@@ -70,6 +70,7 @@ class TokenRunner(Runner):
         self.namespace = validate_name(self.params["namespace"], "namespace")
         self.ttl = validate_ttl(self.params.get("ttl"))
         self.run_id = validate_run_id(self.params.get("run_id"))
+        self.cluster = validate_run_id(self.params.get("cluster"), "cluster")
         if self.params.get("prune_grace") is not None and self.params["prune_grace"] < 0:
             raise ParameterError("prune_grace", "must not be negative", "Give the age in seconds a token of another run must reach")
 
@@ -102,7 +103,7 @@ class TokenRunner(Runner):
 
     def plan(self, current):
         """The token as it should be (pure given the live one)."""
-        desired = {"metadata": token_metadata(self.name, self.namespace, current, self.run_id, self.ttl), "spec": {}}
+        desired = {"metadata": token_metadata(self.name, self.namespace, current, self.run_id, self.ttl, cluster=self.cluster), "spec": {}}
         if self.ttl is not None:
             live_ttl = ((current or {}).get("spec") or {}).get("ttl")
             desired["spec"]["ttl"] = live_ttl if current and same_ttl(live_ttl, self.ttl) else self.ttl
@@ -215,7 +216,10 @@ class TokenRunner(Runner):
 
     def prune(self):
         """Delete this collection's tokens in the namespace that expired or that another run left: ``[{name, reason}]``."""
-        tokens = self.kube.list(TOKEN, self.namespace, label_selector="%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY))
+        selector = "%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY)
+        if self.cluster:
+            selector += ",%s=%s" % (OWNER_CLUSTER_LABEL, self.cluster)
+        tokens = self.kube.list(TOKEN, self.namespace, label_selector=selector)
         keep = self.name if self.params["state"] == "present" else None
         pruned = []
         for name, reason in prunable_tokens(tokens, keep, self.run_id, self.params.get("prune_grace")):
