@@ -144,9 +144,6 @@ class Runner:
         return result
 
 
-# Transitional alias until the KubeFleet package moves to Runner.
-Backend = Runner
-
 
 def run_module(module, action):
     """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json.

@@ -18,14 +18,6 @@ import re
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import DNS_SUBDOMAIN
 
-# Transitional: kubefleet.py still imports these names from here until it moves to labels.py/kubeconfig.py.
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (  # noqa: F401 pylint: disable=unused-import
-    kubeconfig_ca_pem, kubeconfig_server, read_pem,
-)
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import (  # noqa: F401 pylint: disable=unused-import
-    label_key_problem, label_patch, label_value_problem, normalize_labels, reconcile_labels,
-)
-
 REDACTED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
