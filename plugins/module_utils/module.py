@@ -144,7 +144,6 @@ class Runner:
         return result
 
 
-
 def run_module(module, action):
     """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json.
 
