@@ -50,45 +50,38 @@ def _latest_view(state, results, key):
     return state.get("hub") or {}
 
 
-def _rancher_fleet(state, results, check_mode, host):
-    cluster_result, agent_result = (list(results) + [{}, {}])[:2]
-    view = _latest_view(state, [cluster_result, agent_result], "cluster")
-    summary = {
-        "cluster": "%s/%s" % (view.get("namespace") or state.get("namespace") or "fleet-default", state.get("name")),
-        "action": state.get("action"),
-        "reasons": state.get("reasons") or [],
-        "agent": _agent_outcome(state, agent_result, check_mode),
-        "checked_in": bool(view.get("checked_in")),
-        "last_seen": view.get("last_seen"),
-        "ready": view.get("ready"),
-        "labels": _label_drift([cluster_result]),
-    }
-    summary["line"] = "rancher_fleet %s: agent %s, %s%s; labels %s" % (
-        summary["cluster"], summary["agent"], "checked in" if summary["checked_in"] else "not checked in",
-        ", ready" if summary["ready"] else "", summary["labels"])
+def _fleet_object(state, view):
+    return "%s/%s" % (view.get("namespace") or state.get("namespace") or "fleet-default", state.get("name"))
+
+
+# Per manager: the key of the member's hub object in the summary and how it is named, the result key holding the hub's
+# view after a step, the contact and health facts with their words, and how an agent change is worded.
+SUMMARY_SHAPES = {
+    "rancher_fleet": {"object": ("cluster", _fleet_object), "view": "cluster", "contact": ("checked_in", "checked in"),
+                      "health": ("ready", "ready"), "changed_agent": None},
+    "kubefleet": {"object": ("member_cluster", lambda state, view: state.get("name")), "view": "member",
+                  "contact": ("joined", "joined"), "health": ("healthy", "healthy"), "changed_agent": "installed/updated"},
+}
+
+
+def _manager_summary(manager, state, results):
+    """One manager's part of the join summary: what it needed, what the run did, what the hub sees now, one line."""
+    shape = SUMMARY_SHAPES[manager]
+    cluster_result, agent_result = (list(results["steps"]) + [{}, {}])[:2]
+    view = _latest_view(state, [cluster_result, agent_result], shape["view"])
+    outcome = _agent_outcome(state, agent_result, results["check_mode"])
+    if shape["changed_agent"] and outcome in ("registered", "installed", "upgraded"):
+        outcome = shape["changed_agent"]
+    (object_key, name_of), (contact_key, contact), (health_key, health) = shape["object"], shape["contact"], shape["health"]
+    summary = {object_key: name_of(state, view), "action": state.get("action"), "reasons": state.get("reasons") or [],
+               "agent": outcome, contact_key: view.get(contact_key), health_key: view.get(health_key),
+               "labels": _label_drift([cluster_result])}
+    if manager == "rancher_fleet":
+        summary.update(checked_in=bool(view.get("checked_in")), last_seen=view.get("last_seen"))
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s" % (
+        manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
+        ", " + health if summary[health_key] else "", summary["labels"])
     return summary
-
-
-def _kubefleet(state, results, check_mode, host):
-    cluster_result, agent_result = (list(results) + [{}, {}])[:2]
-    view = _latest_view(state, [cluster_result, agent_result], "member")
-    outcome = _agent_outcome(state, agent_result, check_mode)
-    summary = {
-        "member_cluster": state.get("name"),
-        "action": state.get("action"),
-        "reasons": state.get("reasons") or [],
-        "agent": "installed/updated" if outcome in ("registered", "installed", "upgraded") else outcome,
-        "joined": view.get("joined"),
-        "healthy": view.get("healthy"),
-        "labels": _label_drift([cluster_result]),
-    }
-    summary["line"] = "kubefleet %s: agent %s, %s%s; labels %s" % (
-        summary["member_cluster"], summary["agent"], "joined" if summary["joined"] else "not joined",
-        ", healthy" if summary["healthy"] else "", summary["labels"])
-    return summary
-
-
-SUMMARIES = {"rancher_fleet": _rancher_fleet, "kubefleet": _kubefleet}
 
 
 # The member_join role's registered step results per manager, in the order hub-side member object, agent.
@@ -122,7 +115,7 @@ def join_summary(member_info, host_vars, check_mode=False):
     lines = []
     for manager, state in sorted((member_info.get("managers") or {}).items(), key=lambda item: item[0] != "rancher_fleet"):
         state = dict(state, name=name)
-        summary[manager] = SUMMARIES[manager](state, results.get(manager) or [], check_mode, host)
+        summary[manager] = _manager_summary(manager, state, {"steps": results.get(manager) or [], "check_mode": check_mode})
         lines.append(summary[manager]["line"])
     summary["line"] = "%s: %s" % (host or name, " | ".join(lines) if lines else "failed before a summary")
     return summary
