@@ -70,4 +70,4 @@ lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
 
 test: venv collection lab-build sanity lint
-	$(PYTEST) tests/unit tests/lab tests/integration
+	$(PYTEST) tests/unit tests/lab tests/integration tests/faults
