@@ -29,7 +29,9 @@ def _recap_changed(output, host):
 
 
 def _joined(play, sides):
-    """member1 joined to both fleets and healthy (the starting point of a fault on a joined member)."""
+    """member1 freshly joined to both fleets and healthy (the starting point of a fault on a joined member); it leaves
+    first, so an earlier test's fault does not carry over."""
+    play.converges("leave_cluster.yml", *LIMIT)
     play.converges("join_cluster.yml", *LIMIT)
     sides.assert_fleet_member_healthy(MEMBER, since=0)
     sides.assert_kubefleet_member_healthy(MEMBER)
@@ -75,7 +77,7 @@ def test_agent_release_uninstalled_on_a_joined_member(lab_controllers, play, sid
     _assert_joined_since(sides, rerun, fault_at)
 
 
-def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sides, wait):
+def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sides):
     lab = lab_controllers
     _joined(play, sides)
     core = sides.core(MEMBER)
@@ -84,7 +86,7 @@ def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sid
     assert pods, "no fleet-agent pod on %s" % MEMBER
     for pod in pods:
         ignore_404(lambda p=pod: core.delete_namespaced_pod(p.metadata.name, FLEET_AGENT_NS))
-    wait(lambda: [e for e in lab.agent_processes(MEMBER) if e.get("container") == "fleet-agent"
+    wait_for(lambda: [e for e in lab.agent_processes(MEMBER) if e.get("container") == "fleet-agent"
                   and e.get("pod") not in {p.metadata.name for p in pods}], 120, "the restarted fleet-agent process")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
@@ -120,10 +122,10 @@ def test_registration_token_expired_before_install(prepared_hub, play, sides, tm
     wait_for(lambda: "%s/%s" % (FLEET_NS, token) not in sides.run_tokens(), 120, "Fleet to delete the expired token %s" % token)
     agent = {"kubeconfig": str(lab.kubeconfig), "context": MEMBER, "helm_binary": lab.helm,
              "chart_ref": str(lab.fleet_chart("fleet-agent")), "api_server_url": lab.api_urls["hub"],
-             "api_server_ca": str(lab.ca_files["hub"]), "wait": True, "wait_timeout": 60}
+             "api_server_ca": str(lab.ca_files["hub"]), "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub",
+             "wait": True, "wait_timeout": 60}
     for given, extra in (("values_file", {"values_file": str(values)}),
-                         ("token_name", {"token_name": token, "token_namespace": FLEET_NS,
-                                         "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"})):
+                         ("token_name", {"token_name": token, "token_namespace": FLEET_NS})):
         result = run_module("fleet_agent", dict(agent, **extra))
         assert result.failed, "fleet_agent installed with an expired token (%s)" % given
         assert given in result["msg"] and "expire" in result["msg"], result["msg"]

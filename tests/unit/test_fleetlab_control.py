@@ -84,3 +84,17 @@ def test_freeze_thaw_kill_and_the_heal_plan(sleeper):
     assert control.process_state(kcm) == 'running'
     with pytest.raises(LabError, match='not running'):
         control.freeze(by_name['etcd'])
+
+
+def test_up_refuses_to_heal_a_lab_that_never_finished_starting(tmp_path, sleeper):
+    from fleetlab import lab, state
+    from fleetlab.paths import LabPaths
+    paths = LabPaths(tmp_path / 'lab')
+    gone = subprocess.Popen(['true'])
+    gone.wait()
+    current = {'members': 1, 'etcd': sleeper('etcd'), 'runner': processes.record('runner', gone),
+               'clusters': {'hub': {'processes': [], 'agents': []}}}
+    state.save(paths, current)
+    assert lab.lab_status(paths)[0] == 'partial'
+    with pytest.raises(LabError, match='never finished starting .*not running: runner.*fleetlab down'):
+        lab.ensure_up(1, paths=paths)
