@@ -1,7 +1,8 @@
 """Command line: ``PYTHONPATH=lab python -m fleetlab {up,status,down,env,build,component,runner}``.
 
 Exit codes: 0 success (``up`` on a running lab changes nothing and exits 0; on a lab that is partly
-down it starts what is down and thaws what is frozen); 1 an error with a message on stderr; ``status`` exits 0 when the lab runs, 1 when it is partially running, 3 when
+down it starts what is down and thaws what is frozen); 1 an error with a message on stderr;
+``status`` exits 0 when the lab runs, 1 when it is partially running, 3 when
 there is none.
 """
 

@@ -227,8 +227,8 @@ def act(paths, action, name):
     if status == 'down' and action in ('stop', 'kill'):
         return '%s is not running' % component['name']
     handlers[action](component)
-    return '%s: %s (pid %d)' % (component['name'], {'stop': 'stopped', 'kill': 'killed', 'freeze': 'frozen',
-                                                     'thaw': 'thawed'}[action], component['entry']['pid'])
+    done = {'stop': 'stopped', 'kill': 'killed', 'freeze': 'frozen', 'thaw': 'thawed'}[action]
+    return '%s: %s (pid %d)' % (component['name'], done, component['entry']['pid'])
 
 
 def listing(state):

@@ -86,8 +86,9 @@ def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sid
     assert pods, "no fleet-agent pod on %s" % MEMBER
     for pod in pods:
         ignore_404(lambda p=pod: core.delete_namespaced_pod(p.metadata.name, FLEET_AGENT_NS))
-    wait_for(lambda: [e for e in lab.agent_processes(MEMBER) if e.get("container") == "fleet-agent"
-                  and e.get("pod") not in {p.metadata.name for p in pods}], 120, "the restarted fleet-agent process")
+    old_pods = {p.metadata.name for p in pods}
+    wait_for(lambda: [e for e in lab.agent_processes(MEMBER) if e.get("container") == "fleet-agent" and e.get("pod") not in old_pods],
+             120, "the restarted fleet-agent process")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
     assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its credential as unchanged"
