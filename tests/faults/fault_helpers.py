@@ -11,7 +11,6 @@ import calendar
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -210,9 +209,3 @@ class Sides:
             time.sleep(2)
         assert left == [], "%s: namespaces the collection created are still on the member: %s" % (member, left)
 
-
-def after(seconds, action):
-    """Run ``action()`` in a thread after ``seconds``; returns the thread (join it)."""
-    thread = threading.Thread(target=lambda: (time.sleep(seconds), action()), daemon=True)
-    thread.start()
-    return thread

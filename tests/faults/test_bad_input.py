@@ -127,8 +127,8 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
 
 
 def _hub_token(lab):
-    """A token the hub accepts (TokenRequest for default/default, 10 minutes), for cases where only another input is wrong."""
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}}
+    """A token the hub accepts (TokenRequest for default/default, 1 hour), for cases where only another input is wrong."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
     core = client.CoreV1Api(lab.api_client("hub"))
     return core.create_namespaced_service_account_token("default", "default", request).status.token
 
@@ -164,7 +164,9 @@ def _run_cases(lab, cases, before):
     for module, args, param, fix in cases:
         args = {k: v for k, v in args.items() if v is not None}
         result = run_module(module, args)
-        shown = {k: v for k, v in args.items() if k not in ("kubeconfig", "hub_kubeconfig", "helm_binary", "chart_ref")}
+        # never a token in the test's output; paths and PEM only add noise
+        shown = {k: v for k, v in args.items()
+                 if k not in ("kubeconfig", "hub_kubeconfig", "helm_binary", "chart_ref", "hub_ca_pem", "token", "values")}
         msg = result.get("msg", "")
         if not result.failed:
             problems.append("%s %s: did not fail" % (module, shown))

@@ -11,7 +11,7 @@ collection created on the member. One member (member1) joins, to keep the suite 
 import time
 
 import pytest
-from fault_helpers import FLEET_AGENT_NS, FLEET_NS, TOKEN_PREFIX, after
+from fault_helpers import FLEET_AGENT_NS, FLEET_NS, TOKEN_PREFIX
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
 
