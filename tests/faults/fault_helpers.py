@@ -208,4 +208,3 @@ class Sides:
                 break
             time.sleep(2)
         assert left == [], "%s: namespaces the collection created are still on the member: %s" % (member, left)
-
