@@ -140,5 +140,5 @@ molecule: venv collection lab-build
 	$(MOLECULE)
 
 test: venv collection lab-build sanity lint changelog-check
-	$(PYTEST) tests/unit tests/lab tests/integration
+	$(PYTEST) tests/unit tests/lab tests/integration tests/faults
 	$(MOLECULE)

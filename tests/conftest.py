@@ -4,7 +4,9 @@
 or starts ``hub + 2 members`` (as ``python -m fleetlab up --members 2`` does; the lab directory is
 ``.lab`` or ``$FLEETOPS_LAB_DIR``). A lab it started is stopped at the end of the session unless
 ``FLEETOPS_LAB_KEEP`` is set (then it stays up for the next run or for inspection); a lab it reused
-is never stopped. Two test sessions that find no lab at the same moment share the one the first
+is never stopped. A lab that is partly down (a component stopped by an earlier session) is healed.
+``Lab.stop/kill/freeze/thaw/start(name)`` inject faults into one component and ``Lab.heal()`` brings
+the lab back (see lab/README.md, "Faults"). Two test sessions that find no lab at the same moment share the one the first
 starts, and the first to finish stops it: start the lab beforehand (``make lab-up``) or set
 ``FLEETOPS_LAB_KEEP`` when running sessions in parallel. Tests that need it carry the ``lab`` marker;
 ``lab_controllers`` additionally requires the Fleet and KubeFleet controllers.
@@ -79,6 +81,45 @@ class Lab:
         current = state.load(LabPaths()) or {}
         entries = current.get('clusters', {}).get(context, {}).get('agents', [])
         return [e for e in entries if processes.alive(e)]
+
+    # --- fault injection: components by the names ``python -m fleetlab status --json`` lists ---------
+    def component(self, action, name):
+        """Apply ``action`` (stop, kill, freeze, thaw, start) to a lab component; returns fleetlab's message."""
+        from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
+        from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+        return fleetlab_lab.component(action, name, LabPaths())
+
+    def stop(self, name):
+        """SIGTERM, then SIGKILL after a grace period (e.g. ``lab.stop('hub-apiserver')``)."""
+        return self.component('stop', name)
+
+    def kill(self, name):
+        """SIGKILL."""
+        return self.component('kill', name)
+
+    def freeze(self, name):
+        """SIGSTOP (e.g. ``lab.freeze('member1/fleet-system/member-agent-*/member-agent')``)."""
+        return self.component('freeze', name)
+
+    def thaw(self, name):
+        """SIGCONT."""
+        return self.component('thaw', name)
+
+    def start(self, name):
+        """Start a stopped component again with its ports, certificates and data; waits until it is ready."""
+        return self.component('start', name)
+
+    def heal(self):
+        """What ``python -m fleetlab up`` does on a lab that is partly down: start what is down, thaw what is frozen."""
+        from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
+        from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+        fleetlab_lab.ensure_up(len(self.members), paths=LabPaths())
+
+    def components(self):
+        """{name: state} of every component now (state: running, frozen or down)."""
+        from fleetlab import control, state  # pylint: disable=import-outside-toplevel
+        from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+        return {c['name']: c['state'] for c in control.listing(state.load(LabPaths()) or {})}
 
     def ca_pem(self, context):
         """The CA certificate of a lab cluster (PEM text)."""

@@ -1,7 +1,8 @@
-"""Command line: ``PYTHONPATH=lab python -m fleetlab {up,status,down,env,build,runner}``.
+"""Command line: ``PYTHONPATH=lab python -m fleetlab {up,status,down,env,build,component,runner}``.
 
-Exit codes: 0 success (``up`` on a running lab changes nothing and exits 0); 1 an error with a
-message on stderr; ``status`` exits 0 when the lab runs, 1 when it is partially running, 3 when
+Exit codes: 0 success (``up`` on a running lab changes nothing and exits 0; on a lab that is partly
+down it starts what is down and thaws what is frozen); 1 an error with a message on stderr;
+``status`` exits 0 when the lab runs, 1 when it is partially running, 3 when
 there is none.
 """
 
@@ -26,6 +27,12 @@ def parse(argv):
     sub.add_parser('env', help='print shell exports (KUBECONFIG, PATH with helm and kubectl)')
     build = sub.add_parser('build', help='build (or find in the cache) the lab binaries')
     build.add_argument('names', nargs='*', help='binaries to build (default: all)')
+    component = sub.add_parser('component', help='stop, kill, freeze, thaw or start one component (fault injection)')
+    component.add_argument('action', choices=['stop', 'kill', 'freeze', 'thaw', 'start'],
+                           help='stop: SIGTERM then SIGKILL; kill: SIGKILL; freeze: SIGSTOP; thaw: SIGCONT; '
+                                'start: start it again with its ports, certificates and data')
+    component.add_argument('name', help='as "status --json" lists them under "components", e.g. hub/kube-apiserver '
+                                        '(short: hub-apiserver), etcd, runner, member1/fleet-system/member-agent-*/member-agent')
     sub.add_parser('runner', help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -47,6 +54,9 @@ def main(argv=None):
             else:
                 lab.print_status(report)
             return {'running': 0, 'absent': 3}.get(report['status'], 1)
+        if args.command == 'component':
+            print(lab.component(args.action, args.name))
+            return 0
         if args.command == 'env':
             sys.stdout.write(lab.env_exports())
             return 0

@@ -11,6 +11,7 @@ import time
 import yaml
 
 from fleetlab import cluster as labcluster
+from fleetlab import control as labcontrol
 from fleetlab import hub as labhub
 from fleetlab import processes
 from fleetlab import state as labstate
@@ -20,7 +21,7 @@ from fleetlab.processes import ComponentFailed, LabError
 CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'helm', 'kubectl']
 AGENTS = ['fleetcontroller', 'fleetagent', 'hubagent', 'memberagent', 'authtoken']
 STATE_ENTRIES = ['state.json', 'state.lock', 'kubeconfig', 'inventory.yml', 'logs', 'pki', 'etcd', 'pods', 'bin', 'work']
-APISERVER_TIMEOUT = float(os.environ.get('FLEETOPS_LAB_START_TIMEOUT', '180'))
+APISERVER_TIMEOUT = labcontrol.APISERVER_TIMEOUT
 
 
 def _build():
@@ -148,9 +149,27 @@ class Starter:
         if self.runner_proc is not None and self.runner_proc.poll() is not None:
             raise ComponentFailed('agent runner', 'exited with status %s' % self.runner_proc.returncode, self.paths.log('runner'))
 
-    def up(self):  # pylint: disable=too-many-locals,too-many-statements
+    def up(self):
         """Start everything; returns the state."""
         started = time.monotonic()
+        binaries, build = self._binaries()
+        ports = choose_ports(self.members)
+        clean(self.paths)
+        for directory in (self.paths.root, self.paths.logs, self.paths.work, self.paths.pki):
+            directory.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.paths.root, 0o700)
+        clusters = self._start_control_plane(binaries, build, ports, started)
+        write_access_files(self.paths, clusters, binaries)
+        if self.with_controllers:
+            self._start_controllers(clusters, binaries, build)
+        else:
+            self._wait_kcm(clusters)
+        self.state['ready_seconds'] = round(time.monotonic() - started, 1)
+        self.save()
+        return self.state
+
+    def _binaries(self):
+        """(name -> path of every binary the lab needs, the build module); builds what is missing."""
         names = CONTROL_PLANE + (AGENTS if self.with_controllers else [])
         choose_ports(self.members)  # a pinned port that is busy fails before any build
         build = _build()
@@ -158,12 +177,10 @@ class Starter:
         missing = [n for n in names if n not in binaries]
         if missing:
             raise LabError('binaries missing after build: %s (run: PYTHONPATH=lab python -m fleetlab build)' % ', '.join(missing))
-        ports = choose_ports(self.members)
-        clean(self.paths)
-        for directory in (self.paths.root, self.paths.logs, self.paths.work, self.paths.pki):
-            directory.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.paths.root, 0o700)
+        return binaries, build
 
+    def _start_control_plane(self, binaries, build, ports, started):
+        """etcd, then every API server (waited for), then the controller managers (not waited for)."""
         etcd = labcluster.Etcd(self.paths, binaries['etcd'], ports[0], ports[1])
         names = ['hub'] + ['member%d' % i for i in range(1, self.members + 1)]
         clusters = [labcluster.Cluster(self.paths, name, 'hub' if name == 'hub' else 'member', port, etcd.url, binaries)
@@ -177,54 +194,46 @@ class Starter:
                                             'processes': [], 'agents': []} for c in clusters}}
         for c in clusters:
             c.prepare()
-
         proc = etcd.start()
         self.state['etcd'] = processes.record('etcd', proc, port=etcd.client_port, peer_port=etcd.peer_port)
         self.save()
         self.watch = [('etcd', proc, etcd.log)]
         processes.wait_until(etcd.healthy, 30, 'etcd health', self.watch)
-
-        for c in clusters:
-            proc = c.start_apiserver()
-            self.state['clusters'][c.name]['processes'].append(processes.record('kube-apiserver', proc))
-            self.watch.append(('%s kube-apiserver' % c.name, proc, c.apiserver_log))
-        self.save()
+        self._start_each(clusters, 'kube-apiserver', lambda c: (c.start_apiserver(), c.apiserver_log))
         for c in clusters:
             processes.wait_until(c.apiserver_ready, APISERVER_TIMEOUT, '%s API server /readyz' % c.name,
                                  [w for w in self.watch if w[0] == '%s kube-apiserver' % c.name] + self.watch[:1])
         say('  API servers ready (%.1fs)' % (time.monotonic() - started))
+        self._start_each(clusters, 'kube-controller-manager', lambda c: (c.start_kcm(), c.kcm_log))
+        return clusters
 
+    def _start_each(self, clusters, process, start):
         for c in clusters:
-            proc = c.start_kcm()
-            self.state['clusters'][c.name]['processes'].append(processes.record('kube-controller-manager', proc))
-            self.watch.append(('%s kube-controller-manager' % c.name, proc, c.kcm_log))
+            proc, log = start(c)
+            self.state['clusters'][c.name]['processes'].append(processes.record(process, proc))
+            self.watch.append(('%s %s' % (c.name, process), proc, log))
         self.save()
-        write_access_files(self.paths, clusters, binaries)
 
-        if self.with_controllers:
-            self.start_runner()
-            tools = labhub.Tools(self.paths, binaries)
-            errors = []
-            threads = [threading.Thread(target=self._guard, args=(errors, labhub.prepare_member, tools, m, build))
-                       for m in clusters[1:]]
-            for thread in threads:
-                thread.start()
-            self._wait_kcm(clusters[:1])
-            labhub.install_fleet(tools, clusters[0], build)
-            labhub.install_kubefleet_hub(tools, clusters[0], build)
-            for thread in threads:
-                thread.join()
-            if errors:
-                raise errors[0]
-            self._wait_kcm(clusters[1:])
-            labhub.wait_deployments(tools, 'hub', [(labhub.FLEET_NAMESPACE, 'fleet-controller'),
-                                                   (labhub.KUBEFLEET_NAMESPACE, 'hub-agent')],
-                                    APISERVER_TIMEOUT, self._check_all)
-        else:
-            self._wait_kcm(clusters)
-        self.state['ready_seconds'] = round(time.monotonic() - started, 1)
-        self.save()
-        return self.state
+    def _start_controllers(self, clusters, binaries, build):
+        """The agent runner, Fleet and KubeFleet on the hub, member CRDs; waits for the hub's controllers."""
+        self.start_runner()
+        tools = labhub.Tools(self.paths, binaries)
+        errors = []
+        threads = [threading.Thread(target=self._guard, args=(errors, labhub.prepare_member, tools, m, build))
+                   for m in clusters[1:]]
+        for thread in threads:
+            thread.start()
+        self._wait_kcm(clusters[:1])
+        labhub.install_fleet(tools, clusters[0], build)
+        labhub.install_kubefleet_hub(tools, clusters[0], build)
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        self._wait_kcm(clusters[1:])
+        labhub.wait_deployments(tools, 'hub', [(labhub.FLEET_NAMESPACE, 'fleet-controller'),
+                                               (labhub.KUBEFLEET_NAMESPACE, 'hub-agent')],
+                                APISERVER_TIMEOUT, self._check_all)
 
     @staticmethod
     def _guard(errors, func, *args):
@@ -246,13 +255,7 @@ class Starter:
 
     def start_runner(self):
         """Start the agent runner (``python -m fleetlab runner``)."""
-        env = dict(os.environ)
-        env['PYTHONPATH'] = os.pathsep.join([str(labcluster.__file__).rsplit('/fleetlab/', 1)[0]] +
-                                            ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
-        env['FLEETOPS_LAB_DIR'] = str(self.paths.root)
-        log = self.paths.log('runner')
-        self.runner_proc = processes.spawn('agent runner', [sys.executable, '-m', 'fleetlab', 'runner'], log, env=env,
-                                           cwd=str(self.paths.root))
+        self.runner_proc = labcontrol.spawn_runner(self.paths)
         self.state['runner'] = processes.record('runner', self.runner_proc)
         self.save()
 
@@ -285,14 +288,12 @@ def ensure_up(members=2, with_controllers=True, paths=None):
 
 def _up(members, with_controllers, paths):
     status, current, dead = lab_status(paths)
-    if status == 'running':
-        say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
-        if current['members'] != members:
-            say('note: it has %d members, not %d; run "down" first to change that' % (current['members'], members))
-        return False
+    if status == 'running' or (status == 'partial' and current.get('ready_seconds') is not None):
+        return _heal(paths, current, members)
     if status == 'partial':
         names = ', '.join(sorted({e['name'] for e in dead}))
-        raise LabError('a lab in %s is partially running (not running: %s); run "python -m fleetlab down" first' % (paths.root, names))
+        raise LabError('a lab in %s is partially running and never finished starting (not running: %s); '
+                       'run "python -m fleetlab down" first' % (paths.root, names))
     if status == 'dead':
         say('removing the state of a lab that no longer runs')
         _down(paths, quiet=True)
@@ -309,6 +310,22 @@ def _up(members, with_controllers, paths):
     say('  inventory:  %s' % paths.inventory)
     say('  shell:      eval "$(PYTHONPATH=lab python -m fleetlab env)"')
     return True
+
+
+def _heal(paths, current, members):
+    """A lab that started once: start what is down and thaw what is frozen, with the same ports, PKI and data."""
+    try:
+        acted = labcontrol.heal(paths, current, say=say)
+    except LabError as exc:
+        raise LabError('%s\nhealing the lab in %s failed; "python -m fleetlab down" then "up" starts a new one'
+                       % (exc, paths.root)) from exc
+    if acted:
+        say('lab healed (%s) in %s' % (', '.join(acted), paths.root))
+    else:
+        say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
+    if current['members'] != members:
+        say('note: it has %d members, not %d; run "down" first to change that' % (current['members'], members))
+    return False
 
 
 def down(paths=None, quiet=False, keep_logs=False):
@@ -352,6 +369,13 @@ def _stop_leftovers(paths, executables):
     processes.stop_many(stray, grace=5)
 
 
+def component(action, name, paths=None):
+    """``component ACTION NAME``: stop, kill, freeze, thaw or start one lab component; returns a message."""
+    paths = paths or LabPaths()
+    with exclusive(paths):
+        return labcontrol.act(paths, action, name)
+
+
 def _mib(value):
     return '%5.0f MiB' % (value / 2 ** 20)
 
@@ -370,15 +394,18 @@ def status_report(paths=None):
         entry = current.get(key)
         if entry:
             shared.append({'name': key, 'pid': entry['pid'], 'alive': processes.alive(entry),
+                           'state': labcontrol.process_state(entry),
                            'rss': processes.group_rss_bytes(entry['pgid']) if processes.alive(entry) else 0})
     report['shared'] = shared
+    report['components'] = labcontrol.listing(current)
     for name, cluster in current.get('clusters', {}).items():
         procs = []
         for kind in ('processes', 'agents'):
             for entry in cluster.get(kind, []):
                 up_ = processes.alive(entry)
                 procs.append({'name': entry['name'], 'kind': kind[:-2] if kind == 'processes' else 'agent', 'pid': entry['pid'],
-                              'alive': up_, 'rss': processes.rss_bytes(entry['pid']) if up_ else 0})
+                              'alive': up_, 'state': labcontrol.process_state(entry),
+                              'rss': processes.rss_bytes(entry['pid']) if up_ else 0})
         report['clusters'][name] = {'url': cluster['url'], 'context': cluster['context'], 'processes': procs,
                                     'rss': sum(p['rss'] for p in procs)}
     return report
@@ -396,7 +423,8 @@ def print_status(report):
     width = max([len(name) for name, _p in rows] + [10]) + 2
 
     def line(proc):
-        return '    %s pid %-7d %s %s' % (proc['name'].ljust(width), proc['pid'], 'up  ' if proc['alive'] else 'DOWN', _mib(proc['rss']))
+        shown = {'running': 'up    ', 'frozen': 'FROZEN'}.get(proc.get('state'), 'DOWN  ')
+        return '    %s pid %-7d %s %s' % (proc['name'].ljust(width), proc['pid'], shown, _mib(proc['rss']))
     say('  shared')
     for proc in report.get('shared', []):
         say(line(proc))

@@ -1,0 +1,136 @@
+"""Faults injected into the real lab, each followed by ONE plain re-run of the playbook.
+
+Each test asserts that the re-run converges (exit 0), that the member is really healthy, checked on
+the member (agent release deployed, its credential present and accepted by the hub) and on the hub
+(Cluster seen after the re-run, MemberCluster Joined with a fresh heartbeat), and that nothing of an
+earlier run is left: no registration token, values Secret, ServiceAccount, token Secret, Role or
+RoleBinding on the hub; after a leave, nothing of the member on the hub and no namespace the
+collection created on the member. One member (member1) joins, to keep the suite short.
+"""
+
+import time
+
+import pytest
+from fault_helpers import FLEET_AGENT_NS, FLEET_NS, TOKEN_PREFIX
+from kube_helpers import ignore_404, unique, wait_for
+from modrun import run_module
+
+pytestmark = pytest.mark.lab
+
+MEMBER = "member1"
+LIMIT = ("--limit", MEMBER)
+
+
+def _recap_changed(output, host):
+    for line in output.splitlines():
+        if line.startswith(host + " ") and "changed=" in line:
+            return int(line.split("changed=")[1].split()[0])
+    return None
+
+
+def _joined(play, sides):
+    """member1 freshly joined to both fleets and healthy (the starting point of a fault on a joined member); it leaves
+    first, so an earlier test's fault does not carry over."""
+    play.converges("leave_cluster.yml", *LIMIT)
+    play.converges("join_cluster.yml", *LIMIT)
+    sides.assert_fleet_member_healthy(MEMBER, since=0)
+    sides.assert_kubefleet_member_healthy(MEMBER)
+
+
+def _assert_joined_since(sides, output, fault_at):
+    """After the re-run: healthy on both sides, seen after the re-run ended, and nothing of a run left on the hub."""
+    ended = time.time()
+    assert "fatal:" not in output
+    sides.assert_fleet_member_healthy(MEMBER, since=max(ended, fault_at))
+    sides.assert_kubefleet_member_healthy(MEMBER)
+    sides.assert_nothing_left_on_hub()
+
+
+def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
+    lab = lab_controllers
+    play.converges("leave_cluster.yml", *LIMIT)
+    earlier = set(sides.run_tokens())
+    run = play.start("join_cluster.yml", *LIMIT)
+    try:
+        tokens = wait_for(lambda: (set(sides.run_tokens()) - earlier) or run.poll() is not None, 300, "the run's registration token")
+        assert tokens is not True, "the join ended before it created a registration token:\n" + play.finish(run)[1][-3000:]
+        time.sleep(3)
+        lab.kill("hub-apiserver")
+        fault_at = time.time()
+        time.sleep(15)
+        lab.start("hub-apiserver")
+        code, output = play.finish(run)
+        print("join with the hub API server killed for 15 s: exit %d\n%s" % (code, output[-1500:]))
+    finally:
+        lab.heal()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def test_agent_release_uninstalled_on_a_joined_member(lab_controllers, play, sides):
+    lab = lab_controllers
+    _joined(play, sides)
+    lab.run_helm(MEMBER, "uninstall", "fleet-agent", "--namespace", FLEET_AGENT_NS, "--wait")
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its agent as unchanged"
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sides):
+    lab = lab_controllers
+    _joined(play, sides)
+    core = sides.core(MEMBER)
+    core.delete_namespaced_secret("fleet-agent", FLEET_AGENT_NS)
+    pods = core.list_namespaced_pod(FLEET_AGENT_NS, label_selector="app=fleet-agent").items
+    assert pods, "no fleet-agent pod on %s" % MEMBER
+    for pod in pods:
+        ignore_404(lambda p=pod: core.delete_namespaced_pod(p.metadata.name, FLEET_AGENT_NS))
+    old_pods = {p.metadata.name for p in pods}
+    wait_for(lambda: [e for e in lab.agent_processes(MEMBER) if e.get("container") == "fleet-agent" and e.get("pod") not in old_pods],
+             120, "the restarted fleet-agent process")
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its credential as unchanged"
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def test_member_agent_frozen_during_leave(lab_controllers, play, sides):
+    lab = lab_controllers
+    _joined(play, sides)
+    agent = "%s/fleet-system/member-agent-*/member-agent" % MEMBER
+    lab.freeze(agent)
+    try:
+        # the leave's waits run into the frozen agent (a short wait keeps the suite short; the fault is the point)
+        code, output = play.run("leave_cluster.yml", *LIMIT, "-e", "member_leave_wait_timeout=45")
+    finally:
+        lab.thaw(agent)
+    print("leave with the member agent frozen: exit %d\n%s" % (code, output[-1500:]))
+    play.converges("leave_cluster.yml", *LIMIT)
+    sides.assert_member_left(MEMBER)
+    sides.assert_nothing_left_on_hub()
+
+
+def test_registration_token_expired_before_install(prepared_hub, play, sides, tmp_path):
+    lab = prepared_hub
+    play.converges("leave_cluster.yml", *LIMIT)
+    token = unique(TOKEN_PREFIX.rstrip("-"))
+    values = tmp_path / "values.yaml"
+    hub = {"kubeconfig": str(lab.kubeconfig), "context": "hub"}
+    created = run_module("fleet_registration_token", dict(hub, name=token, namespace=FLEET_NS, ttl="20s",
+                                                          values_dest=str(values), wait=True))
+    assert not created.failed, created.get("msg")
+    wait_for(lambda: "%s/%s" % (FLEET_NS, token) not in sides.run_tokens(), 120, "Fleet to delete the expired token %s" % token)
+    agent = {"kubeconfig": str(lab.kubeconfig), "context": MEMBER, "helm_binary": lab.helm,
+             "chart_ref": str(lab.fleet_chart("fleet-agent")), "api_server_url": lab.api_urls["hub"],
+             "api_server_ca": str(lab.ca_files["hub"]), "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub",
+             "wait": True, "wait_timeout": 60}
+    for given, extra in (("values_file", {"values_file": str(values)}),
+                         ("token_name", {"token_name": token, "token_namespace": FLEET_NS})):
+        result = run_module("fleet_agent", dict(agent, **extra))
+        assert result.failed, "fleet_agent installed with an expired token (%s)" % given
+        assert given in result["msg"] and "expire" in result["msg"], result["msg"]
+        assert sides.release(MEMBER, "fleet-agent", FLEET_AGENT_NS) is None, "fleet_agent left a release behind (%s)" % given
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    _assert_joined_since(sides, rerun, fault_at)
