@@ -185,6 +185,11 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+label_changes:
+  description: The labels this run added, changed (new values) and removed on the MemberCluster (or would, in check mode).
+  returned: when O(state=present)
+  type: dict
+  sample: {"added": {"env": "prod"}, "changed": {}, "removed": []}
 member_cluster:
   description: The MemberCluster as the API returned it (empty after a leave).
   returned: always

@@ -178,6 +178,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
         assert predicted.changed(member) == 2  # the Fleet Cluster and the MemberCluster, nothing else
         assert "%s: rancher_fleet %s/%s: agent unchanged, checked in, ready; labels ~env=staging" % (member, FLEET_NS, member) \
             in predicted.output
+        assert "kubefleet %s: agent unchanged, joined, healthy; labels ~env=staging" % member in predicted.output
         assert hub.fleet_cluster(member)["metadata"]["labels"]["env"] == "lab"
         assert hub.member_cluster(member)["metadata"]["labels"]["env"] == "lab"
 

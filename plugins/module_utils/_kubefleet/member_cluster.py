@@ -12,7 +12,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_changes, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     MEMBER_CLUSTER, MEMBER_CLUSTER_FINALIZER, WORK, default_service_account, member_namespace, validate_heartbeat,
@@ -32,6 +32,10 @@ STUCK_LEAVE_HINT = (
     "(15m by default). For a leave stuck on finalizers (Azure/fleet#881), set the kubefleet_member_cluster option "
     "force_remove_finalizers: true (the member_leave role exposes it as the variable member_leave_kubefleet_force)"
 )
+
+
+def _labels_of(obj):
+    return ((obj or {}).get("metadata") or {}).get("labels") or {}
 
 
 def _leaving(obj):
@@ -98,7 +102,8 @@ class MemberCluster(KubeFleetRunner):
                     raise self.changed_before_failure(exc, "%s MemberCluster %s" % (
                         "created" if body is not None else "updated", self.name))
                 raise
-        result = {"changed": changed, "member_cluster": clean(after), "member": describe_member(after)}
+        result = {"changed": changed, "member_cluster": clean(after), "member": describe_member(after),
+                  "label_changes": label_changes(_labels_of(current), _labels_of(after))}
         return self.finish(result, for_diff(current), for_diff(after))
 
     def _wait_present(self):
