@@ -44,7 +44,7 @@ def shown_labels(row, manager_names):
     texts = [(name, _labels_text((row.get(name) or {}).get("labels"))) for name in manager_names if row.get(name)]
     if not texts:
         return "-"
-    if len(set(text for _, text in texts)) == 1:
+    if len(set(text for dummy, text in texts)) == 1:
         return texts[0][1]
     return "; ".join("%s: %s" % pair for pair in texts)
 

@@ -25,7 +25,7 @@ RUN_ID_LENGTH = 10
 
 def new_run_id():
     """A random name part for what this run creates on the hub (e.g. its registration token)."""
-    return "".join(secrets.choice(RUN_ID_ALPHABET) for _ in range(RUN_ID_LENGTH))
+    return "".join(secrets.choice(RUN_ID_ALPHABET) for dummy in range(RUN_ID_LENGTH))
 
 
 def same_connection(params):
@@ -107,9 +107,7 @@ def member_info_argument_spec():
         stale_after=dict(type="int", default=3600),
         fleet_namespace=dict(type="str", default="fleet-default"),
         hub_url=dict(type="str"),
-        hub_ca_cert=dict(type="path"),
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),
         force=dict(type="list", elements="str", default=[]),
     )
-

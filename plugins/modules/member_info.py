@@ -73,11 +73,8 @@ options:
   hub_url:
     description:
       - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL.
+      - The CA the agents trust is O(hub_ca_cert), the hub connection's own.
     type: str
-  hub_ca_cert:
-    description:
-      - A PEM file with the CA the member's agents trust for the hub, when it differs from the hub connection's CA.
-    type: path
   agent_chart_versions:
     description:
       - The agent chart version wanted per fleet manager, for example C(rancher_fleet=0.16.0); a release of

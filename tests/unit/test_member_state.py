@@ -59,7 +59,7 @@ def test_summary_is_healthy_only_when_every_manager_is():
 
 
 def test_run_ids_are_random_dns_safe_names():
-    ids = set(new_run_id() for _ in range(50))
+    ids = set(new_run_id() for dummy in range(50))
     assert len(ids) == 50
     assert all(len(i) == 10 and set(i) <= set("abcdefghijklmnopqrstuvwxyz0123456789") for i in ids)
 
