@@ -188,6 +188,22 @@ class KubeClient:
         return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
 
 
+def credential_check(client):
+    """Whether the API server accepts the credential ``client`` authenticates with: ``{accepted, user, error}``.
+
+    ``accepted`` is False when the server refuses it (401), None when the server could not be asked (so nothing is
+    known), True otherwise; a 403 means the server knows the credential and only forbids the question.
+    """
+    try:
+        return {"accepted": True, "user": client.whoami(), "error": None}
+    except ApiError as exc:
+        if exc.status == 403:
+            return {"accepted": True, "user": None, "error": None}
+        return {"accepted": False if exc.status == 401 else None, "user": None, "error": exc.msg}
+    except ConnectionFailure as exc:
+        return {"accepted": None, "user": None, "error": exc.msg}
+
+
 def api_of_path(path):
     """``("fleet.cattle.io/v1alpha1", "clusters")`` for a custom API path, or None for the core API and built-ins."""
     parts = [p for p in path.split("?")[0].split("/") if p]

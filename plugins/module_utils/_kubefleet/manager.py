@@ -14,10 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -212,16 +212,8 @@ class KubeFleet(FleetManager):
         if not url:
             credential["problem"] = "the hub URL the agent uses is not known"
             return credential
-        client = hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy"))
-        try:
-            credential["username"] = client.whoami()
-            credential["accepted"] = True
-        except ApiError as exc:
-            # 401: the hub does not know the token. 403: it knows who it is (reviews are open to every user).
-            credential["accepted"] = {401: False, 403: True}.get(exc.status)
-            credential["problem"] = None if exc.status == 403 else exc.msg
-        except ConnectionFailure as exc:
-            credential["problem"] = exc.msg
+        check = credential_check(hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy")))
+        credential.update(accepted=check["accepted"], username=check["user"], problem=check["error"])
         return credential
 
     def decide(self, name, hub_view, member_view, desired):

@@ -7,10 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, KubeClient
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, KubeClient, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
     kubeconfig_ca_pem, kubeconfig_server, kubeconfig_token,
 )
@@ -68,17 +68,7 @@ def check_credential(url, ca_pem, token, proxy=None, label="hub (with the agent'
     False: the hub refused it (401). None: the hub could not be reached from here, so nothing is known.
     A 403 means the hub knows the credential (authenticated, just not allowed to ask): accepted.
     """
-    client = KubeClient(endpoint_configuration(url, ca_pem, token, proxy=proxy), label=label)
-    try:
-        return {"accepted": True, "user": client.whoami(), "error": None}
-    except ApiError as exc:
-        if exc.status == 403:
-            return {"accepted": True, "user": None, "error": None}
-        if exc.status == 401:
-            return {"accepted": False, "user": None, "error": exc.msg}
-        return {"accepted": None, "user": None, "error": exc.msg}
-    except ConnectionFailure as exc:
-        return {"accepted": None, "user": None, "error": exc.msg}
+    return credential_check(KubeClient(endpoint_configuration(url, ca_pem, token, proxy=proxy), label=label))
 
 
 def member_view(facts, check=None):
