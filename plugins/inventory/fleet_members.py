@@ -155,6 +155,7 @@ seealso:
 '''
 
 EXAMPLES = r'''
+---
 # hub.fleet_members.yml: every member of both managers; the members' contexts in one kubeconfig, named as on the hub.
 plugin: fleetops.registration.fleet_members
 kubeconfig: ~/.kube/hub.yaml
@@ -162,6 +163,7 @@ compose:
   fleetops_kubeconfig: "'~/.kube/members.yaml'"
   fleetops_context: inventory_hostname
 
+---
 # Only Fleet's fleet-default namespace; groups from the hub's labels; members named by a label both managers carry.
 plugin: fleetops.registration.fleet_members
 kubeconfig: ~/.kube/hub.yaml
