@@ -417,7 +417,7 @@ def test_agent_with_a_refused_token_fails_in_preflight(lab, hub, agent_member):
     token = "bogus" + uuid.uuid4().hex
     result = failed(run_module("kubefleet_member_agent", agent_args(
         lab, agent_member, token=token, hub_url=lab.api_urls["hub"], hub_ca_pem=lab.ca_pem("hub"))),
-        "refused the member's token")
+        "token: preflight", "refused the member agent's token")
     assert token not in result["raw_output"]
     _nothing_on_member(hub)
 

@@ -33,7 +33,7 @@ def hub_url_and_ca(module):
         raise ParameterError("hub_url", "the hub's API server URL is not known",
                              "Set hub_url (as the member reaches it), or hub_kubeconfig to read it from")
     if not url.startswith("https://"):
-        raise ParameterError("hub_url", "%r is not an https:// URL" % url)
+        raise ParameterError("hub_url", "%r is not an https:// URL" % url, "Give the hub API server's https:// URL as the member reaches it")
     ca = explicit_hub_ca(params["hub_ca_pem"]) or connection_ca
     if not ca and not params["hub_insecure_skip_tls_verify"]:
         raise ParameterError(
@@ -67,6 +67,7 @@ def preflight(client, url):
         raise ConnectionFailure("preflight: %s" % exc.msg, exc.hint, host=url)
     except ApiError as exc:
         if exc.status == 401:
-            raise ApiError("preflight: the hub at %s refused the member's token (401)" % url, status=401,
-                           hint="The identity token is invalid or belongs to a deleted ServiceAccount; re-run kubefleet_member_identity")
+            raise ApiError("token: preflight - the hub at %s refused the member agent's token (401)" % url, status=401,
+                           hint="Give a valid token, or re-run kubefleet_member_identity: the identity token is invalid or "
+                                "belongs to a deleted ServiceAccount")
         raise
