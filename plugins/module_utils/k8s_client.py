@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, ApiNotServed, ConnectionFailure, NotFoundError,
+    ApiError, ApiNotServed, ConnectionFailure, NotFoundError, ParameterError,
 )
 
 try:
@@ -271,7 +271,7 @@ class Outcome:
         self.after = after
 
 
-def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, warn=None):
+def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, warn=None, namespace_param="namespace"):
     """Create ``desired`` or patch the live object towards it; server-side dry run in check mode.
 
     In check mode, a namespace that does not exist yet (an earlier task of the same run would create
@@ -288,8 +288,8 @@ def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, wa
             if exc.details.get("kind") != "namespaces":
                 raise
             if not check_mode:
-                raise NotFoundError("namespace %s does not exist on the %s" % (namespace, kube.label), status=404, reason="NotFound",
-                                    hint="Create it first (hub_prepare with namespaces: [%s] does)" % namespace)
+                raise ParameterError(namespace_param, "namespace %s does not exist on the %s" % (namespace, kube.label),
+                                     hint="Create it first (hub_prepare with namespaces: [%s] does)" % namespace)
             if warn:
                 warn("namespace %s does not exist yet; assuming an earlier task creates it, %s %s would be created there"
                      % (namespace, resource.kind, metadata["name"]))

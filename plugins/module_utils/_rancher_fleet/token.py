@@ -31,12 +31,19 @@ GONE_HINT = ("Fleet deletes expired tokens (a ClusterRegistrationToken goes once
              "require a ttl: FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); create a new token with a ttl longer than the run")
 
 
+def check_values_dest(path):
+    """Before anything is created: the directory of ``values_dest`` must exist."""
+    if path:
+        directory = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        if not os.path.isdir(directory):
+            raise ParameterError("values_dest", "directory %s does not exist" % directory, "Create it first or pick another path")
+
+
 def write_values_file(path, content, check_mode=False):
     """Write ``content`` to ``path`` with mode 0600; return True if the file changed (content or mode)."""
+    check_values_dest(path)
     path = os.path.abspath(os.path.expanduser(path))
     directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        raise ParameterError("values_dest", "directory %s does not exist" % directory, "Create it first or pick another path")
     if os.path.isfile(path):
         with open(path, "rb") as handle:
             same = handle.read() == content.encode("utf-8")
@@ -70,6 +77,7 @@ class TokenRunner(Runner):
         self.namespace = validate_name(self.params["namespace"], "namespace")
         self.ttl = validate_ttl(self.params.get("ttl"))
         self.run_id = validate_run_id(self.params.get("run_id"))
+        check_values_dest(self.params.get("values_dest"))
         self.cluster = validate_run_id(self.params.get("cluster"), "cluster")
         if self.params.get("prune_grace") is not None and self.params["prune_grace"] < 0:
             raise ParameterError("prune_grace", "must not be negative", "Give the age in seconds a token of another run must reach")
