@@ -37,6 +37,11 @@ def _member(lab, **extra):
     return dict({"kubeconfig": str(lab.kubeconfig), "context": MEMBER, "helm_binary": lab.helm}, **extra)
 
 
+def _live_namespaces(core):
+    """Namespaces not already being deleted (an earlier test's cleanup may still be finishing while a case runs)."""
+    return sorted(n.metadata.name for n in core.list_namespace().items if (n.status and n.status.phase) != "Terminating")
+
+
 def _snapshot(lab):
     """What a module could have created, on the hub and on the member."""
     hub_core = client.CoreV1Api(lab.api_client("hub"))
@@ -50,12 +55,12 @@ def _snapshot(lab):
         "hub tokens": names(custom.list_cluster_custom_object(*FLEET, "clusterregistrationtokens")["items"]),
         "hub clusters": names(custom.list_cluster_custom_object(*FLEET, "clusters")["items"]),
         "hub memberclusters": names(custom.list_cluster_custom_object(*KUBEFLEET, "memberclusters")["items"]),
-        "hub namespaces": sorted(n.metadata.name for n in hub_core.list_namespace().items),
+        "hub namespaces": _live_namespaces(hub_core),
         "hub service accounts": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
                                        for s in hub_core.list_service_account_for_all_namespaces().items),
         "hub secrets": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
                               for s in hub_core.list_secret_for_all_namespaces().items),
-        "member namespaces": sorted(n.metadata.name for n in member_core.list_namespace().items),
+        "member namespaces": _live_namespaces(member_core),
         "member secrets": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
                                  for s in member_core.list_secret_for_all_namespaces().items),
         "member releases": sorted(re.findall(r'"name":"([^"]+)","namespace":"([^"]+)","revision":"(\d+)"', releases)),

@@ -155,9 +155,11 @@ class AgentRunner(AgentRemoval, Runner):
         plan = plan_agent(release, chart_name, chart_version, values, health)
         if self.predicted and plan.action == ReleasePlan.NONE:
             plan = ReleasePlan(ReleasePlan.UPGRADE, ["values would come from a token that check mode did not create"])
-        if plan.changes and facts["adopted"]:
+        if plan.changes and facts["adopted"] and facts["deployment"] is not None:
             # Fleet (manageAgent, its default) has adopted the agent as its own release: upgrades are Fleet's job now,
-            # and a Helm upgrade of fleet-agent would fight it over the objects' ownership.
+            # and a Helm upgrade of fleet-agent would fight it over the objects' ownership. Only while that agent runs:
+            # with its Deployment gone (e.g. fleet-agent uninstalled, which removes the objects both releases name),
+            # nothing on the member would ever redeploy it, so fleet-agent is installed again and Fleet adopts it anew.
             self.warn("the agent on this cluster is managed by Fleet (release %s), so fleet-agent was not changed (%s); "
                       "Fleet upgrades its agents itself, and the registration values only matter for a new registration"
                       % (facts["adopted"][0], ", ".join(plan.reasons)))
