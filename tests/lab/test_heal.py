@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import urllib3
@@ -29,6 +30,15 @@ def _answers(lab, context, timeout=3):
         return True
     except (urllib3.exceptions.HTTPError, OSError, client.exceptions.ApiException):
         return False
+
+
+def _answers_within(lab, context, seconds):
+    deadline = time.monotonic() + seconds
+    while not _answers(lab, context, timeout=5):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(1)
+    return True
 
 
 def _components():
@@ -74,7 +84,8 @@ def test_stop_start_and_freeze_thaw_of_a_named_component(lab):
         assert not _answers(lab, 'member2', timeout=2)
     finally:
         lab.thaw('member2-apiserver')
-    assert _answers(lab, 'member2')
+    # A thawed API server first works off what queued while it was stopped; on a loaded machine that takes seconds.
+    assert _answers_within(lab, 'member2', 30), 'member2 did not answer within 30 s of the thaw'
 
     lab.stop('member2/kube-controller-manager')
     try:
