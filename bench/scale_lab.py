@@ -65,11 +65,8 @@ def lab_down():
 
 
 def ensure_collection():
-    """What ``make collection`` does: the collection is found as fleetops.registration through .cache/collections."""
-    link = COLLECTIONS / 'ansible_collections' / 'fleetops' / 'registration'
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.is_symlink():
-        link.symlink_to(REPO_ROOT)
+    """The collection as users get it (``make collection``: the built tarball installed into .cache/collections)."""
+    subprocess.run(['make', '--no-print-directory', 'collection'], cwd=str(REPO_ROOT), check=True)
 
 
 def ensure_kcore_venv():
