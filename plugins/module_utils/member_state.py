@@ -63,6 +63,7 @@ def summarize(states):
     return {
         "managers": dict((state.manager, state.as_dict()) for state in states),
         "actions": dict((state.manager, state.action) for state in states),
+        "pending": [state.manager for state in states if state.action != "none"],
         "healthy": all(state.healthy for state in states),
     }
 

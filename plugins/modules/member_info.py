@@ -126,6 +126,13 @@ actions:
   returned: always
   type: dict
   sample: {"rancher_fleet": "none", "kubefleet": "reregister"}
+pending:
+  description: The fleet managers whose action is not C(none), in the order of O(backends); a role includes a
+    manager's steps only for these, so a healthy member costs no further task.
+  returned: always
+  type: list
+  elements: str
+  sample: ["kubefleet"]
 healthy:
   description: Whether the member needs no action but perhaps a relabel in every fleet manager read.
   returned: always

@@ -58,6 +58,15 @@ def test_summary_is_healthy_only_when_every_manager_is():
     assert summarize([fine])["healthy"] is True
 
 
+def test_pending_lists_only_the_managers_that_need_a_step_in_order():
+    healthy = MemberState("rancher_fleet", "m", {}, {}, "none")
+    relabel = MemberState("rancher_fleet", "m", {}, {}, "relabel")
+    install = MemberState("kubefleet", "m", {}, {}, "install")
+    assert summarize([healthy, install])["pending"] == ["kubefleet"]
+    assert summarize([relabel, install])["pending"] == ["rancher_fleet", "kubefleet"]
+    assert summarize([healthy])["pending"] == []
+
+
 def test_run_ids_are_random_dns_safe_names():
     ids = set(new_run_id() for dummy in range(50))
     assert len(ids) == 50
