@@ -73,6 +73,16 @@ class FleetModule(AnsibleModule):
             self._clients[prefix] = (KubeClient(settings.client_configuration(), label=settings.label, hint=hint), settings)
         return self._clients[prefix][0]
 
+    def use_client(self, kube, prefix=""):
+        """Hand out ``kube`` (a wrapper of the client kube() built, e.g. batch.ListedReads) from now on."""
+        self.kube(prefix)
+        self._clients[prefix] = (kube, self._clients[prefix][1])
+
+    def _forget_listed(self):
+        for kube, _settings in self._clients.values():
+            if hasattr(kube, "forget"):
+                kube.forget()
+
     @property
     def tmpdir(self):
         if self._fleet_tmpdir is None:
@@ -97,7 +107,8 @@ class FleetModule(AnsibleModule):
     @property
     def waiter(self):
         if self._waiter is None:
-            self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2)
+            self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2,
+                                  on_wait=self._forget_listed)
         return self._waiter
 
     def hide(self, *values):
@@ -123,9 +134,9 @@ class Runner:
     ("Backend" is reserved for fleet managers; see fleet_managers.py.)
     """
 
-    def __init__(self, module):
+    def __init__(self, module, params=None):
         self.module = module
-        self.params = module.params
+        self.params = module.params if params is None else params
         self.check_mode = module.check_mode
         self.diff_mode = getattr(module, "_diff", False)
 

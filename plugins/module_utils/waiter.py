@@ -38,12 +38,13 @@ PREDICATES = {
 class Waiter:
     """One clock: all waits of a module run share ``timeout`` seconds."""
 
-    def __init__(self, timeout, sleep=2, clock=time.monotonic, sleeper=time.sleep):
+    def __init__(self, timeout, sleep=2, clock=time.monotonic, sleeper=time.sleep, on_wait=None):
         self.timeout = timeout
         self.sleep = max(0.05, sleep)
         self.clock = clock
         self.sleeper = sleeper
         self.started = clock()
+        self.on_wait = on_wait
 
     @property
     def remaining(self):
@@ -52,6 +53,8 @@ class Waiter:
     def until(self, fetch, predicate, what, hint=None):
         """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value."""
         check = PREDICATES[predicate] if isinstance(predicate, str) else predicate
+        if self.on_wait is not None:
+            self.on_wait()  # what is waited for changes on the server: no answer from a list read before
         while True:
             value = fetch()
             if check(value):

@@ -43,8 +43,35 @@ options:
   name:
     description:
       - Name of the Cluster (at most 63 characters; Fleet copies it into a label value).
+      - Required unless O(clusters) is given.
     type: str
-    required: true
+  clusters:
+    description:
+      - Many Clusters in one call, for a hub that keeps many (predefined before their agents come, or relabelled for
+        placement). Each item is one Cluster; what an item does not give comes from the task's other options.
+      - The namespace's Clusters are listed once for the whole batch, so an item costs only its own writes, where a
+        task per cluster costs a module process and its reads each (see C(playbooks/predefine_clusters.yml)).
+      - An item that fails stops the batch; the message names it and the items changed before it, and a re-run
+        continues where it stopped.
+      - Mutually exclusive with O(name).
+    type: list
+    elements: dict
+    version_added: 0.3.0
+    suboptions:
+      name:
+        description: Name of the Cluster.
+        type: str
+        required: true
+      labels:
+        description: Its labels (see O(labels)).
+        type: dict
+      client_id:
+        description: Its client ID (see O(client_id)).
+        type: str
+      state:
+        description: Whether it should exist; O(state) when not given.
+        type: str
+        choices: [present, absent]
   namespace:
     description:
       - Namespace of the Cluster on the hub, the one the registration token lives in for agent-initiated registration.
@@ -153,6 +180,12 @@ EXAMPLES = r'''
     wait: true
     wait_timeout: 600
 
+- name: Predefine the clusters of an inventory group, with their labels, in one call (one list of the hub's Clusters)
+  fleetops.registration.fleet_cluster:
+    context: hub
+    namespace: fleet-default
+    clusters: "{{ groups['edge'] | fleetops.registration.cluster_specs(hostvars) }}"
+
 - name: Make the labels exactly what the inventory says
   fleetops.registration.fleet_cluster:
     context: hub
@@ -173,51 +206,65 @@ EXAMPLES = r'''
 RETURN = r'''
 name:
   description: Name of the Cluster.
-  returned: always
+  returned: without O(clusters)
   type: str
 namespace:
   description: Namespace of the Cluster.
-  returned: always
+  returned: without O(clusters)
   type: str
 client_id:
   description: The Cluster's client ID (given, kept or generated).
-  returned: always
+  returned: without O(clusters)
   type: str
   sample: 3f9c0b6e0a4d4c1e9a1f2e7d5b6c8a9e3f9c0b6e0a4d4c1e9a1f2e7d5b6c8a9e
 client_id_generated:
   description: Whether this run generated the client ID.
-  returned: when state is present
+  returned: when state is present, without O(clusters)
   type: bool
 kubeconfig_secret:
   description: Name of the kubeconfig Secret the Cluster refers to (null for a predefined cluster).
-  returned: always
+  returned: without O(clusters)
   type: str
   sample: prod-02-kubeconfig
 label_changes:
   description: Labels added, changed and removed by this run (the drift from what was asked).
-  returned: when state is present
+  returned: when state is present, without O(clusters)
   type: dict
   sample: {"added": {"env": "prod"}, "changed": {}, "removed": []}
 removed_registrations:
   description: Names of the ClusterRegistrations deleted with the Cluster.
-  returned: when state is absent
+  returned: when state is absent, without O(clusters)
   type: list
   elements: str
 cluster:
   description: The Cluster as M(fleetops.registration.fleet_cluster_info) describes it; empty when absent.
-  returned: always
+  returned: without O(clusters)
   type: dict
+clusters:
+  description:
+    - With O(clusters), one result per item, in order, each with the keys this module returns for one Cluster.
+    - The top-level keys for one Cluster are then not returned; C(changed) says whether any item changed.
+  returned: with O(clusters)
+  type: list
+  elements: dict
+  sample: [{"name": "edge-001", "changed": true, "client_id": "3f9c...", "label_changes": {"added": {"site": "a"}, "changed": {}, "removed": []}}]
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import ClusterRunner
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import run_fleet_cluster
 
 
 def main():
     module = FleetModule(
         argument_spec=merge(AUTH, WAIT, dict(
-            name=dict(type="str", required=True),
+            name=dict(type="str"),
+            clusters=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                labels=dict(type="dict"),
+                client_id=dict(type="str"),
+                state=dict(type="str", choices=["present", "absent"]),
+            )),
             namespace=dict(type="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             client_id=dict(type="str"),
@@ -231,9 +278,10 @@ def main():
             agent_api_server_ca=dict(type="str"),
             wait=dict(type="bool", default=False),
         )),
-        mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content")],
+        mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters")],
+        required_one_of=[("name", "clusters")],
     )
-    run_module(module, lambda m: ClusterRunner(m).run())
+    run_module(module, run_fleet_cluster)
 
 
 if __name__ == "__main__":

@@ -41,9 +41,33 @@ options:
     description:
       - Name of the member cluster (the MemberCluster object). The hub derives the namespace C(fleet-member-<name>)
         from it, so at most 50 lower-case letters, digits and C(-).
+      - Required unless O(clusters) is given.
     type: str
-    required: true
     aliases: [member_name]
+  clusters:
+    description:
+      - Many MemberClusters in one call, for a hub that keeps many (predefined before their agents come, or relabelled
+        for placement). Each item is one MemberCluster; what an item does not give comes from the task's other options.
+      - The hub's MemberClusters (and, with O(validate_identity), the identities' ServiceAccounts) are listed once for
+        the whole batch, so an item costs only its own writes (see C(playbooks/predefine_clusters.yml)).
+      - An item that fails stops the batch; the message names it and the items changed before it, and a re-run
+        continues where it stopped. With O(wait), each item is waited for in turn.
+      - Mutually exclusive with O(name).
+    type: list
+    elements: dict
+    version_added: 0.3.0
+    suboptions:
+      name:
+        description: Name of the member cluster.
+        type: str
+        required: true
+      labels:
+        description: Its labels (see O(labels)).
+        type: dict
+      state:
+        description: Whether it should be in the fleet; O(state) when not given.
+        type: str
+        choices: [present, absent]
   identity_kind:
     description:
       - Kind of the identity the member agent authenticates as.
@@ -175,6 +199,13 @@ EXAMPLES = r'''
     wait_for: joined
     wait_timeout: 600
 
+- name: Predefine the MemberClusters of an inventory group with their labels, in one call
+  fleetops.registration.kubefleet_member_cluster:
+    context: hub
+    clusters: "{{ groups['edge'] | fleetops.registration.cluster_specs(hostvars) }}"
+    validate_identity: false
+    wait: false
+
 - name: Leave the fleet, forcing it if the member is already gone
   fleetops.registration.kubefleet_member_cluster:
     context: hub
@@ -215,13 +246,21 @@ forced:
   returned: with O(state=absent)
   type: list
   elements: str
+clusters:
+  description:
+    - With O(clusters), one result per item, in order, each with its C(name) and the keys this module returns for one
+      MemberCluster. The top-level keys for one MemberCluster are then not returned.
+  returned: with O(clusters)
+  type: list
+  elements: dict
+  sample: [{"name": "edge-001", "changed": true, "label_changes": {"added": {"site": "a"}, "changed": {}, "removed": []}}]
 diff:
-  description: The MemberCluster before and after, without status.
+  description: The MemberCluster before and after, without status (one per item with O(clusters)).
   returned: in diff mode
   type: dict
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import MemberCluster
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import run_member_cluster
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
@@ -229,7 +268,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 
 def argument_spec():
     return dict(
-        name=dict(type="str", required=True, aliases=["member_name"]),
+        name=dict(type="str", aliases=["member_name"]),
+        clusters=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str", required=True),
+            labels=dict(type="dict"),
+            state=dict(type="str", choices=["present", "absent"]),
+        )),
         identity_kind=dict(type="str", choices=["ServiceAccount", "User", "Group"], default="ServiceAccount"),
         identity_name=dict(type="str"),
         identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
@@ -250,8 +294,9 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
-    run_module(module, lambda m: MemberCluster(m).run())
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()), mutually_exclusive=[("name", "clusters")],
+                         required_one_of=[("name", "clusters")])
+    run_module(module, run_member_cluster)
 
 
 if __name__ == "__main__":

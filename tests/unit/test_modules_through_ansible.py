@@ -42,7 +42,8 @@ def test_module_resolves_packages_and_checks_its_arguments(localhost, module):
     assert result.get("failed"), result
     # The module's own argument validation answered (required options first, then the unknown one), so Ansible
     # found, packaged and ran it; a packaging fault ends in an import error or a deserialization failure instead.
-    validation = ("Unsupported parameters", "missing required arguments", "any of the following are missing")
+    validation = ("Unsupported parameters", "missing required arguments", "any of the following are missing",
+                  "one of the following is required")
     assert any(text in result["msg"] for text in validation), result["msg"]
     assert "module_stderr" not in result, result
 

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, NotFoundError, ParameterError, WaitTimeout,
 )
@@ -42,11 +43,24 @@ def _leaving(obj):
     return bool(((obj or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
+def run_member_cluster(module):
+    """kubefleet_member_cluster: one MemberCluster, or each of ``clusters`` over one list of the hub's MemberClusters
+    (and of the identities' ServiceAccounts, when they are checked)."""
+    if module.params.get(ITEMS) is None:
+        return MemberCluster(module).run()
+
+    def prefetch(kube):
+        kube.read_all(MEMBER_CLUSTER)
+        if module.params["validate_identity"] and module.params["identity_kind"] == "ServiceAccount":
+            kube.read_all(SERVICE_ACCOUNT, module.params["identity_namespace"])
+    return run_batch(module, MemberCluster, prefetch)
+
+
 class MemberCluster(KubeFleetRunner):
     """The hub's MemberCluster: join (present) and leave (absent)."""
 
-    def __init__(self, module):
-        super(MemberCluster, self).__init__(module)
+    def __init__(self, module, params=None):
+        super(MemberCluster, self).__init__(module, params)
         self.name = validate_member_name(self.params["name"])
 
     def _identity(self):

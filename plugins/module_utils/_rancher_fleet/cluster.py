@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig, read_pem
@@ -32,11 +33,19 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
 
+def run_fleet_cluster(module):
+    """fleet_cluster: one Cluster, or each of ``clusters`` over one list of the namespace's Clusters."""
+    if module.params.get(ITEMS) is None:
+        return ClusterRunner(module).run()
+    namespace = validate_name(module.params["namespace"], "namespace")
+    return run_batch(module, ClusterRunner, lambda kube: kube.read_all(CLUSTER, namespace))
+
+
 class ClusterRunner(Runner):
     """fleet_cluster: plan (the desired Cluster and Secret) -> apply -> report."""
 
-    def __init__(self, module):
-        super(ClusterRunner, self).__init__(module)
+    def __init__(self, module, params=None):
+        super(ClusterRunner, self).__init__(module, params)
         self.name = validate_name(self.params["name"], "name")
         self.namespace = validate_name(self.params["namespace"], "namespace")
         if self.params.get("kubeconfig_secret"):

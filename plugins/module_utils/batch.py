@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Many clusters in one module call: the hub is listed once per batch, then one runner per item.
+
+A hub that keeps 100 clusters must not cost 100 module processes, each reading the same objects again
+(``bench/hub_100.yml``: 400 processes and an O(N^2) client-ID check). A module with a ``clusters`` option runs its
+ordinary runner once per item over a ``ListedReads`` client, so an item costs its writes and nothing more.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+
+ITEMS = "clusters"
+
+
+class ListedReads:
+    """A KubeClient whose reads of the kinds it listed come from that one LIST, kept current by its own writes.
+
+    Anything not listed goes to the server. ``forget()`` drops every list: a wait must see the server change.
+    """
+
+    def __init__(self, kube):
+        self._kube = kube
+        self._listed = {}
+
+    def __getattr__(self, name):
+        return getattr(self._kube, name)
+
+    def read_all(self, resource, namespace=None):
+        """List ``resource`` in ``namespace`` once; later get/list calls for it are answered from memory."""
+        key = resource.path(namespace)
+        if key not in self._listed:
+            items = self._kube.list(resource, namespace)
+            self._listed[key] = dict((item["metadata"]["name"], item) for item in items)
+
+    def forget(self):
+        self._listed.clear()
+
+    def _memory(self, resource, namespace):
+        return self._listed.get(resource.path(namespace))
+
+    def _remember(self, resource, namespace, obj, dry_run):
+        memory = self._memory(resource, namespace)
+        if memory is not None and obj and not dry_run:
+            memory[obj["metadata"]["name"]] = obj
+
+    def get(self, resource, name, namespace=None):
+        memory = self._memory(resource, namespace)
+        if memory is None:
+            return self._kube.get(resource, name, namespace)
+        return copy.deepcopy(memory.get(name))
+
+    def list(self, resource, namespace=None, label_selector=None):
+        memory = self._memory(resource, namespace)
+        if memory is None or label_selector:
+            return self._kube.list(resource, namespace, label_selector=label_selector)
+        return [copy.deepcopy(item) for item in memory.values()]
+
+    def create(self, resource, body, namespace=None, dry_run=False):
+        created = self._kube.create(resource, body, namespace, dry_run=dry_run)
+        self._remember(resource, namespace, created, dry_run)
+        return created
+
+    def patch(self, resource, name, patch, namespace=None, dry_run=False, subresource=None):
+        patched = self._kube.patch(resource, name, patch, namespace, dry_run=dry_run, subresource=subresource)
+        self._remember(resource, namespace, patched, dry_run)
+        return patched
+
+    def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
+        gone = self._kube.delete(resource, name, namespace, dry_run=dry_run, propagation=propagation)
+        memory = self._memory(resource, namespace)
+        if memory is not None and not dry_run:
+            memory.pop(name, None)
+        return gone
+
+
+def item_params(params, item):
+    """The module's options for one item: the task's options, overridden by what the item gives."""
+    merged = dict(params)
+    merged[ITEMS] = None
+    merged.update((key, value) for key, value in item.items() if value is not None)
+    return merged
+
+
+def check_unique_names(items):
+    seen = set()
+    for index, item in enumerate(items):
+        if item["name"] in seen:
+            raise ParameterError("%s[%d].name" % (ITEMS, index), "%r is given twice" % item["name"],
+                                 "Give each cluster once; the last entry would silently win")
+        seen.add(item["name"])
+
+
+def run_batch(module, runner_class, prefetch):
+    """Run ``runner_class(module, params).run()`` for each item of ``clusters``; ``prefetch(kube)`` lists what they read.
+
+    Returns ``{changed, clusters: [result per item]}`` and, in diff mode, one diff per item. An item that fails
+    stops the batch: the error names the item, says which items changed before it, and a re-run continues.
+    """
+    items = module.params[ITEMS]
+    check_unique_names(items)
+    kube = ListedReads(module.kube())
+    module.use_client(kube)
+    prefetch(kube)
+    results, diffs = [], []
+    for index, item in enumerate(items):
+        try:
+            result = runner_class(module, item_params(module.params, item)).run()
+        except FleetOpsError as exc:
+            changed = [r["name"] for r in results if r.get("changed")]
+            exc.msg = "%s[%d] (%s): %s" % (ITEMS, index, item["name"], exc.msg)
+            if changed:
+                exc.msg += " (earlier items changed: %s)" % ", ".join(changed)
+                exc.details["changed"] = True
+            raise
+        result.setdefault("name", item["name"])
+        diff = result.pop("diff", None)
+        if diff is not None:
+            diffs.append(dict(diff, before_header=item["name"], after_header=item["name"]))
+        results.append(result)
+    out = {"changed": any(r.get("changed") for r in results), ITEMS: results}
+    if diffs:
+        out["diff"] = diffs
+    return out

@@ -1,0 +1,102 @@
+"""The batch helpers: reads answered from one list and kept current by the batch's own writes; item options."""
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import batch
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET, Resource
+
+THING = Resource("example.io/v1", "Thing", "things")
+
+
+class RecordingKube:
+    """Answers like an API server holding ``objects`` and records every call (the batch's round trips)."""
+
+    def __init__(self, objects):
+        self.objects = dict(((o["metadata"]["namespace"], o["metadata"]["name"]), o) for o in objects)
+        self.calls = []
+
+    def list(self, resource, namespace=None, label_selector=None):
+        self.calls.append(("list", resource.kind, namespace, label_selector))
+        return [o for (ns, dummy), o in self.objects.items() if ns == namespace]
+
+    def get(self, resource, name, namespace=None):
+        self.calls.append(("get", resource.kind, name))
+        return self.objects.get((namespace, name))
+
+    def create(self, resource, body, namespace=None, dry_run=False):
+        self.calls.append(("create", name_of(body), dry_run))
+        obj = dict(body, created=True)
+        if not dry_run:
+            self.objects[(namespace, name_of(body))] = obj
+        return obj
+
+    def patch(self, resource, name, patch, namespace=None, dry_run=False, subresource=None):
+        self.calls.append(("patch", name, dry_run))
+        return dict(self.objects[(namespace, name)], **patch)
+
+    def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
+        self.calls.append(("delete", name, dry_run))
+        return self.objects.pop((namespace, name), None) if not dry_run else self.objects.get((namespace, name))
+
+
+def name_of(obj):
+    return obj["metadata"]["name"]
+
+
+def thing(name, **extra):
+    return dict({"metadata": {"name": name, "namespace": "ns"}}, **extra)
+
+
+def test_listed_reads_answer_gets_and_lists_from_one_list():
+    kube = RecordingKube([thing("a"), thing("b")])
+    listed = batch.ListedReads(kube)
+    listed.read_all(THING, "ns")
+    listed.read_all(THING, "ns")
+    assert listed.get(THING, "a", "ns") == thing("a")
+    assert listed.get(THING, "missing", "ns") is None
+    assert sorted(name_of(o) for o in listed.list(THING, "ns")) == ["a", "b"]
+    assert kube.calls == [("list", "Thing", "ns", None)]
+
+
+def test_listed_reads_return_copies_and_keep_their_own_writes():
+    kube = RecordingKube([thing("a")])
+    listed = batch.ListedReads(kube)
+    listed.read_all(THING, "ns")
+    listed.get(THING, "a", "ns")["metadata"]["name"] = "mutated"
+    assert name_of(listed.get(THING, "a", "ns")) == "a"
+    listed.create(THING, thing("new"), "ns")
+    assert listed.get(THING, "new", "ns")["created"] is True
+    listed.create(THING, thing("dry"), "ns", dry_run=True)
+    assert listed.get(THING, "dry", "ns") is None
+    listed.patch(THING, "a", {"spec": 1}, "ns")
+    assert listed.get(THING, "a", "ns")["spec"] == 1
+    listed.delete(THING, "a", "ns")
+    assert listed.get(THING, "a", "ns") is None
+    assert [c[0] for c in kube.calls] == ["list", "create", "create", "patch", "delete"]
+
+
+def test_listed_reads_go_to_the_server_for_what_was_not_listed_and_after_forget():
+    kube = RecordingKube([thing("a")])
+    listed = batch.ListedReads(kube)
+    listed.read_all(THING, "ns")
+    listed.get(SECRET, "s", "ns")
+    listed.get(THING, "a", "other")
+    listed.list(THING, "ns", label_selector="x=y")
+    listed.forget()
+    listed.get(THING, "a", "ns")
+    assert [c[0] for c in kube.calls] == ["list", "get", "get", "list", "get"]
+
+
+def test_item_params_override_the_task_and_leave_unset_keys_alone():
+    params = {"namespace": "ns", "labels": {"a": "1"}, "state": "present", "clusters": [{"name": "x"}], "name": None}
+    merged = batch.item_params(params, {"name": "x", "labels": None, "state": "absent"})
+    assert merged == {"namespace": "ns", "labels": {"a": "1"}, "state": "absent", "clusters": None, "name": "x"}
+    assert params["clusters"] == [{"name": "x"}]
+
+
+def test_a_name_given_twice_is_refused_naming_the_item():
+    batch.check_unique_names([{"name": "a"}, {"name": "b"}])
+    with pytest.raises(ParameterError) as err:
+        batch.check_unique_names([{"name": "a"}, {"name": "b"}, {"name": "a"}])
+    assert "clusters[2].name" in err.value.message()
