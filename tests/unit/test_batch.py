@@ -100,3 +100,67 @@ def test_a_name_given_twice_is_refused_naming_the_item():
     with pytest.raises(ParameterError) as err:
         batch.check_unique_names([{"name": "a"}, {"name": "b"}, {"name": "a"}])
     assert "clusters[2].name" in err.value.message()
+
+
+class FakeModule:
+    def __init__(self, items, **params):
+        self.params = dict(params, clusters=items, name=None)
+        self.client = RecordingKube([thing("old")])
+
+    def kube(self):
+        return self.client
+
+    def use_client(self, kube):
+        self.client = kube
+
+
+class PutThing:
+    """A runner: creates its item's Thing unless it exists; an item named "bad" fails."""
+
+    def __init__(self, module, params):
+        self.kube, self.params = module.client, params
+
+    def run(self):
+        from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+        if self.params["name"] == "bad":
+            raise ApiError("refused")
+        exists = self.kube.get(THING, self.params["name"], "ns") is not None
+        if not exists:
+            self.kube.create(THING, thing(self.params["name"]), "ns")
+        return {"changed": not exists, "diff": {"before": {}, "after": {"n": self.params["name"]}}}
+
+
+def test_run_batch_keeps_item_order_reads_once_and_reports_one_diff_per_item():
+    module = FakeModule([{"name": "n%d" % i} for i in range(20)] + [{"name": "old"}])
+    result = batch.run_batch(module, PutThing, lambda kube: kube.read_all(THING, "ns"))
+    assert [r["name"] for r in result["clusters"]] == ["n%d" % i for i in range(20)] + ["old"]
+    assert result["changed"] and result["clusters"][-1]["changed"] is False
+    assert [d["before_header"] for d in result["diff"]] == [r["name"] for r in result["clusters"]]
+    kinds = [call[0] for call in module.client._kube.calls]  # pylint: disable=protected-access
+    assert kinds.count("list") == 1 and kinds.count("get") == 0 and kinds.count("create") == 20
+
+
+def test_run_batch_stops_at_a_failing_item_and_names_it_and_what_changed():
+    module = FakeModule([{"name": "a"}, {"name": "bad"}] + [{"name": "z%d" % i} for i in range(300)])
+    with pytest.raises(Exception) as err:
+        batch.run_batch(module, PutThing, lambda kube: kube.read_all(THING, "ns"))
+    message = err.value.message()
+    assert message.startswith("clusters[1] (bad): refused") and "a" in message.split("changed before the batch stopped:")[1]
+    assert err.value.details["changed"] is True
+    created = [call[1] for call in module.client._kube.calls if call[0] == "create"]  # pylint: disable=protected-access
+    assert "a" in created and len(created) < 301
+
+
+class Crash(PutThing):
+    def run(self):
+        if self.params["name"] == "bad":
+            raise KeyError("boom")
+        return PutThing.run(self)
+
+
+def test_an_unexpected_error_in_an_item_still_reports_the_item_and_the_changes():
+    module = FakeModule([{"name": "a"}, {"name": "bad"}])
+    with pytest.raises(Exception) as err:
+        batch.run_batch(module, Crash, lambda kube: kube.read_all(THING, "ns"))
+    assert err.value.message().startswith("clusters[1] (bad): unexpected error: 'boom'")
+    assert err.value.details["changed"] is True and "KeyError" in err.value.details["exception"]

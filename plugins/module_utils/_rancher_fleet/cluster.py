@@ -38,7 +38,18 @@ def run_fleet_cluster(module):
     if module.params.get(ITEMS) is None:
         return ClusterRunner(module).run()
     namespace = validate_name(module.params["namespace"], "namespace")
-    return run_batch(module, ClusterRunner, lambda kube: kube.read_all(CLUSTER, namespace))
+    return run_batch(module, ClusterRunner, lambda kube: kube.read_all(CLUSTER, namespace), check_items=_client_ids_once)
+
+
+def _client_ids_once(items):
+    """Items run side by side, so two that ask for one client ID are refused before either runs."""
+    seen = {}
+    for index, item in enumerate(items):
+        client_id = item.get("client_id")
+        if client_id and client_id in seen:
+            raise ParameterError("clusters[%d].client_id" % index, "is also given to %s" % seen[client_id],
+                                 "Give each cluster its own client ID (or leave it unset to generate one)")
+        seen.setdefault(client_id, item["name"])
 
 
 class ClusterRunner(Runner):
