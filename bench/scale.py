@@ -14,7 +14,7 @@ Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for deve
   rerun    no-change re-run over all members, and over 1 and 4 (how the cost grows)
   kcore    the same checks as a plain kubernetes.core playbook (bench/kubernetes_core_rerun.yml)
   count    module processes, API round trips and Helm runs per member of a no-change re-run
-  hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled and listed (bench/hub_100.yml)
+  hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled (playbooks/predefine_clusters.yml) and listed
 """
 
 import argparse
@@ -32,6 +32,8 @@ STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'hub1
 JOIN = 'playbooks/join_cluster.yml'
 LEAVE = 'playbooks/leave_cluster.yml'
 HUB100_SELECTOR = 'bench=hub100'
+HUB100_GROUP = 'bench_hub_only'
+PREDEFINE = 'playbooks/predefine_clusters.yml'
 
 
 class Bench:
@@ -204,14 +206,16 @@ def stage_count(bench):
     bench.record(rerun_calls=summary)
 
 
-def hub100_inventory(bench, count):
-    """The 100-host (``count``) inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub knows."""
+def hub100_inventory(bench, count, round_):
+    """The 100-host (``count``) inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub
+    knows, labelled as a user's inventory would label them (``bench-round`` changes between the two passes)."""
     with open(bench.inventory) as handle:
         lab = yaml.safe_load(handle)
     hub_group = lab['all']['children']['hub']
-    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10)}} for i in range(1, count + 1)}
-    data = {'all': {'vars': lab['all'].get('vars', {}), 'children': {'hub': hub_group, 'bench_hub_only': {'hosts': hosts}}}}
-    path = labctl.OUT_DIR / 'hub100-inventory.yml'
+    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10), 'bench-round': str(round_)}}
+             for i in range(1, count + 1)}
+    data = {'all': {'vars': lab['all'].get('vars', {}), 'children': {'hub': hub_group, HUB100_GROUP: {'hosts': hosts}}}}
+    path = labctl.OUT_DIR / ('hub100-inventory-%d.yml' % round_)
     fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'w') as handle:
         yaml.safe_dump(data, handle, sort_keys=False)
@@ -221,11 +225,11 @@ def hub100_inventory(bench, count):
 def stage_hub100(bench):
     """100 Fleet Clusters and 100 MemberClusters: predefined with labels, relabelled, listed by cluster_status."""
     count = bench.args.hub_clusters
-    inv = hub100_inventory(bench, count)
     bench.hub.delete_labelled(HUB100_SELECTOR)
-    runs = [bench.play('hub100-predefine', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 1}),
-            bench.play('hub100-relabel', 'bench/hub_100.yml', inv=inv, extra_vars={'bench_round': 2}),
-            bench.play('hub100-status', 'playbooks/cluster_status.yml', inv=inv,
+    group = {'fleetops_predefine_group': HUB100_GROUP}
+    runs = [bench.play('hub100-predefine', PREDEFINE, inv=hub100_inventory(bench, count, 1), extra_vars=group),
+            bench.play('hub100-relabel', PREDEFINE, inv=hub100_inventory(bench, count, 2), extra_vars=group),
+            bench.play('hub100-status', 'playbooks/cluster_status.yml', inv=hub100_inventory(bench, count, 2),
                        extra_vars={'fleetops_status_label_selector': HUB100_SELECTOR})]
     listed = (len(bench.hub.fleet_clusters(HUB100_SELECTOR + ',bench-round=2')), len(bench.hub.member_clusters(HUB100_SELECTOR + ',bench-round=2')))
     ok = all(run.rc == 0 for run in runs) and listed == (count, count)
