@@ -103,6 +103,14 @@ class FleetManager:
         """Pure: a ``MemberState`` with the action the member needs and the reasons."""
         raise NotImplementedError
 
+    def tidy_hub(self, hub, namespace, dry_run=False):
+        """Remove what the collection left on the hub that can no longer serve (``hub_prepare`` with ``tidy``).
+
+        Returns ``[{name, reason}]`` of what was (or, with ``dry_run``, would be) removed; a manager that leaves
+        nothing behind keeps this default.
+        """
+        return []
+
     def status_row(self, hub_view):
         """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view.
 

@@ -118,6 +118,12 @@ class HubPrepare:
             created.append(name)
         return before, created
 
+    def tidy(self):
+        """Per manager with a registration namespace, what its ``tidy_hub`` removed (a namespace created just now is empty)."""
+        per_backend = self.params.get("backend_namespaces") or {}
+        return dict((name, registry.manager(name).tidy_hub(self.kube, per_backend[name], dry_run=self.check_mode))
+                    for name in self.backends if per_backend.get(name))
+
     def run(self):
         apis = self.apis()
         problem = describe_missing(apis)
@@ -127,8 +133,10 @@ class HubPrepare:
                                 apis=apis)
         controllers = self.controllers() if self.params.get("check_controllers") else {}
         existing, created = self.ensure_namespaces()
+        tidied = self.tidy() if self.params.get("tidy") else {}
         result = {
-            "changed": bool(created),
+            "changed": bool(created) or any(tidied.values()),
+            "tidied": tidied,
             "apis": apis,
             "controllers": controllers,
             "namespaces": self.namespaces,

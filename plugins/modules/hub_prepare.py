@@ -53,6 +53,16 @@ options:
     type: list
     elements: str
     default: []
+  tidy:
+    description:
+      - Remove what the collection left on the hub that can no longer serve, in each manager's namespace of
+        O(backend_namespaces); for Rancher Fleet, the collection's registration tokens that expired (their runs are
+        over). Other objects are never touched.
+      - The M(fleetops.registration.fleet_registration_token) option O(fleetops.registration.fleet_registration_token#module:prune)
+        does the same for one member's tokens during a join.
+    type: bool
+    default: false
+    version_added: 0.3.0
   check_controllers:
     description:
       - Whether to look for the backends' controller Deployments and warn when one is missing or not available.
@@ -100,6 +110,11 @@ summary:
   returned: always
   type: dict
   sample: {"apis_served": {"kubefleet": true}, "controllers_available": {"kubefleet": true}, "created_namespaces": []}
+tidied:
+  description: With O(tidy), per fleet manager, what was removed (or would be, in check mode), each with its reason.
+  returned: always
+  type: dict
+  sample: {"rancher_fleet": [{"name": "fleetops-join-3f2a9c", "reason": "expired at 2026-11-23T09:00:00Z"}], "kubefleet": []}
 created_namespaces:
   description: The namespaces this run created (or would create, in check mode).
   returned: always
@@ -120,6 +135,7 @@ def main():
         backend_namespaces=dict(type="dict", default={}),
         namespaces=dict(type="list", elements="str", default=[]),
         check_controllers=dict(type="bool", default=True),
+        tidy=dict(type="bool", default=False),
     )))
     run_module(module, lambda m: HubPrepare(m).run())
 

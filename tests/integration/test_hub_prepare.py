@@ -7,6 +7,7 @@ from kubernetes import client
 
 from modrun import run_module
 from kube_helpers import ignore_404, read_or_none
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import EXPIRES_ANNOTATION as EXPIRES
 
 pytestmark = pytest.mark.lab
 
@@ -62,3 +63,29 @@ def test_a_cluster_without_the_apis_fails_naming_each_missing_one_and_creates_no
 
     only_fleet = run_module("hub_prepare", dict(kubeconfig=str(lab.kubeconfig), context=member, backends=["rancher_fleet"]))
     assert only_fleet.failed and "memberclusters" not in only_fleet["msg"] and "clusters.fleet.cattle.io" in only_fleet["msg"]
+
+
+def test_tidy_removes_only_the_collections_expired_tokens(lab_controllers, namespace):
+    lab = lab_controllers
+    custom = client.CustomObjectsApi(lab.api_client("hub"))
+    args = dict(kubeconfig=str(lab.kubeconfig), context="hub", backends=["rancher_fleet"],
+                backend_namespaces={"rancher_fleet": namespace}, tidy=True)
+    assert not run_module("hub_prepare", args).failed  # creates the namespace; nothing to tidy yet
+    ours = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+    past, future = "2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z"
+    for name, labels, expires in (("ours-expired", ours, past), ("ours-current", ours, future), ("users-own", {}, past)):
+        custom.create_namespaced_custom_object("fleet.cattle.io", "v1alpha1", namespace, "clusterregistrationtokens", {
+            "apiVersion": "fleet.cattle.io/v1alpha1", "kind": "ClusterRegistrationToken",
+            "metadata": {"name": name, "labels": labels, "annotations": {EXPIRES: expires}}, "spec": {}})
+
+    def names():
+        items = custom.list_namespaced_custom_object("fleet.cattle.io", "v1alpha1", namespace, "clusterregistrationtokens")["items"]
+        return sorted(item["metadata"]["name"] for item in items)
+
+    predicted = run_module("hub_prepare", args, check=True)
+    assert predicted.changed and [t["name"] for t in predicted["tidied"]["rancher_fleet"]] == ["ours-expired"]
+    assert names() == ["ours-current", "ours-expired", "users-own"]
+    tidied = run_module("hub_prepare", args)
+    assert tidied.changed and "expired at 2020-01-01" in tidied["tidied"]["rancher_fleet"][0]["reason"]
+    assert names() == ["ours-current", "users-own"]
+    assert not run_module("hub_prepare", args).changed

@@ -8,7 +8,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 
-METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member)]
+OPTIONAL = ["tidy_hub"]  # has a default: a manager that leaves nothing on the hub keeps it
+METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL]
 ATTRIBUTES = ["name", "title", "group_version", "hub_resources", "controller", "install_hint"]
 
 
@@ -24,6 +25,13 @@ def test_registered_manager_implements_every_method(name):
         implementation = getattr(type(manager), method)
         assert implementation is not getattr(FleetManager, method), "%s does not implement %s" % (name, method)
         assert inspect.signature(implementation).parameters.keys() == inspect.signature(getattr(FleetManager, method)).parameters.keys()
+    for method in OPTIONAL:
+        assert inspect.signature(getattr(type(manager), method)).parameters.keys() == inspect.signature(
+            getattr(FleetManager, method)).parameters.keys()
+
+
+def test_the_default_tidy_removes_nothing():
+    assert FleetManager().tidy_hub(hub=None, namespace="ns") == []
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

@@ -8,12 +8,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import labels_drift, normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES,
+    API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES, TOKEN,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens
 
 
 def _release_reasons(member):
@@ -119,6 +120,15 @@ class RancherFleet(FleetManager):
 
     def status_row(self, hub_view):
         return views.status_row(hub_view)
+
+    def tidy_hub(self, hub, namespace, dry_run=False):
+        """The collection's registration tokens in ``namespace`` that expired (their runs are over), deleted."""
+        tokens = hub.list(TOKEN, namespace, label_selector="%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY))
+        removed = []
+        for name, reason in prunable_tokens(tokens):
+            hub.delete(TOKEN, name, namespace, dry_run=dry_run)
+            removed.append({"name": name, "reason": reason})
+        return removed
 
 
 MANAGER = RancherFleet()
