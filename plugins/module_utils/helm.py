@@ -20,6 +20,7 @@ import re
 import shutil
 import tempfile
 
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
@@ -63,7 +64,7 @@ class ChartSource:
                                  "Point it at the chart's own directory (the one holding Chart.yaml)")
         with open(path) as handle:
             try:
-                metadata = yaml.safe_load(handle)
+                metadata = load_yaml(handle)
             except yaml.YAMLError:
                 metadata = None
         if not isinstance(metadata, dict):
@@ -185,7 +186,7 @@ class Helm:
 
     def show_chart(self, chart):
         _rc, out, _err = self.run(["show", "chart"] + chart.args())
-        return yaml.safe_load(out) or {}
+        return load_yaml(out) or {}
 
 
 def _ref_name(ref):

@@ -11,15 +11,22 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import atexit
+import base64
 import os
+import shutil
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
-    check_context, kubeconfig_ca_pem, kubeconfig_server, load_kubeconfig, read_pem,
+    check_context, kubeconfig_ca_pem, kubeconfig_entries, kubeconfig_server, load_kubeconfig, read_pem,
 )
 
 AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
+# A kubeconfig user with only these keys needs no more than urllib3 (k8s_transport); anything else (exec, auth-provider,
+# username/password, impersonation) goes through the kubernetes package's loader.
+STATIC_USER_KEYS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data")
 
 
 class ConnectionSettings:
@@ -66,16 +73,52 @@ class ConnectionSettings:
         return any(getattr(self, k) not in (None, "") for k in ("host", "api_key", "ca_cert", "client_cert", "client_key", "proxy")) \
             or self.validate_certs is False
 
-    def client_configuration(self):
-        """A ``kubernetes.client.Configuration`` for these settings (no network I/O)."""
+    def client_configuration(self, tmpdir=None):
+        """The client configuration for these settings (no network I/O).
+
+        A ``StaticConfiguration`` when the credentials are static (``host``/``api_key``, or a kubeconfig user with a
+        token or a client certificate), else the kubernetes package's Configuration from its own loader. ``tmpdir()``
+        gives a private directory for key material a kubeconfig holds inline.
+        """
+        if self.context and self.kubeconfig is not None:
+            # The client's own message would blame the kubeconfig; the fix is the context option.
+            check_context(self.kubeconfig_dict()[0], self.context, self.param("context"))
+        configuration = self._static_configuration(tmpdir or _tempdir_removed_at_exit)
+        if configuration is None:
+            configuration = self._package_configuration()
+        return self._apply_overrides(configuration)
+
+    def _static_configuration(self, tmpdir):
+        if self.kubeconfig is None:
+            return StaticConfiguration(self.host) if self.host else None
+        if isinstance(self.kubeconfig, str) and not os.path.isfile(self.kubeconfig):
+            return None  # the package path reports it, naming the option
+        config, base_dir = self.kubeconfig_dict()
+        entries = kubeconfig_entries(config, self.context)
+        if entries is None or set(entries[1]) - set(STATIC_USER_KEYS) or not entries[0].get("server"):
+            return None
+        cluster, user = entries
+        if str(cluster.get("proxy-url") or "").startswith("socks"):
+            return None
+        token = user.get("token")
+        if not token and user.get("tokenFile"):
+            with open(_relative(user["tokenFile"], base_dir)) as handle:
+                token = handle.read().strip()
+        ca_data = cluster.get("certificate-authority-data")
+        return StaticConfiguration(
+            cluster["server"], verify_ssl=not cluster.get("insecure-skip-tls-verify"),
+            ca_cert_data=_unb64(ca_data) if ca_data else None,
+            ssl_ca_cert=_relative(cluster.get("certificate-authority"), base_dir),
+            cert_file=_key_material(user, "client-certificate", base_dir, tmpdir, self.prefix or "target-"),
+            key_file=_key_material(user, "client-key", base_dir, tmpdir, self.prefix or "target-"),
+            token=token, proxy=cluster.get("proxy-url"), tls_server_name=cluster.get("tls-server-name"))
+
+    def _package_configuration(self):
         from kubernetes import client as k8s_client
         from kubernetes import config as k8s_config
         from kubernetes.config.config_exception import ConfigException
 
         configuration = k8s_client.Configuration()
-        if self.context and self.kubeconfig is not None:
-            # The client's own message would blame the kubeconfig; the fix is the context option.
-            check_context(self.kubeconfig_dict()[0], self.context, self.param("context"))
         try:
             if isinstance(self.kubeconfig, dict):
                 k8s_config.load_kube_config_from_dict(self.kubeconfig, context=self.context,
@@ -96,6 +139,9 @@ class ConnectionSettings:
         except ConfigException as exc:
             raise ParameterError(self.param("kubeconfig"), "could not load it: %s" % exc,
                                  "Check the file and the %s option" % self.param("context"))
+        return configuration
+
+    def _apply_overrides(self, configuration):
         if self.host:
             configuration.host = self.host.rstrip("/")
         if self.api_key:
@@ -104,6 +150,8 @@ class ConnectionSettings:
             configuration.verify_ssl = self.validate_certs
         if self.ca_cert:
             configuration.ssl_ca_cert = self.ca_cert
+            if getattr(configuration, "ca_cert_data", None):
+                configuration.ca_cert_data = None
         if self.client_cert:
             configuration.cert_file = self.client_cert
         if self.client_key:
@@ -126,6 +174,8 @@ class ConnectionSettings:
         cluster = {"server": configuration.host}
         if configuration.ssl_ca_cert:
             cluster["certificate-authority"] = configuration.ssl_ca_cert
+        elif getattr(configuration, "ca_cert_data", None):
+            cluster["certificate-authority-data"] = base64.b64encode(configuration.ca_cert_data.encode("utf-8")).decode("ascii")
         if not configuration.verify_ssl:
             cluster["insecure-skip-tls-verify"] = True
         if configuration.proxy:
@@ -148,28 +198,33 @@ class ConnectionSettings:
         return path, "fleetops"
 
 
-def endpoint_configuration(url, ca_pem=None, token=None, proxy=None, validate_certs=True, tmpdir=None):
-    """A ``kubernetes.client.Configuration`` for an arbitrary endpoint, such as the hub as an agent sees it.
+def endpoint_configuration(url, ca_pem=None, token=None, proxy=None, validate_certs=True, tmpdir=None):  # pylint: disable=unused-argument
+    """The client configuration for an arbitrary endpoint, such as the hub as an agent sees it.
 
-    The one way to build a client from a URL, a CA (PEM text) and a bearer token rather than from
-    the module's connection options. The CA goes in memory where the client supports it, else into
-    a file under ``tmpdir``.
+    The one way to build a client from a URL, a CA (PEM text, kept in memory) and a bearer token rather than from
+    the module's connection options. (``tmpdir`` is accepted for callers written for the package's Configuration.)
     """
-    from kubernetes import client as k8s_client
+    return StaticConfiguration(url, verify_ssl=bool(validate_certs), ca_cert_data=ca_pem if validate_certs else None,
+                               token=token, proxy=proxy)
 
-    configuration = k8s_client.Configuration()
-    configuration.host = url.rstrip("/")
-    configuration.verify_ssl = bool(validate_certs)
-    if ca_pem and validate_certs:
-        if hasattr(configuration, "ca_cert_data"):
-            configuration.ca_cert_data = ca_pem
-        else:  # pragma: no cover - kubernetes < 30
-            configuration.ssl_ca_cert = write_private_file(os.path.join(tmpdir or private_tempdir(), "endpoint-ca.pem"), ca_pem)
-    if token:
-        configuration.api_key = {"authorization": "Bearer " + token}
-    if proxy:
-        configuration.proxy = proxy
-    return configuration
+
+def _relative(path, base_dir):
+    if not path:
+        return None
+    path = os.path.expanduser(path)
+    return path if os.path.isabs(path) or not base_dir else os.path.join(base_dir, path)
+
+
+def _unb64(data):
+    return base64.b64decode(data).decode("utf-8")
+
+
+def _key_material(user, key, base_dir, tmpdir, prefix):
+    """A file holding the user's ``key`` (client-certificate or client-key): its own path, or the inline data
+    written 0600 into ``tmpdir()`` (a module removes its directory at exit) as ``<prefix><key>.pem``."""
+    if user.get(key + "-data"):
+        return write_private_file(os.path.join(tmpdir(), prefix + key + ".pem"), _unb64(user[key + "-data"]))
+    return _relative(user.get(key), base_dir)
 
 
 def write_private_file(path, content):
@@ -178,6 +233,12 @@ def write_private_file(path, content):
     with os.fdopen(fd, "w") as handle:
         handle.write(content)
     os.chmod(path, 0o600)
+    return path
+
+
+def _tempdir_removed_at_exit():
+    path = private_tempdir()
+    atexit.register(shutil.rmtree, path, True)
     return path
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, fleetops.registration contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A small REST client over the kubernetes package's ApiClient.
+"""A small REST client (transports in k8s_transport: urllib3, or the kubernetes package's ApiClient).
 
 The collection manages a fixed set of kinds, so it addresses them by path and
 skips API discovery altogether (kubernetes.core's dynamic client spends about
@@ -14,19 +14,19 @@ __metaclass__ = type
 
 import json
 
+try:
+    from importlib.util import find_spec
+except ImportError:  # pragma: no cover - Python 2
+    find_spec = None
+
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, ApiNotServed, ConnectionFailure, NotFoundError, ParameterError,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import Unreachable, transport_for
 
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes.client.rest import ApiException
-    import urllib3
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError as _exc:  # the module base reports it with missing_required_lib
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = _exc
+# Found, not imported: only connections that need its loader (exec plugins, auth providers) import it.
+HAS_KUBERNETES = bool(find_spec and find_spec("kubernetes"))
+KUBERNETES_IMPORT_ERROR = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
 
 
 class Resource:
@@ -61,15 +61,12 @@ DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
 
-REQUEST_TIMEOUT = (10, 60)
-
 
 class KubeClient:
     """REST calls against one cluster; ``label`` names it in error messages."""
 
     def __init__(self, configuration, label="cluster", hint=None):
-        configuration.retries = 1
-        self.api = k8s_client.ApiClient(configuration)
+        self.transport = transport_for(configuration)
         self.host = configuration.host
         self.label = label
         self.hint = hint or "Check the kubeconfig, context, host and certificate options"
@@ -77,65 +74,44 @@ class KubeClient:
     def request(self, method, path, body=None, query=None, content_type="application/json"):
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            if hasattr(self.api, "param_serialize"):
-                data = self._send(method, path, body, query, headers)
-            else:  # kubernetes < 31 (the older OpenAPI generator)
-                response = self.api.call_api(
-                    path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
-                    auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-                    _request_timeout=REQUEST_TIMEOUT,
-                )
-                data = response.data
-        except ApiException as exc:
-            if not exc.status:  # the client reports TLS failures as status 0
-                raise self._unreachable(exc.reason)
-            raise self._api_error(exc, method, path)
-        except urllib3.exceptions.HTTPError as exc:
+            status, reason, data = self.transport.send(method, path, body, query, headers)
+        except Unreachable as exc:
             raise self._unreachable(exc)
+        if not 200 <= status <= 299:
+            raise self._api_error(status, reason, data, method, path)
         return json.loads(data) if data else None
-
-    def _send(self, method, path, body, query, headers):
-        """One call with the newer client (kubernetes >= 31): serialize, send, raise on a non-2xx status."""
-        method, url, headers, body, _post = self.api.param_serialize(
-            method=method, resource_path=path, query_params=list((query or {}).items()) or None, header_params=headers,
-            body=body, auth_settings=["BearerToken"])
-        response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT)
-        data = response.read()
-        if not 200 <= response.status <= 299:
-            raise ApiException(http_resp=response)
-        return data
 
     def _unreachable(self, exc):
         return ConnectionFailure(
             "cannot reach the %s API server at %s: %s" % (self.label, self.host, _short(exc)), self.hint, host=self.host,
         )
 
-    def _api_error(self, exc, method, path):
-        message = exc.reason or ""
+    def _api_error(self, code, http_reason, body, method, path):
+        message = http_reason or ""
         reason = None
         details = None
         try:
-            status = json.loads(exc.body or "{}")
+            status = json.loads(body or "{}")
             message = status.get("message") or message
             reason = status.get("reason")
             details = status.get("details")
         except ValueError:
             pass
         what = "%s %s on the %s" % (method, path, self.label)
-        if exc.status == 404 and not (details or {}).get("kind") and not (details or {}).get("name"):
+        if code == 404 and not (details or {}).get("kind") and not (details or {}).get("name"):
             api = api_of_path(path)
             if api:
                 return ApiNotServed(
                     "the %s does not serve %s (resource %s): its CRDs are not installed" % (self.label, api[0], api[1]),
                     status=404, reason="ApiNotServed", hint="Run hub_prepare (or install the fleet manager's CRDs) on that cluster first")
-        if exc.status == 404:
+        if code == 404:
             return NotFoundError("%s: not found (%s)" % (what, message), status=404, reason=reason, kind=(details or {}).get("kind"))
-        if exc.status in (401, 403):
+        if code in (401, 403):
             hint = "The credentials were refused; check the token or certificate and its RBAC permissions"
-            return ApiError("%s: %s" % (what, message), status=exc.status, reason=reason, hint=hint)
-        if exc.status == 422 or reason == "Invalid":
-            return ApiError("%s was rejected as invalid: %s" % (what, message), status=exc.status, reason=reason)
-        return ApiError("%s failed: %s" % (what, message), status=exc.status, reason=reason)
+            return ApiError("%s: %s" % (what, message), status=code, reason=reason, hint=hint)
+        if code == 422 or reason == "Invalid":
+            return ApiError("%s was rejected as invalid: %s" % (what, message), status=code, reason=reason)
+        return ApiError("%s failed: %s" % (what, message), status=code, reason=reason)
 
     # -- verbs ---------------------------------------------------------------
 

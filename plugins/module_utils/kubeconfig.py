@@ -8,8 +8,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import copy
 import os
 
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 try:
@@ -20,8 +22,15 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 CREDENTIAL_KEYS = ("token", "client-key-data", "password")
 
 
+_LOADED = {}
+
+
 def load_kubeconfig(source, param="kubeconfig"):
-    """Load a kubeconfig given as a path or a dict; return ``(dict, base_dir)``."""
+    """Load a kubeconfig given as a path or a dict; return ``(dict, base_dir)``.
+
+    A file is parsed once per process (a module reads the same kubeconfig for the hub, the member and Helm); each
+    caller gets its own copy.
+    """
     if isinstance(source, dict):
         return source, os.getcwd()
     if not source:
@@ -29,14 +38,18 @@ def load_kubeconfig(source, param="kubeconfig"):
     path = os.path.expanduser(str(source))
     if not os.path.isfile(path):
         raise ParameterError(param, "kubeconfig file %s does not exist" % path, "Give the path of a readable kubeconfig file")
-    with open(path) as handle:
-        try:
-            data = yaml.safe_load(handle)
-        except yaml.YAMLError:
-            raise ParameterError(param, "%s is not valid YAML" % path)
-    if not isinstance(data, dict):
-        raise ParameterError(param, "%s is not a kubeconfig" % path)
-    return data, os.path.dirname(os.path.abspath(path))
+    stat = os.stat(path)
+    key = (os.path.abspath(path), stat.st_mtime, stat.st_size)
+    if key not in _LOADED:
+        with open(path) as handle:
+            try:
+                data = load_yaml(handle)
+            except yaml.YAMLError:
+                raise ParameterError(param, "%s is not valid YAML" % path)
+        if not isinstance(data, dict):
+            raise ParameterError(param, "%s is not a kubeconfig" % path)
+        _LOADED[key] = data
+    return copy.deepcopy(_LOADED[key]), os.path.dirname(os.path.abspath(path))
 
 
 def context_names(config):
@@ -98,6 +111,19 @@ def kubeconfig_ca_pem(config, context=None, base_dir=None, param="kubeconfig"):
             raise ParameterError(param, "certificate-authority file %s does not exist" % path)
         with open(path) as handle:
             return _check_pem(handle.read(), param)
+    return None
+
+
+def kubeconfig_entries(config, context=None):
+    """``(cluster, user)`` entries of the given (or current) context, or None when the kubeconfig does not resolve."""
+    ctx_name = context or config.get("current-context")
+    for ctx in config.get("contexts") or []:
+        if ctx.get("name") == ctx_name:
+            names = ctx.get("context") or {}
+            clusters = [c.get("cluster") or {} for c in config.get("clusters") or [] if c.get("name") == names.get("cluster")]
+            users = [u.get("user") or {} for u in config.get("users") or [] if u.get("name") == names.get("user")]
+            if clusters:
+                return clusters[0], users[0] if users else {}
     return None
 
 

@@ -70,7 +70,8 @@ class FleetModule(AnsibleModule):
             settings = self.settings(prefix)
             hint = "Check %skubeconfig, %scontext and %shost (and the certificate options): the %s API server must be reachable from " \
                    "where the task runs" % (prefix, prefix, prefix, settings.label)
-            self._clients[prefix] = (KubeClient(settings.client_configuration(), label=settings.label, hint=hint), settings)
+            configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
+            self._clients[prefix] = (KubeClient(configuration, label=settings.label, hint=hint), settings)
         return self._clients[prefix][0]
 
     def use_client(self, kube, prefix=""):
@@ -94,7 +95,7 @@ class FleetModule(AnsibleModule):
         """A Helm runner against the target cluster, with the same credentials as kube()."""
         if self._helm is None:
             settings = self.settings()
-            configuration = settings.client_configuration()
+            configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
             kubeconfig, context = settings.helm_kubeconfig(configuration, self.tmpdir)
             binary = Helm.locate(self.get_bin_path, self.params.get("helm_binary"))
             env = {"HELM_CACHE_HOME": self.tmpdir + "/cache", "HELM_CONFIG_HOME": self.tmpdir + "/config"}

@@ -17,7 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
     MANAGED_BY, MANAGED_BY_LABEL, label_changes, normalize_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, load_yaml, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
@@ -78,7 +78,7 @@ class ClusterRunner(Runner):
         if content is not None:
             param = "cluster_kubeconfig_content"
             try:
-                config = yaml.safe_load(content)
+                config = load_yaml(content)
             except yaml.YAMLError:
                 raise ParameterError(param, "is not valid YAML", "Give the text of a kubeconfig file")
             if not isinstance(config, dict):

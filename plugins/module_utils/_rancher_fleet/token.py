@@ -16,7 +16,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import OWNER_CLUSTER_LABEL, TOKEN, VALUES_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
@@ -156,7 +156,7 @@ class TokenRunner(Runner):
         result["secret_name"] = secret["metadata"]["name"]
         text = unb64(secret["data"][VALUES_KEY], "values")
         try:
-            token_value = (yaml.safe_load(text) or {}).get("token")
+            token_value = (load_yaml(text) or {}).get("token")
         except (yaml.YAMLError, AttributeError):
             token_value = None
         if self.params.get("return_values"):

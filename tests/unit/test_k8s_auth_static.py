@@ -1,0 +1,77 @@
+"""Which connections skip the kubernetes package (StaticConfiguration) and what they carry; no API server needed."""
+
+import base64
+import os
+import stat
+
+import yaml
+
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def kubeconfig(user, cluster=None):
+    cluster = dict({"server": "https://hub.example:6443", "certificate-authority-data": b64(PEM)}, **(cluster or {}))
+    return {"apiVersion": "v1", "kind": "Config", "current-context": "hub",
+            "clusters": [{"name": "c", "cluster": cluster}], "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "hub", "context": {"cluster": "c", "user": "u"}}]}
+
+
+def configuration(config, tmp_path, **params):
+    return ConnectionSettings(dict(params, kubeconfig=config), label="hub").client_configuration(tmpdir=lambda: str(tmp_path))
+
+
+def test_a_token_kubeconfig_needs_only_urllib3(tmp_path):
+    conf = configuration(kubeconfig({"token": "t0k"}), tmp_path)
+    assert isinstance(conf, StaticConfiguration)
+    assert (conf.host, conf.ca_cert_data, conf.api_key, conf.verify_ssl) == (
+        "https://hub.example:6443", PEM, {"authorization": "Bearer t0k"}, True)
+
+
+def test_inline_client_keys_are_written_0600_and_named_per_connection(tmp_path):
+    conf = configuration(kubeconfig({"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")}), tmp_path)
+    assert open(conf.cert_file).read() == "CERT" and open(conf.key_file).read() == "KEY"
+    assert os.path.basename(conf.key_file) == "target-client-key.pem"
+    assert stat.S_IMODE(os.stat(conf.key_file).st_mode) == 0o600
+
+
+def test_files_named_by_a_kubeconfig_are_relative_to_it(tmp_path):
+    (tmp_path / "token").write_text("from-file\n")
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump(kubeconfig({"tokenFile": "token", "client-certificate": "c.pem", "client-key": "k.pem"},
+                                              {"certificate-authority": "ca.pem", "certificate-authority-data": None})))
+    conf = configuration(str(path), tmp_path)
+    assert conf.api_key == {"authorization": "Bearer from-file"}
+    assert (conf.ssl_ca_cert, conf.cert_file) == (str(tmp_path / "ca.pem"), str(tmp_path / "c.pem"))
+
+
+def test_exec_plugins_and_auth_providers_go_through_the_kubernetes_package(tmp_path):
+    for user in ({"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1beta1"}},
+                 {"auth-provider": {"name": "oidc"}}, {"username": "a", "password": "b"}, {"token": "t", "as": "admin"}):
+        conf = configuration(kubeconfig(user), tmp_path)
+        assert not isinstance(conf, StaticConfiguration), user
+
+
+def test_module_options_override_the_kubeconfig(tmp_path):
+    conf = configuration(kubeconfig({"token": "t0k"}), tmp_path, host="https://other:6443/", api_key="k2",
+                         validate_certs=False, ca_cert="/etc/ca.pem", proxy="http://proxy:3128")
+    assert (conf.host, conf.api_key["authorization"], conf.verify_ssl, conf.ssl_ca_cert, conf.ca_cert_data, conf.proxy) == (
+        "https://other:6443", "Bearer k2", False, "/etc/ca.pem", None, "http://proxy:3128")
+
+
+def test_host_and_api_key_alone_are_static(tmp_path):
+    conf = ConnectionSettings({"host": "https://h:6443", "api_key": "k"}).client_configuration(tmpdir=lambda: str(tmp_path))
+    assert isinstance(conf, StaticConfiguration) and conf.api_key == {"authorization": "Bearer k"}
+
+
+def test_helm_gets_the_in_memory_ca_as_data(tmp_path):
+    settings = ConnectionSettings({"kubeconfig": kubeconfig({"token": "t0k"})})
+    path, context = settings.helm_kubeconfig(settings.client_configuration(tmpdir=lambda: str(tmp_path)), str(tmp_path))
+    cluster = yaml.safe_load(open(path))["clusters"][0]["cluster"]
+    assert context == "fleetops" and base64.b64decode(cluster["certificate-authority-data"]).decode() == PEM
