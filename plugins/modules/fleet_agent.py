@@ -140,6 +140,20 @@ options:
       - By default such a fresh install is uninstalled again, so a failed join leaves nothing on the member.
     type: bool
     default: false
+  release_departed_lease:
+    description:
+      - While O(wait) waits for the check-in after this task installed or upgraded the agent, delete the agent's
+        leader-election Lease (C(cattle-fleet-system/fleet-agent)) once its holder is gone, that is when every
+        C(app=fleet-agent) pod was created after the holder acquired the Lease (3 s of clock skew allowed).
+      - Fleet adopts the agent it registered (as its release C(fleet-agent-<cluster>)) by replacing its pod right after
+        registration, and Fleet's agent does not release the Lease when it stops, so the adopted agent would wait a
+        whole lease duration (30 s, then up to one retry period) for a holder that no longer exists. Only the version
+        of the Lease that was read is deleted; one renewed or taken meanwhile stays.
+      - Needs C(get), C(list) and C(delete) on Leases and Pods in that namespace; without them the agent's own lease
+        expiry applies, as with V(false).
+    type: bool
+    default: true
+    version_added: 0.3.0
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
@@ -246,6 +260,11 @@ cluster:
   description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
   returned: when wait is true and state is present
   type: dict
+released_lease:
+  description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted, or null.
+  returned: when wait is true and state is present
+  type: str
+  sample: fleet-agent-6b8464b499-lvc22-1
 fleet_managed_releases:
   description: Releases Fleet created to manage the agent itself (C(fleet-agent-<cluster>)); removed too with state C(absent).
   returned: always
@@ -280,6 +299,7 @@ def main():
             wait=dict(type="bool", default=False),
             preflight=dict(type="bool", default=True),
             keep_failed_install=dict(type="bool", default=False),
+            release_departed_lease=dict(type="bool", default=True),
             keep_namespace=dict(type="bool", default=False),
         )),
         mutually_exclusive=[("token_name", "values_file")],

@@ -398,3 +398,19 @@ def test_manage_agent_disabled_reads_the_fleet_controller_config():
     assert rules.manage_agent_disabled({"data": {"config": '{"apiServerURL": "x"}'}}) is False  # default: on
     assert rules.manage_agent_disabled({"data": {"config": "not json"}}) is None
     assert rules.manage_agent_disabled(None) is None
+
+
+def test_a_lease_holder_is_departed_only_when_every_agent_pod_is_newer_than_its_lease():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import lease_holder_departed
+
+    lease = {"spec": {"holderIdentity": "vm-123", "acquireTime": "2026-11-23T10:00:05.000000Z"}}
+
+    def pod(created):
+        return {"metadata": {"creationTimestamp": created}}
+
+    assert lease_holder_departed(lease, [pod("2026-11-23T10:00:11Z")])
+    assert not lease_holder_departed(lease, [pod("2026-11-23T10:00:11Z"), pod("2026-11-23T10:00:01Z")])  # the holder's own pod
+    assert not lease_holder_departed(lease, [pod("2026-11-23T10:00:07Z")])  # within the allowed clock skew
+    assert not lease_holder_departed(lease, [])  # no agent pod at all: nothing waits for the Lease
+    assert not lease_holder_departed({"spec": {"acquireTime": "2026-11-23T10:00:05Z"}}, [pod("2026-11-23T10:00:11Z")])
+    assert not lease_holder_departed(None, [pod("2026-11-23T10:00:11Z")])

@@ -18,7 +18,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
@@ -48,6 +48,8 @@ class AgentRunner(AgentRemoval, Runner):
         self.namespace = AGENT_NAMESPACE
         self.release = AGENT_RELEASE
         self.predicted = False  # the token's values are a check-mode assumption
+        self.lease_checks = False
+        self.released_lease = None
 
     def run(self):
         if self.params["state"] == "absent":
@@ -188,6 +190,7 @@ class AgentRunner(AgentRemoval, Runner):
         result = self.report(state)
         if find_cluster is not None:
             result["cluster"] = self._wait_for_checkin(find_cluster, seen_before, plan)
+            result["released_lease"] = self.released_lease
         return result
 
     def _ensure_namespace(self):
@@ -240,11 +243,22 @@ class AgentRunner(AgentRemoval, Runner):
         fetch.description = "the hub to see the agent with client ID %s check in to namespace %s" % (client_id, namespace)
         return fetch
 
+    def _poll_releasing_lease(self, fetch):
+        """``fetch``, after releasing the agent's Lease when its holder is gone (Fleet replaces the bootstrap agent's pod
+        before it checks in, and the adopted agent would otherwise wait a whole lease duration for it)."""
+        if self.lease_checks and self.released_lease is None:
+            try:
+                self.released_lease = release_departed_lease(self.module.kube(), self.namespace)
+            except FleetOpsError:  # e.g. no RBAC for Leases: the agent's own lease expiry still applies
+                self.lease_checks = False
+        return fetch()
+
     def _wait_for_checkin(self, fetch, seen_before, plan):
         """Wait for a check-in (after a change: newer than the old agent's last one); roll a fresh install back if none comes."""
+        self.lease_checks = bool(plan.changes and self.params.get("release_departed_lease", True))
         try:
-            cluster = self.module.waiter.until(fetch, lambda c: checked_in_since(c, seen_before), fetch.description,
-                                               "wait_timeout: " + CHECKIN_HINT)
+            cluster = self.module.waiter.until(lambda: self._poll_releasing_lease(fetch), lambda c: checked_in_since(c, seen_before),
+                                               fetch.description, "wait_timeout: " + CHECKIN_HINT)
         except FleetOpsError as exc:
             if plan.changes:
                 exc.details["changed"] = True

@@ -7,17 +7,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, KubeClient, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
     kubeconfig_ca_pem, kubeconfig_server, kubeconfig_token,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_KEY, AGENT_CREDENTIAL_SECRET, AGENT_DEPLOYMENT, AGENT_NAMESPACE, AGENT_RELEASE,
+    AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_KEY, AGENT_CREDENTIAL_SECRET, AGENT_DEPLOYMENT, AGENT_LEASE, AGENT_NAMESPACE,
+    AGENT_POD_SELECTOR, AGENT_RELEASE, LEASE, POD,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import lease_holder_departed
 
 try:
     import yaml
@@ -50,13 +52,32 @@ def read_member(kube):
     return facts
 
 
+def release_departed_lease(kube, namespace=AGENT_NAMESPACE):
+    """Delete the agent's leader Lease when its holder is gone (``lease_holder_departed``), so the waiting agent takes
+    it at its next retry instead of after a lease duration. Only that version of the Lease is deleted: one renewed or
+    taken meanwhile stays. Returns the departed holder's identity, or None."""
+    lease = kube.get(LEASE, AGENT_LEASE, namespace)
+    if lease is None or not lease_holder_departed(lease, kube.list(POD, namespace, label_selector=AGENT_POD_SELECTOR)):
+        return None
+    options = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]}}
+    try:
+        kube.request("DELETE", LEASE.path(namespace, AGENT_LEASE), body=options)
+    except NotFoundError:
+        return None
+    except ApiError as exc:
+        if exc.status == 409:  # renewed or taken since it was read
+            return None
+        raise
+    return lease["spec"]["holderIdentity"]
+
+
 def credential_endpoint(secret):
     """``(url, ca_pem, token)`` from the agent's credential Secret (its ``kubeconfig``), or None when unusable."""
     data = ((secret or {}).get("data") or {}).get(AGENT_CREDENTIAL_KEY)
     if not data:
         return None
     try:
-        config = yaml.safe_load(unb64(data, AGENT_CREDENTIAL_KEY))
+        config = load_yaml(unb64(data, AGENT_CREDENTIAL_KEY))
         return kubeconfig_server(config), kubeconfig_ca_pem(config), kubeconfig_token(config)
     except (ParameterError, yaml.YAMLError, AttributeError, TypeError):
         return None

@@ -48,6 +48,12 @@ AGENT_DEPLOYMENT = "fleet-agent"
 AGENT_CREDENTIAL_SECRET = "fleet-agent"
 AGENT_CREDENTIAL_KEY = "kubeconfig"
 AGENT_BOOTSTRAP_SECRET = "fleet-agent-bootstrap"
+# The agent's leader-election Lease (Fleet v0.16.0 internal/cmd/agent) and its pods' label (both the bootstrap chart's
+# and Fleet's adopted fleet-agent-<cluster> Deployment).
+AGENT_LEASE = "fleet-agent"
+AGENT_POD_SELECTOR = "app=fleet-agent"
+LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
+POD = Resource("v1", "Pod", "pods")
 VALUES_SECRET_TYPE = "fleet.cattle.io/cluster-registration-values"
 VALUES_KEY = "values"
 KUBECONFIG_KEY = "value"
