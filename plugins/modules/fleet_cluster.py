@@ -53,7 +53,9 @@ options:
         task per cluster costs a module process and its reads each (see C(playbooks/predefine_clusters.yml)).
       - An item that fails stops the batch; the message names it and the items changed before it, and a re-run
         continues where it stopped.
-      - Mutually exclusive with O(name).
+      - Mutually exclusive with O(name), and with the options that must differ per cluster (O(client_id)) or that
+        import a cluster (O(cluster_kubeconfig), O(cluster_kubeconfig_content), O(kubeconfig_secret),
+        O(agent_api_server_url), O(agent_api_server_ca)).
     type: list
     elements: dict
     version_added: 0.3.0
@@ -278,7 +280,11 @@ def main():
             agent_api_server_ca=dict(type="str"),
             wait=dict(type="bool", default=False),
         )),
-        mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters")],
+        # With clusters, what must differ per cluster (its client ID, an imported cluster's kubeconfig) is refused at the
+        # task level: every item would get the same one.
+        mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters"), ("clusters", "client_id"),
+                            ("clusters", "cluster_kubeconfig"), ("clusters", "cluster_kubeconfig_content"),
+                            ("clusters", "kubeconfig_secret"), ("clusters", "agent_api_server_url"), ("clusters", "agent_api_server_ca")],
         required_one_of=[("name", "clusters")],
     )
     run_module(module, run_fleet_cluster)

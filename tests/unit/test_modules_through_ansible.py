@@ -58,3 +58,9 @@ def test_an_unreachable_hub_is_reported_with_its_address_through_the_executor(lo
     result = run(localhost, "hub_prepare", kubeconfig=str(kubeconfig))
     assert result.get("failed") and "127.0.0.1:9" in result["msg"], result
     assert "not-a-real-token" not in str(result)
+
+
+def test_a_batch_refuses_task_level_options_every_cluster_would_share(localhost):
+    result = run(localhost, "fleet_cluster", namespace="fleet-default", clusters=[{"name": "a"}, {"name": "b"}],
+                 client_id="same-for-all", kubeconfig="/nonexistent")
+    assert result.get("failed") and "mutually exclusive" in result["msg"] and "client_id" in result["msg"], result["msg"]
