@@ -221,9 +221,12 @@ def _unb64(data):
 
 def _key_material(user, key, base_dir, tmpdir, prefix):
     """A file holding the user's ``key`` (client-certificate or client-key): its own path, or the inline data
-    written 0600 into ``tmpdir()`` (a module removes its directory at exit) as ``<prefix><key>.pem``."""
+    written 0600 into ``tmpdir()`` (a module removes its directory at exit) as ``<prefix><key>-<random>.pem``: one
+    process may connect to many clusters (member_info's ``members``), each with its own file."""
     if user.get(key + "-data"):
-        return write_private_file(os.path.join(tmpdir(), prefix + key + ".pem"), _unb64(user[key + "-data"]))
+        fd, path = tempfile.mkstemp(prefix=prefix + key + "-", suffix=".pem", dir=tmpdir())
+        os.close(fd)
+        return write_private_file(path, _unb64(user[key + "-data"]))
     return _relative(user.get(key), base_dir)
 
 

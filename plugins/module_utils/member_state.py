@@ -69,11 +69,15 @@ def summarize(states):
 
 
 class MemberInfo:
-    """Read the hub's and the member's view of one member for each chosen manager, and decide."""
+    """Read the hub's and the member's view of one member for each chosen manager, and decide.
 
-    def __init__(self, module):
+    ``params`` is one item of ``members`` (validated, task options merged in); None means the module's own options.
+    """
+
+    def __init__(self, module, params=None):
         self.module = module
-        self.params = module.params
+        self.item = params is not None
+        self.params = module.params if params is None else params
         self.backends = list(dict.fromkeys(self.params.get("backends") or []))
         for name in self.backends:
             registry.manager(name)
@@ -82,26 +86,43 @@ class MemberInfo:
         check_distinct_connections(self.params)
         self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
 
-    def state(self, name):
-        manager = registry.manager(name)
-        hub, member = self.module.kube("hub_"), self.module.kube()
-        cluster = self.params["name"]
-        found = manager.read_hub(hub, names=[cluster], namespace=self.params.get("fleet_namespace"))
-        hub_object = found.get(cluster)
-        hub_view = manager.hub_view(hub_object) if hub_object is not None else None
-        member_view = manager.member_view(member, hub, self.params)
-        return manager.decide(cluster, hub_view, member_view, desired_for(name, self.params))
+    @property
+    def name(self):
+        return self.params["name"]
 
-    def run(self):
-        states = [self.state(name) for name in self.backends]
-        result = dict(changed=False, name=self.params["name"], run_id=new_run_id(), labels=self.params.get("labels") or {},
+    def hub(self):
+        return self.module.kube("hub_", self.params if self.item else None)
+
+    def member(self):
+        return self.module.kube("", self.params if self.item else None)
+
+    def hub_reads(self):
+        """``(manager, namespace)`` of each hub LIST this member's state needs."""
+        return [(name, self.params.get("fleet_namespace")) for name in self.backends]
+
+    def state(self, name, listed=None):
+        """``listed``: ``{member name: hub object}`` of manager ``name`` already read for the batch."""
+        manager = registry.manager(name)
+        hub = self.hub()
+        if listed is None:
+            listed = manager.read_hub(hub, names=[self.name], namespace=self.params.get("fleet_namespace"))
+        hub_object = listed.get(self.name)
+        hub_view = manager.hub_view(hub_object) if hub_object is not None else None
+        member_view = manager.member_view(self.member(), hub, self.params)
+        return manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
+
+    def run(self, listed=None):
+        """``listed``: ``{manager name: {member name: hub object}}`` the batch read (each manager reads its own when None)."""
+        states = [self.state(name, None if listed is None else listed[name]) for name in self.backends]
+        result = dict(changed=False, name=self.name, run_id=new_run_id(), labels=self.params.get("labels") or {},
                       **summarize(states))
         return result
 
 
 def member_info_argument_spec():
     return dict(
-        name=dict(type="str", required=True),
+        name=dict(type="str"),
+        members=dict(type="list", elements="dict"),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
         labels=dict(type="raw", default={}),
         labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),

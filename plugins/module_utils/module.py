@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import shutil
 import traceback
 
@@ -15,7 +16,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings, private_tempdir
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, KubeClient,
 )
@@ -32,6 +33,11 @@ def unset_empty_strings(params, spec):
     for name, option in spec.items():
         if params.get(name) == "" and not option.get("required"):
             params[name] = option.get("default")
+
+
+def connection_key(params, prefix=""):
+    """What identifies one connection among a batch's items: its auth options (a kubeconfig mapping as JSON)."""
+    return (prefix,) + tuple(json.dumps(params.get(prefix + key), sort_keys=True, default=str) for key in AUTH_KEYS)
 
 
 class FleetModule(AnsibleModule):
@@ -61,18 +67,23 @@ class FleetModule(AnsibleModule):
                 # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
                 self.hide(*kubeconfig_secrets(kubeconfig))
 
-    def settings(self, prefix=""):
-        return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
+    def settings(self, prefix="", params=None):
+        return ConnectionSettings(self.params if params is None else params, prefix, label="hub" if prefix == "hub_" else "cluster")
 
-    def kube(self, prefix=""):
-        """A KubeClient for the target cluster, or for the hub with ``prefix='hub_'``; built once."""
-        if prefix not in self._clients:
-            settings = self.settings(prefix)
+    def kube(self, prefix="", params=None):
+        """A KubeClient for the target cluster, or for the hub with ``prefix='hub_'``; built once.
+
+        ``params`` (one item of a batch, e.g. member_info's ``members``) gives the connection options instead of the
+        module's; items naming the same connection share one client.
+        """
+        key = prefix if params is None else connection_key(params, prefix)
+        if key not in self._clients:
+            settings = self.settings(prefix, params)
             hint = "Check %skubeconfig, %scontext and %shost (and the certificate options): the %s API server must be reachable from " \
                    "where the task runs" % (prefix, prefix, prefix, settings.label)
             configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
-            self._clients[prefix] = (KubeClient(configuration, label=settings.label, hint=hint), settings)
-        return self._clients[prefix][0]
+            self._clients[key] = (KubeClient(configuration, label=settings.label, hint=hint), settings)
+        return self._clients[key][0]
 
     def use_client(self, kube, prefix=""):
         """Hand out ``kube`` (a wrapper of the client kube() built, e.g. batch.ListedReads) from now on."""

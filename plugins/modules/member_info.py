@@ -38,8 +38,22 @@ options:
   name:
     description:
       - The member's name in the fleet managers (the Fleet C(Cluster) and the C(MemberCluster)).
+      - Required unless O(members) is given.
     type: str
-    required: true
+  members:
+    description:
+      - Read many members in one process instead of one. Each item is a mapping of this module's options for one
+        member (O(name) required; any other option but O(members) - its connection, its hub connection, O(labels),
+        O(force)...). The task's own options apply to every item that does not set them; an empty string counts as
+        not set.
+      - The hub is listed once per hub connection and fleet manager for all the members, and the members are read up
+        to 8 at a time. The role C(member_join) reads its whole play batch this way in one C(run_once) task.
+      - A member whose state cannot be read does not stop the others - its entry in RV(members) holds C(error) and
+        its name is in RV(unreadable). The task itself fails only for what concerns the whole batch, such as a name
+        given twice.
+      - The results are in RV(members); the single-member return values are then absent.
+    type: list
+    elements: dict
   backends:
     description:
       - The fleet managers to read the member's state in.
@@ -107,6 +121,13 @@ EXAMPLES = r'''
     labels: {env: prod}
   register: member
 
+- name: Read every member of the play batch in one process (the hub is listed once)
+  fleetops.registration.member_info:
+    hub_kubeconfig: ~/.kube/hub.yaml
+    members: "{{ ansible_play_batch | map('extract', hostvars, 'member_request') | list }}"
+  run_once: true
+  register: batch
+
 - name: Reinstall the Rancher Fleet agent only when the member needs it
   fleetops.registration.fleet_agent:
     kubeconfig: ~/.kube/edge-07.yaml
@@ -119,29 +140,45 @@ EXAMPLES = r'''
 RETURN = r'''
 name:
   description: The member's name.
-  returned: always
+  returned: without O(members)
   type: str
+members:
+  description:
+    - With O(members), per member name its result - the single-member return values (RV(name), RV(actions),
+      RV(pending), RV(healthy), RV(managers), RV(labels), RV(run_id)) - or, when its state could not be read, C(name)
+      and C(error) (what failed and what to do).
+  returned: with O(members)
+  type: dict
+  sample:
+    edge-07: {"name": "edge-07", "actions": {"kubefleet": "none"}, "pending": [], "healthy": true, "run_id": "k3v9x0a7qp"}
+    edge-08: {"name": "edge-08", "error": "cannot reach the cluster API server. Check kubeconfig, context and host"}
+unreadable:
+  description: With O(members), the names of the members whose state could not be read.
+  returned: with O(members)
+  type: list
+  elements: str
+  sample: ["edge-08"]
 actions:
   description: Per fleet manager, the action the member needs.
-  returned: always
+  returned: without O(members)
   type: dict
   sample: {"rancher_fleet": "none", "kubefleet": "reregister"}
 pending:
   description: The fleet managers whose action is not C(none), in the order of O(backends); a role includes a
     manager's steps only for these, so a healthy member costs no further task.
-  returned: always
+  returned: without O(members)
   type: list
   elements: str
   sample: ["kubefleet"]
 healthy:
   description: Whether the member needs no action but perhaps a relabel in every fleet manager read.
-  returned: always
+  returned: without O(members)
   type: bool
 managers:
   description:
     - Per fleet manager - C(hub) (what the hub knows, null when it has no object for the member), C(member) (what the
       member knows - agent release, credential present and accepted), C(action), C(reasons) and C(healthy).
-  returned: always
+  returned: without O(members)
   type: dict
   sample:
     kubefleet:
@@ -152,24 +189,26 @@ managers:
       member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}
 labels:
   description: The labels of O(labels) as a validated mapping with string values, for the steps that set them.
-  returned: always
+  returned: without O(members)
   type: dict
   sample: {"env": "prod"}
 run_id:
   description: A random name part for what this run creates on the hub for the member (e.g. its registration token).
-  returned: always
+  returned: without O(members)
   type: str
   sample: k3v9x0a7qp
 '''
 
+from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import read_members
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo, member_info_argument_spec
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, member_info_argument_spec()))
-    run_module(module, lambda m: MemberInfo(m).run())
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, member_info_argument_spec()),
+                         required_one_of=[("name", "members")], mutually_exclusive=[("name", "members")])
+    run_module(module, lambda m: read_members(m) if m.params["members"] is not None else MemberInfo(m).run())
 
 
 if __name__ == "__main__":

@@ -37,8 +37,11 @@ def test_a_token_kubeconfig_needs_only_urllib3(tmp_path):
 def test_inline_client_keys_are_written_0600_and_named_per_connection(tmp_path):
     conf = configuration(kubeconfig({"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")}), tmp_path)
     assert open(conf.cert_file).read() == "CERT" and open(conf.key_file).read() == "KEY"
-    assert os.path.basename(conf.key_file) == "target-client-key.pem"
+    assert os.path.basename(conf.key_file).startswith("target-client-key-") and conf.key_file.endswith(".pem")
     assert stat.S_IMODE(os.stat(conf.key_file).st_mode) == 0o600
+    # A second cluster in the same process (member_info's members) keeps its own key; the first one's stays.
+    other = configuration(kubeconfig({"client-certificate-data": b64("CERT2"), "client-key-data": b64("KEY2")}), tmp_path)
+    assert open(other.key_file).read() == "KEY2" and open(conf.key_file).read() == "KEY"
 
 
 def test_files_named_by_a_kubeconfig_are_relative_to_it(tmp_path):

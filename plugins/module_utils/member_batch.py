@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""member_info's ``members``: many members' states in one process, the hub listed once per fleet manager.
+
+A no-change re-run of join_cluster.yml used to start one member_info process per member, each listing the same hub
+objects again; on a 2-CPU controller 12 members spent ~5 CPU s there. The role now reads its whole play batch in one
+``run_once`` task: one process, one LIST per hub and fleet manager, the members' own reads side by side.
+
+A member whose state cannot be read does not stop the others: its entry holds ``error`` and the role fails that host
+alone. Only what concerns the whole batch (a name given twice, the module's own options) fails the task.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
+from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo
+from ansible_collections.fleetops.registration.plugins.module_utils.module import connection_key
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+
+ITEMS = "members"
+# Members read at once: each read is a few round trips to the member and to the hub, mostly waiting.
+WORKERS = 8
+
+
+def item_spec(spec):
+    """The argument spec of one item: every option of the module but ``members``; ``name`` required."""
+    spec = copy.deepcopy(spec)
+    spec.pop(ITEMS, None)
+    spec["name"]["required"] = True
+    return spec
+
+
+def canonical(spec):
+    """``{alias or name: name}`` of ``spec``."""
+    names = {}
+    for name, option in spec.items():
+        names[name] = name
+        for alias in option.get("aliases") or ():
+            names[alias] = name
+    return names
+
+
+def merged_item(task_params, spec, item):
+    """The task's options (defaults included), overridden by what the item sets. An empty string in the item means
+    "not set", as it does for the module's own options (role defaults pass ``""`` for what nobody filled in)."""
+    names = canonical(spec)
+    merged = dict((name, value) for name, value in task_params.items() if name in spec and name not in (ITEMS, "name"))
+    for key, value in item.items():
+        if value is not None and value != "":
+            merged.pop(names.get(key, key), None)
+            merged[key] = value
+    return merged
+
+
+def item_params(module, spec, index, item):
+    """One item's validated options; ParameterError naming ``members[index]`` and the option when they are not."""
+    where = "%s[%d]" % (ITEMS, index)
+    if not isinstance(item, dict):
+        raise ParameterError(where, "must be a mapping of member_info options, got %s" % type(item).__name__,
+                             "Give each member as a mapping, for example {name: edge-07, kubeconfig: ~/.kube/edge-07.yaml}")
+    result = ArgumentSpecValidator(spec).validate(merged_item(module.params, spec, item))
+    module.hide(*result._no_log_values)  # pylint: disable=protected-access
+    if result.errors.errors:  # the error collection itself is always true
+        raise ParameterError(where, "; ".join(describe(error) for error in result.errors.errors),
+                             "Each member takes the options of member_info itself (see ansible-doc fleetops.registration.member_info)")
+    params = result.validated_parameters
+    for key in ("kubeconfig", "hub_kubeconfig"):
+        if isinstance(params.get(key), dict):
+            module.hide(*kubeconfig_secrets(params[key]))
+    return params
+
+
+def describe(error):
+    """The validator's message; for an unknown option it starts with the option's name alone."""
+    if isinstance(error, UnsupportedError):
+        return "unsupported option %s" % error.msg
+    return error.msg
+
+
+def check_unique_names(items):
+    seen = set()
+    for index, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        if name is not None and name in seen:
+            raise ParameterError("%s[%d].name" % (ITEMS, index), "%r is given twice" % name,
+                                 "Give each member once (two inventory hosts with the same fleetops_cluster_name?)")
+        seen.add(name)
+
+
+def prepare(module, items):
+    """``(readers, errors)``: a connected MemberInfo per readable item, and ``{name: message}`` for the others."""
+    spec = item_spec(module.argument_spec)
+    readers, errors = [], {}
+    for index, item in enumerate(items):
+        try:
+            reader = MemberInfo(module, item_params(module, spec, index, item))
+            reader.hub()
+            reader.member()  # clients are built here, one at a time, before the reads run side by side
+            readers.append(reader)
+        except FleetOpsError as exc:
+            name = item.get("name") if isinstance(item, dict) else None
+            errors[name or "%s[%d]" % (ITEMS, index)] = exc.message()
+    return readers, errors
+
+
+def list_hubs(readers):
+    """``{(hub connection, manager, namespace): {member name: hub object} or FleetOpsError}``: one LIST each."""
+    groups = {}
+    for reader in readers:
+        for manager, namespace in reader.hub_reads():
+            key = (connection_key(reader.params, "hub_"), manager, namespace)
+            groups.setdefault(key, []).append(reader)
+    listed = {}
+    for key, members in groups.items():
+        try:
+            listed[key] = registry.manager(key[1]).read_hub(members[0].hub(), names=[r.name for r in members], namespace=key[2])
+        except FleetOpsError as exc:
+            listed[key] = exc
+    return listed
+
+
+def read_one(reader, listed):
+    """One member's result: its state, or ``{name, error}``."""
+    try:
+        found = {}
+        for manager, namespace in reader.hub_reads():
+            hub_objects = listed[(connection_key(reader.params, "hub_"), manager, namespace)]
+            if isinstance(hub_objects, FleetOpsError):
+                raise hub_objects
+            found[manager] = hub_objects
+        return reader.run(found)
+    except FleetOpsError as exc:
+        return {"name": reader.name, "error": exc.message()}
+    except Exception as exc:  # pylint: disable=broad-except
+        return {"name": reader.name, "error": "unexpected error: %s" % exc, "exception": traceback.format_exc()}
+
+
+def read_members(module):
+    """member_info with ``members``: ``{changed, members: {name: result}, unreadable: [names]}``."""
+    items = module.params[ITEMS]
+    check_unique_names(items)
+    readers, errors = prepare(module, items)
+    listed = list_hubs(readers)
+    with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(readers)))) as pool:
+        results = list(pool.map(lambda reader: read_one(reader, listed), readers))
+    members = dict((name, {"name": name, "error": message}) for name, message in errors.items())
+    members.update((result["name"], result) for result in results)
+    return {
+        "changed": False,
+        "members": members,
+        "unreadable": sorted(name for name, result in members.items() if "error" in result),
+    }

@@ -1,0 +1,77 @@
+"""member_info's ``members``: how one item's options are formed and checked (no API involved)."""
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import (
+    check_unique_names, item_params, item_spec, merged_item,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec
+
+SPEC = merge(AUTH, HUB_AUTH, member_info_argument_spec())
+TASK = {"name": None, "members": [], "hub_kubeconfig": "/hub.yaml", "hub_context": "hub", "kubeconfig": None,
+        "backends": ["kubefleet", "rancher_fleet"], "labels": {}, "labels_mode": "merge", "stale_after": 3600,
+        "fleet_namespace": "fleet-default", "force": [], "validate_certs": None}
+
+
+class FakeModule:
+    """What item_params uses of a module: its validated params and the secrets it is told to hide."""
+
+    def __init__(self, params=None):
+        self.params = dict(TASK, **(params or {}))
+        self.argument_spec = SPEC
+        self.hidden = set()
+
+    def hide(self, *values):
+        self.hidden.update(v for v in values if v)
+
+
+def test_an_item_takes_every_option_but_members_and_needs_a_name():
+    spec = item_spec(SPEC)
+    assert "members" not in spec and spec["name"]["required"] is True
+    assert SPEC["name"].get("required") is not True  # the module's own spec is untouched
+
+
+def test_item_options_override_the_task_and_empty_strings_count_as_unset():
+    merged = merged_item(TASK, SPEC, {"name": "edge-07", "kubeconfig": "/edge.yaml", "context": "", "hub_context": "other",
+                                      "labels": {"env": "prod"}})
+    assert merged["kubeconfig"] == "/edge.yaml" and merged["hub_context"] == "other" and merged["labels"] == {"env": "prod"}
+    assert merged["hub_kubeconfig"] == "/hub.yaml" and "context" not in merged and "members" not in merged
+
+
+def test_an_alias_in_the_item_replaces_the_tasks_canonical_option():
+    merged = merged_item(dict(TASK, validate_certs=True), SPEC, {"name": "e", "verify_ssl": False})
+    assert merged["verify_ssl"] is False and "validate_certs" not in merged
+
+
+def test_item_params_are_validated_like_the_module_own():
+    module = FakeModule()
+    params = item_params(module, item_spec(SPEC), 0, {"name": "edge-07", "stale_after": "60", "kubeconfig": "/edge.yaml"})
+    assert params["stale_after"] == 60 and params["hub_kubeconfig"] == "/hub.yaml" and params["labels_mode"] == "merge"
+
+
+@pytest.mark.parametrize("item, words", [
+    ({"name": "e", "labels_mode": "sideways"}, ["members[2]", "labels_mode"]),
+    ({"name": "e", "colour": "blue"}, ["members[2]", "colour"]),
+    ({"kubeconfig": "/x"}, ["members[2]", "name"]),
+    ("edge-07", ["members[2]", "mapping"]),
+])
+def test_a_bad_item_is_named_with_the_option_at_fault(item, words):
+    with pytest.raises(ParameterError) as caught:
+        item_params(FakeModule(), item_spec(SPEC), 2, item)
+    assert all(word in caught.value.message() for word in words), caught.value.message()
+
+
+def test_secrets_in_an_item_are_hidden():
+    module = FakeModule()
+    kubeconfig = {"clusters": [{"name": "c", "cluster": {"server": "https://e"}}], "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                  "users": [{"name": "u", "user": {"token": "sekrit-token"}}], "current-context": "c"}
+    item_params(module, item_spec(SPEC), 0, {"name": "e", "api_key": "abc-key", "kubeconfig": kubeconfig})
+    assert {"abc-key", "sekrit-token"} <= module.hidden
+
+
+def test_a_name_given_twice_refuses_the_batch():
+    with pytest.raises(ParameterError, match=r"members\[2\].name: 'b' is given twice"):
+        check_unique_names([{"name": "a"}, {"name": "b"}, {"name": "b"}])
+    check_unique_names([{"name": "a"}, {"name": "b"}, "not a mapping"])
