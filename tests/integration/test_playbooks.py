@@ -41,7 +41,7 @@ class Run:
         return self.recap[host]["changed"]
 
 
-def playbook(lab, name, *args, tmp_path):
+def playbook(lab, name, *args, tmp_path, fails=False):
     env = dict(os.environ)
     env.update({
         "ANSIBLE_COLLECTIONS_PATH": str(collections_root()),
@@ -55,6 +55,9 @@ def playbook(lab, name, *args, tmp_path):
             str(REPO / "playbooks" / name)] + list(args)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False)
     run = Run(proc)
+    if fails:
+        assert run.returncode != 0, "%s should have failed:\n%s" % (name, run.output[-4000:])
+        return run
     if run.returncode != 0:
         failures = "\n".join(line for line in run.output.splitlines() if line.startswith(("fatal:", "failed:", "[ERROR]")))
         raise AssertionError("%s failed (%d):\n%s\n...\n%s" % (name, run.returncode, failures, run.output[-4000:]))
@@ -201,6 +204,14 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert hub.fleet_list("clusterregistrationtokens") == []
     settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert all(settled.changed(host) == 0 for host in settled.recap), settled.recap
+
+    # The batch's states are read in one process, but a member whose state cannot be read fails alone, with the reason.
+    broken = tmp_path / "broken-member2.yml"
+    broken.write_text(yaml.safe_dump({"all": {"hosts": {"member2": {"fleetops_context": "no-such-context"}}}}))
+    partial = playbook(lab, "join_cluster.yml", "-i", str(broken), tmp_path=tmp_path, fails=True)
+    assert partial.recap["member2"]["failed"] == 1 and partial.recap["member1"]["failed"] == 0, partial.recap
+    assert partial.changed("member1") == 0 and "no-such-context" in partial.output
+    assert "member1: rancher_fleet %s/member1: agent unchanged, checked in, ready; labels in sync" % FLEET_NS in partial.output
 
     status = playbook(lab, "cluster_status.yml", tmp_path=tmp_path)
     assert status.changed("fleet-hub") == 0
