@@ -261,7 +261,8 @@ cluster:
   returned: when wait is true and state is present
   type: dict
 released_lease:
-  description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted, or null.
+  description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted (the last one,
+    when the wait released more than one - an earlier join's agent, then the bootstrap agent), or null.
   returned: when wait is true and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1

@@ -276,6 +276,16 @@ agent_restarted:
   description: Whether the agent Deployment was restarted to pick up a new token.
   returned: with O(state=present)
   type: bool
+released_leases:
+  description:
+    - Holder identities of the agent's leader-election Leases (in C(kube-system) on the member) deleted while waiting
+      for the join, because every member-agent pod is newer than the holder's acquisition - an agent uninstalled
+      earlier, for instance by a leave. The new agent would otherwise wait a lease duration (15 s) for that holder.
+      Only the version read is deleted, so a Lease renewed or taken meanwhile stays.
+  returned: with O(state=present)
+  type: list
+  elements: str
+  sample: ["vm_2e75b954-e9cb-4fcd-b86a-e432d9322b56"]
 member:
   description: The MemberCluster summary once joined (see M(fleetops.registration.kubefleet_member_cluster_info)).
   returned: with hub access and O(wait=true)

@@ -19,8 +19,8 @@ description:
     object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
     (the chart version or the values differ), C(relabel) (only the labels drift).
-  - The roles C(member_join) and C(member_leave) call it once per member and guard each step with its result, so a
-    healthy member costs one module process, and a broken one is repaired by the same plain re-run.
+  - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
+    so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
 author:
   - fleetops.registration contributors (@fleetops)

@@ -359,6 +359,8 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
     rejoined = ok(run_module("kubefleet_member_agent", dict(args, hub_kubeconfig=str(hub_kubeconfig))))
     assert rejoined.changed and rejoined["member"]["joined"] is True
+    # The agent the leave uninstalled kept its leader-election Leases; they were released for the new agent.
+    assert rejoined["released_leases"], rejoined
     assert base64.b64decode(rejoined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
 
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))

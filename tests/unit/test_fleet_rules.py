@@ -401,7 +401,7 @@ def test_manage_agent_disabled_reads_the_fleet_controller_config():
 
 
 def test_a_lease_holder_is_departed_only_when_every_agent_pod_is_newer_than_its_lease():
-    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import lease_holder_departed
+    from ansible_collections.fleetops.registration.plugins.module_utils.leases import lease_holder_departed
 
     lease = {"spec": {"holderIdentity": "vm-123", "acquireTime": "2026-11-23T10:00:05.000000Z"}}
 

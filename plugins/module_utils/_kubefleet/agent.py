@@ -14,13 +14,14 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils import leases
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
+    AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
     default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
@@ -54,6 +55,8 @@ class MemberAgent(KubeFleetRunner):
         self.hub_given = bool(p.get("hub_kubeconfig") or p.get("hub_host"))
         self.sa_name = p["service_account_name"] or default_service_account(self.name)
         self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
+        self.released_leases = []
+        self.lease_checks = False
 
     @property
     def hub(self):
@@ -174,6 +177,7 @@ class MemberAgent(KubeFleetRunner):
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
             "hub_url": url, "preflight": preflight, "agent_restarted": restarted, "member": member,
+            "released_leases": self.released_leases,
         }
         before = {"secret": clean(secret, hide_data=True), "release": release_view(prior, (prior or {}).get("values"))}
         after = {"secret": secret_after or {}, "release": release_view(release, desired_values)}
@@ -212,12 +216,25 @@ class MemberAgent(KubeFleetRunner):
             raise
         return self._release()
 
+    def _poll_releasing_leases(self):
+        """The MemberCluster, after releasing the agent's Leases whose holder is gone (leases.py): an agent uninstalled
+        earlier (a leave) keeps them, and the new one would wait a lease duration for it. Best effort: without RBAC on
+        Leases the agent's own expiry still applies."""
+        if self.lease_checks:
+            try:
+                self.released_leases += leases.release_departed(self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES,
+                                                                self.agent_namespace, AGENT_POD_SELECTOR)
+            except FleetOpsError:
+                self.lease_checks = False
+        return self.hub.get(MEMBER_CLUSTER, self.name)
+
     def _wait_joined(self, plan, previous_heartbeat):
         """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
         since = previous_heartbeat if plan.changed else None
+        self.lease_checks = plan.changed
         try:
             member = self.module.waiter.until(
-                lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda obj: joined_since(obj, since),
+                self._poll_releasing_leases, lambda obj: joined_since(obj, since),
                 "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
                 "Look at the member agent's log on the member; check hub_url, the CA and that %s/%s still exists on the hub" % (
                     self.params["identity_namespace"], self.sa_name),

@@ -31,6 +31,11 @@ TOKEN_REVISION_ANNOTATION = "fleetops.registration/hub-token-revision"
 # labels_mode=replace keeps them.
 CONTROLLER_LABEL_PREFIXES = ("fleet.azure.com/", "kubernetes-fleet.io/")
 CHART_NAME = "member-agent"
+# The member agent's leader-election Leases (KubeFleet v0.14.0 memberagent, --leader-election-namespace default) and
+# the label of its pods (the chart's Deployment, in agent_namespace).
+AGENT_LEASE_NAMESPACE = "kube-system"
+AGENT_LEASES = ("136224848560.member.fleet.azure.com", "136224848560.hub.fleet.azure.com")
+AGENT_POD_SELECTOR = "app.kubernetes.io/name=member-agent"
 DEFAULT_RELEASE = "member-agent"
 DEFAULT_RELEASE_NAMESPACE = "default"
 DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"

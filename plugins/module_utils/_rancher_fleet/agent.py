@@ -245,10 +245,13 @@ class AgentRunner(AgentRemoval, Runner):
 
     def _poll_releasing_lease(self, fetch):
         """``fetch``, after releasing the agent's Lease when its holder is gone (Fleet replaces the bootstrap agent's pod
-        before it checks in, and the adopted agent would otherwise wait a whole lease duration for it)."""
-        if self.lease_checks and self.released_lease is None:
+        before it checks in, and the adopted agent would otherwise wait a whole lease duration for it).
+
+        Checked at every poll, not once: on a member that was joined before, the first departed holder is the earlier
+        agent's, and the bootstrap agent's own departure comes after it."""
+        if self.lease_checks:
             try:
-                self.released_lease = release_departed_lease(self.module.kube(), self.namespace)
+                self.released_lease = release_departed_lease(self.module.kube(), self.namespace) or self.released_lease
             except FleetOpsError:  # e.g. no RBAC for Leases: the agent's own lease expiry still applies
                 self.lease_checks = False
         return fetch()

@@ -7,8 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils import leases
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, KubeClient, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
@@ -17,9 +18,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_KEY, AGENT_CREDENTIAL_SECRET, AGENT_DEPLOYMENT, AGENT_LEASE, AGENT_NAMESPACE,
-    AGENT_POD_SELECTOR, AGENT_RELEASE, LEASE, POD,
+    AGENT_POD_SELECTOR, AGENT_RELEASE,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import lease_holder_departed
 
 try:
     import yaml
@@ -53,22 +53,10 @@ def read_member(kube):
 
 
 def release_departed_lease(kube, namespace=AGENT_NAMESPACE):
-    """Delete the agent's leader Lease when its holder is gone (``lease_holder_departed``), so the waiting agent takes
-    it at its next retry instead of after a lease duration. Only that version of the Lease is deleted: one renewed or
-    taken meanwhile stays. Returns the departed holder's identity, or None."""
-    lease = kube.get(LEASE, AGENT_LEASE, namespace)
-    if lease is None or not lease_holder_departed(lease, kube.list(POD, namespace, label_selector=AGENT_POD_SELECTOR)):
-        return None
-    options = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": lease["metadata"]["resourceVersion"]}}
-    try:
-        kube.request("DELETE", LEASE.path(namespace, AGENT_LEASE), body=options)
-    except NotFoundError:
-        return None
-    except ApiError as exc:
-        if exc.status == 409:  # renewed or taken since it was read
-            return None
-        raise
-    return lease["spec"]["holderIdentity"]
+    """Delete the agent's leader Lease when its holder is gone (leases.py), so the waiting agent takes it at its next
+    retry instead of after a lease duration. Returns the departed holder's identity, or None."""
+    released = leases.release_departed(kube, namespace, [AGENT_LEASE], namespace, AGENT_POD_SELECTOR)
+    return released[0] if released else None
 
 
 def credential_endpoint(secret):

@@ -52,8 +52,6 @@ AGENT_BOOTSTRAP_SECRET = "fleet-agent-bootstrap"
 # and Fleet's adopted fleet-agent-<cluster> Deployment).
 AGENT_LEASE = "fleet-agent"
 AGENT_POD_SELECTOR = "app=fleet-agent"
-LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
-POD = Resource("v1", "Pod", "pods")
 VALUES_SECRET_TYPE = "fleet.cattle.io/cluster-registration-values"
 VALUES_KEY = "values"
 KUBECONFIG_KEY = "value"

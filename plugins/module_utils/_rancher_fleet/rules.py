@@ -353,30 +353,6 @@ def prunable_tokens(tokens, keep=None, run_id=None, grace=None, now=None):
 
 # -- the agent on the member ----------------------------------------------------------------------
 
-# Clock skew allowed between the node that wrote the Lease's acquireTime and the API server's creationTimestamps.
-LEASE_SKEW_SECONDS = 3
-
-
-def lease_holder_departed(lease, pods):
-    """Whether the holder of the agent's Lease is no longer among the agent's ``pods``: every one of them was created
-    after the holder acquired the Lease, so none can be the holder (a process takes the Lease after its pod exists).
-
-    Fleet's agent does not release its Lease when it stops, and client-go makes the next candidate wait a whole lease
-    duration from when it first sees the unchanged record. When Fleet adopts the bootstrap agent (as
-    fleet-agent-<cluster>) it replaces its pod right after registration, so the adopted agent waits ~30 s for a holder
-    that is gone.
-    """
-    spec = (lease or {}).get("spec") or {}
-    acquired = parse_time(spec.get("acquireTime"))
-    if not spec.get("holderIdentity") or acquired is None or not pods:
-        return False
-    for pod in pods:
-        created = parse_time(((pod or {}).get("metadata") or {}).get("creationTimestamp"))
-        if created is None or (created - acquired).total_seconds() <= LEASE_SKEW_SECONDS:
-            return False
-    return True
-
-
 def plan_agent(release, chart_name, chart_version, desired_values, member):
     """The agent's ReleasePlan, with the member's own health added to the release comparison.
 
