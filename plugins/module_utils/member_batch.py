@@ -29,6 +29,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 
 ITEMS = "members"
+# Credentials an item cannot carry: an item is one value of the raw ``members`` option, which Ansible logs as given
+# (only whole options can be no_log), so per-member credentials come as kubeconfig files.
+SECRET_OPTIONS = ("api_key", "hub_api_key")
 # Members read at once: each read is a few round trips to the member and to the hub, mostly waiting.
 WORKERS = 8
 
@@ -69,16 +72,26 @@ def item_params(module, spec, index, item):
     if not isinstance(item, dict):
         raise ParameterError(where, "must be a mapping of member_info options, got %s" % type(item).__name__,
                              "Give each member as a mapping, for example {name: edge-07, kubeconfig: ~/.kube/edge-07.yaml}")
+    refuse_credentials(module, where, item)
     result = ArgumentSpecValidator(spec).validate(merged_item(module.params, spec, item))
-    module.hide(*result._no_log_values)  # pylint: disable=protected-access
     if result.errors.errors:  # the error collection itself is always true
         raise ParameterError(where, "; ".join(describe(error) for error in result.errors.errors),
                              "Each member takes the options of member_info itself (see ansible-doc fleetops.registration.member_info)")
-    params = result.validated_parameters
+    return result.validated_parameters
+
+
+def refuse_credentials(module, where, item):
+    """Refuse a token or an inline kubeconfig in an item (SECRET_OPTIONS); the value is hidden from the result first."""
+    for key in SECRET_OPTIONS:
+        if item.get(key):
+            module.hide(item[key])
+            raise ParameterError("%s.%s" % (where, key), "a credential cannot be given per member",
+                                 "Give each member a kubeconfig file (kubeconfig: <path>), or set %s on the task for all of them" % key)
     for key in ("kubeconfig", "hub_kubeconfig"):
-        if isinstance(params.get(key), dict):
-            module.hide(*kubeconfig_secrets(params[key]))
-    return params
+        if isinstance(item.get(key), dict):
+            module.hide(*kubeconfig_secrets(item[key]))
+            raise ParameterError("%s.%s" % (where, key), "a kubeconfig mapping holds credentials and cannot be given per member",
+                                 "Give its path instead (kubeconfig: <path>), or set %s on the task for all of them" % key)
 
 
 def describe(error):

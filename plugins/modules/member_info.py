@@ -46,6 +46,8 @@ options:
         member (O(name) required; any other option but O(members) - its connection, its hub connection, O(labels),
         O(force)...). The task's own options apply to every item that does not set them; an empty string counts as
         not set.
+      - Per-member credentials come as kubeconfig files - an item cannot carry O(api_key), O(hub_api_key) or a
+        kubeconfig mapping, because Ansible logs the items as given (set those on the task for all members instead).
       - The hub is listed once per hub connection and fleet manager for all the members, and the members are read up
         to 8 at a time. The role C(member_join) reads its whole play batch this way in one C(run_once) task.
       - A member whose state cannot be read does not stop the others - its entry in RV(members) holds C(error) and

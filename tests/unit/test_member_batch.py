@@ -63,12 +63,24 @@ def test_a_bad_item_is_named_with_the_option_at_fault(item, words):
     assert all(word in caught.value.message() for word in words), caught.value.message()
 
 
-def test_secrets_in_an_item_are_hidden():
+KUBECONFIG = {"clusters": [{"name": "c", "cluster": {"server": "https://e"}}], "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+              "users": [{"name": "u", "user": {"token": "sekrit-token"}}], "current-context": "c"}
+
+
+@pytest.mark.parametrize("item, option, secret", [
+    ({"name": "e", "api_key": "abc-key"}, "members[0].api_key", "abc-key"),
+    ({"name": "e", "hub_api_key": "abc-key"}, "members[0].hub_api_key", "abc-key"),
+    ({"name": "e", "kubeconfig": KUBECONFIG}, "members[0].kubeconfig", "sekrit-token"),
+    ({"name": "e", "hub_kubeconfig": KUBECONFIG}, "members[0].hub_kubeconfig", "sekrit-token"),
+])
+def test_credentials_in_an_item_are_refused_and_hidden(item, option, secret):
     module = FakeModule()
-    kubeconfig = {"clusters": [{"name": "c", "cluster": {"server": "https://e"}}], "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                  "users": [{"name": "u", "user": {"token": "sekrit-token"}}], "current-context": "c"}
-    item_params(module, item_spec(SPEC), 0, {"name": "e", "api_key": "abc-key", "kubeconfig": kubeconfig})
-    assert {"abc-key", "sekrit-token"} <= module.hidden
+    with pytest.raises(ParameterError) as caught:
+        item_params(module, item_spec(SPEC), 0, item)
+    message = caught.value.message()
+    assert message.startswith(option + ":"), message
+    assert "kubeconfig file" in message or "its path" in message, message
+    assert secret in module.hidden and secret not in caught.value.message()
 
 
 def test_a_name_given_twice_refuses_the_batch():
