@@ -38,25 +38,35 @@ class ListedReads:
     def __getattr__(self, name):
         return getattr(self._kube, name)
 
-    def read_all(self, resource, namespace=None):
-        """List ``resource`` in ``namespace`` once; later get/list calls for it are answered from memory."""
-        key = resource.path(namespace)
+    def read_all(self, resource, namespace=None, label_selector=None):
+        """List ``resource`` in ``namespace`` once; later get/list calls for it are answered from memory.
+
+        With ``label_selector``, only list calls with that same selector are (until a write of the resource, which
+        drops them: memory cannot tell whether the written object still matches).
+        """
+        key = (resource.path(namespace), label_selector)
         if key not in self._listed:
-            items = self._kube.list(resource, namespace)
+            items = self._kube.list(resource, namespace, label_selector=label_selector)
             self._listed[key] = dict((item["metadata"]["name"], item) for item in items)
 
     def forget(self):
         with self._lock:
             self._listed.clear()
 
-    def _memory(self, resource, namespace):
-        return self._listed.get(resource.path(namespace))
+    def _memory(self, resource, namespace, label_selector=None):
+        return self._listed.get((resource.path(namespace), label_selector))
+
+    def _forget_selected(self, resource, namespace):
+        for key in [k for k in self._listed if k[0] == resource.path(namespace) and k[1] is not None]:
+            del self._listed[key]
 
     def _remember(self, resource, namespace, obj, dry_run):
         with self._lock:
             memory = self._memory(resource, namespace)
             if memory is not None and obj and not dry_run:
                 memory[obj["metadata"]["name"]] = obj
+            if not dry_run:
+                self._forget_selected(resource, namespace)
 
     def get(self, resource, name, namespace=None):
         with self._lock:
@@ -68,9 +78,9 @@ class ListedReads:
 
     def list(self, resource, namespace=None, label_selector=None):
         with self._lock:
-            memory = self._memory(resource, namespace)
+            memory = self._memory(resource, namespace, label_selector)
             items = None if memory is None else list(memory.values())
-        if items is None or label_selector:
+        if items is None:
             return self._kube.list(resource, namespace, label_selector=label_selector)
         return [copy.deepcopy(item) for item in items]
 
@@ -90,6 +100,8 @@ class ListedReads:
             memory = self._memory(resource, namespace)
             if memory is not None and not dry_run:
                 memory.pop(name, None)
+            if not dry_run:
+                self._forget_selected(resource, namespace)
         return gone
 
 

@@ -139,10 +139,17 @@ options:
     description:
       - With state C(present), wait until the agent has checked in (C(status.agent.lastSeen) is set).
         For a predefined cluster, that happens only after the agent is installed, so leave it off until then.
-      - With state C(absent), wait until Fleet has finished deleting the Cluster.
+      - With state C(absent), wait until Fleet has finished deleting the Cluster and its cluster namespace on the hub
+        (C(cluster-<namespace>-<name>-<hash>)), so that a Cluster created again under the same name can be granted.
     type: bool
     default: false
 notes:
+  - Fleet creates a Cluster's own namespace on the hub only when it handles a change of the Cluster, and not while an
+    earlier Cluster's namespace of the same name is still being deleted; an agent of such a Cluster is never granted.
+    With state C(present) this module therefore waits for a terminating cluster namespace to go (within
+    O(wait_timeout), whatever O(wait) says) and then touches the Cluster (annotation
+    C(fleetops.registration/cluster-namespace-repaired)) until Fleet has created the namespace again, with a warning
+    saying so.
   - Fleet v0.16 also has C(spec.kubeConfigSecretNamespace), restricted to Fleet's own namespaces; this module keeps the
     Secret next to the Cluster.
 seealso:
@@ -238,6 +245,19 @@ removed_registrations:
   returned: when state is absent, without O(clusters)
   type: list
   elements: str
+removed_cluster_namespaces:
+  description: The Cluster's namespaces on the hub whose deletion by Fleet this run waited for (with O(wait)).
+  returned: when state is absent, without O(clusters)
+  type: list
+  elements: str
+  sample: [cluster-fleet-default-edge-07-9e7c9bcadda5]
+cluster_namespace_repair:
+  description:
+    - Null when the Cluster's namespace on the hub was fine. Otherwise what was found (C(terminating) or C(missing)),
+      the namespace, and whether Fleet created it again (C(repaired); false in check mode).
+  returned: when state is present, without O(clusters)
+  type: dict
+  sample: {"namespace": "cluster-fleet-default-edge-07-9e7c9bcadda5", "found": "terminating", "repaired": true}
 cluster:
   description: The Cluster as M(fleetops.registration.fleet_cluster_info) describes it; empty when absent.
   returned: without O(clusters)

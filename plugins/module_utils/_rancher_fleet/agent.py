@@ -17,6 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
@@ -263,11 +264,26 @@ class AgentRunner(AgentRemoval, Runner):
             cluster = self.module.waiter.until(lambda: self._poll_releasing_lease(fetch), lambda c: checked_in_since(c, seen_before),
                                                fetch.description, "wait_timeout: " + CHECKIN_HINT)
         except FleetOpsError as exc:
+            exc.msg += self._namespace_cause(getattr(exc, "last", None))
             if plan.changes:
                 exc.details["changed"] = True
                 exc.msg += self._after_failed_checkin(plan)
             raise
         return cluster_summary(cluster)
+
+    def _namespace_cause(self, cluster):
+        """Why Fleet never granted the agent, when it is the Cluster's namespace on the hub (else "")."""
+        meta = (cluster or {}).get("metadata") or {}
+        if not meta:
+            return ""
+        try:
+            found = cluster_namespace.read_problem(self.module.kube("hub_"), cluster, meta.get("namespace"), meta.get("name"))
+        except FleetOpsError:
+            return ""
+        if found is None:
+            return ""
+        return ("; Cluster %s/%s is not joinable: %s. Run fleet_cluster for it (it waits for the namespace and makes Fleet "
+                "create it), then install the agent again" % (meta.get("namespace"), meta.get("name"), cluster_namespace.describe(found)))
 
     def _after_failed_checkin(self, plan):
         if plan.action != ReleasePlan.INSTALL:

@@ -11,7 +11,7 @@ import os
 
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, SECRET, clean, ensure_object
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, NAMESPACE, SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig, read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
     MANAGED_BY, MANAGED_BY_LABEL, label_changes, normalize_labels,
@@ -22,6 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
 )
@@ -38,7 +39,11 @@ def run_fleet_cluster(module):
     if module.params.get(ITEMS) is None:
         return ClusterRunner(module).run()
     namespace = validate_name(module.params["namespace"], "namespace")
-    return run_batch(module, ClusterRunner, lambda kube: kube.read_all(CLUSTER, namespace), check_items=_client_ids_once)
+
+    def prefetch(kube):
+        kube.read_all(CLUSTER, namespace)
+        kube.read_all(NAMESPACE, label_selector=cluster_namespace.MANAGED_SELECTOR)
+    return run_batch(module, ClusterRunner, prefetch, check_items=_client_ids_once)
 
 
 def _client_ids_once(items):
@@ -171,12 +176,23 @@ class ClusterRunner(Runner):
         if secret_outcome is not None and not self.check_mode:
             plan["changed"] = self._own_secret(plan["secret_name"], outcome.after) or plan["changed"]
         plan["cluster"] = outcome.after
+        plan["namespace_repair"] = self._settle_cluster_namespace(outcome.after, plan["changed"])
+        plan["changed"] = plan["changed"] or bool(plan["namespace_repair"] and plan["namespace_repair"]["repaired"])
         import_blocked = bool(plan["secret_name"]) and self._import_blocked()
         if import_blocked:
             self.warn(MANAGE_AGENT_WARNING % AGENT_NAMESPACE)
         if self.params.get("wait") and not self.check_mode:
             plan["cluster"] = self._wait_for_checkin(import_blocked, plan["changed"])
         return plan
+
+    def _settle_cluster_namespace(self, cluster, changed):
+        """Fleet's namespace for the Cluster, waited for and re-created when an earlier Cluster's is in the way."""
+        try:
+            return cluster_namespace.NamespaceRepair(self, self.namespace, self.name).run(cluster)
+        except FleetOpsError as exc:
+            if changed:
+                exc.details["changed"] = True
+            raise
 
     def _wait_for_checkin(self, import_blocked, changed):
         try:
@@ -228,6 +244,7 @@ class ClusterRunner(Runner):
             "kubeconfig_secret": plan["secret_name"],
             "label_changes": label_changes(before_labels, plan["result_labels"]) if plan["labels"] is not None else label_changes({}, {}),
             "cluster": cluster_summary(plan["cluster"] or {}),
+            "cluster_namespace_repair": plan["namespace_repair"],
         }
         before = {"cluster": clean(current) if current else {}}
         after = {"cluster": plan["outcome"].after or {}}
@@ -265,19 +282,33 @@ class ClusterRunner(Runner):
                 self.kube.delete(REGISTRATION, reg["metadata"]["name"], self.namespace)
         if secret is not None:
             self.kube.delete(SECRET, secret_name, self.namespace, dry_run=self.check_mode)
-        if current is not None and self.params.get("wait") and not self.check_mode:
-            self._wait_gone()
+        namespaces_waited = []
+        if self.params.get("wait") and not self.check_mode:
+            if current is not None:
+                self._wait_gone()
+            namespaces_waited = self._wait_cluster_namespaces_gone(current, changed)
         result = {
             "changed": changed, "name": self.name, "namespace": self.namespace,
             "client_id": spec.get("clientID"),
             "kubeconfig_secret": secret_name if secret is not None else None,
             "removed_registrations": sorted(r["metadata"]["name"] for r in registrations),
+            "removed_cluster_namespaces": namespaces_waited,
             "cluster": {},
         }
         before = {"cluster": clean(current) if current else {}}
         if secret is not None:
             before["kubeconfig_secret"] = clean(secret, hide_data=True)
         return self.finish(result, before, {})
+
+    def _wait_cluster_namespaces_gone(self, deleted, changed):
+        """Also when the Cluster was gone already: a re-run of a leave that timed out here waits again."""
+        try:
+            return cluster_namespace.wait_gone(self, self.kube, self.namespace, self.name, cluster_namespace.expected_namespace(deleted))
+        except FleetOpsError as exc:
+            exc.msg += (" (Cluster %s/%s is deleted; a join under this name before its namespace is gone would not be "
+                        "granted, and a re-run of the leave waits again)" % (self.namespace, self.name))
+            exc.details["changed"] = changed
+            raise
 
     def _wait_gone(self):
         try:

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
@@ -54,6 +55,13 @@ def _hub_reasons(name, hub, desired):
     return found
 
 
+def _namespace_reasons(name, hub):
+    problem = (hub or {}).get("cluster_namespace_problem")
+    if not problem:
+        return []
+    return [("join", "Cluster %s is not joinable yet: %s" % (name, cluster_namespace.describe(problem)))]
+
+
 def _wanted_reasons(hub, member, desired):
     found = []
     if desired.get("force"):
@@ -79,13 +87,24 @@ class RancherFleet(FleetManager):
                     "https://rancher.github.io/fleet-helm-charts/) into cattle-fleet-system")
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):
-        """``{Cluster name: Cluster}`` in ``namespace`` (all namespaces when None), ONE LIST; only ``names`` when given."""
+        """``{Cluster name: Cluster}`` in ``namespace`` (all namespaces when None), ONE LIST; only ``names`` when given.
+
+        When any is found, Fleet's cluster namespaces are listed once too, and each Cluster carries the problem its
+        own has (``views.NAMESPACE_PROBLEM``), so a Cluster Fleet cannot grant an agent is not judged joinable.
+        """
         wanted = set(names) if names is not None else None
         found = {}
         for obj in hub.list(CLUSTER, namespace, label_selector=label_selector):
             name = (obj.get("metadata") or {}).get("name")
             if wanted is None or name in wanted:
                 found[name] = obj
+        if found:
+            fleet_namespaces = cluster_namespace.fleet_namespaces(hub)
+            for obj in found.values():
+                meta = obj.get("metadata") or {}
+                own = cluster_namespace.namespaces_of(fleet_namespaces, meta.get("namespace"), meta.get("name"),
+                                                      cluster_namespace.expected_namespace(obj))
+                obj[views.NAMESPACE_PROBLEM] = cluster_namespace.problem(obj, own)
         return found
 
     def hub_view(self, hub_object, now=None):
@@ -109,7 +128,7 @@ class RancherFleet(FleetManager):
         """Pure: the most urgent action (in ACTIONS order) and every reason found, hub side and member side."""
         desired = desired or {}
         member = member_view or {}
-        found = _hub_reasons(name, hub_view, desired)
+        found = _hub_reasons(name, hub_view, desired) + _namespace_reasons(name, hub_view)
         if member_view is not None:
             found += _release_reasons(member) + _agent_reasons(member)
         found += _wanted_reasons(hub_view, member, desired)

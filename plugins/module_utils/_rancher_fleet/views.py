@@ -60,6 +60,10 @@ def registration_summary(obj):
     }
 
 
+# Set on a Cluster by the manager's read_hub: cluster_namespace.problem of its cluster namespace (absent: not read).
+NAMESPACE_PROBLEM = "fleetops_cluster_namespace_problem"
+
+
 def hub_view(obj, now=None):
     """The plain facts the hub knows of one member's Cluster (None when there is none)."""
     if not obj:
@@ -69,6 +73,9 @@ def hub_view(obj, now=None):
         "name", "namespace", "labels", "client_id", "last_seen", "checked_in", "ready", "ready_message", "state",
         "bundles_ready", "api_server_url", "deleting"))
     view["seen_age_seconds"] = age_seconds(summary["last_seen"], now)
+    view["cluster_namespace"] = summary["cluster_namespace"]
+    problem = obj.get(NAMESPACE_PROBLEM)
+    view["cluster_namespace_problem"] = list(problem) if problem else None
     return view
 
 
@@ -76,10 +83,12 @@ def status_row(view):
     """One row of the fleet status table from a hub view (None: the hub has no Cluster for the member)."""
     if view is None:
         return None
-    state = "deleting" if view["deleting"] else "checked-in" if view["checked_in"] else "waiting"
+    state = ("deleting" if view["deleting"] else "namespace-" + view["cluster_namespace_problem"][0]
+             if view.get("cluster_namespace_problem") else "checked-in" if view["checked_in"] else "waiting")
     return {
         "state": state, "healthy": bool(view["ready"]) if view["checked_in"] else None,
         "last_contact_age_seconds": view["seen_age_seconds"], "labels": view["labels"],
         "checked_in": view["checked_in"], "ready": view["ready"], "fleet_state": view["state"], "last_seen": view["last_seen"],
         "bundles_ready": view["bundles_ready"], "deleting": view["deleting"],
+        "cluster_namespace_problem": view.get("cluster_namespace_problem"),
     }
