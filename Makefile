@@ -4,6 +4,7 @@
 #                          molecule scenarios
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             lab start-up time and memory against targets
+#   make stress-rejoin N=20  leave and join one member N times on a lab of its own, reporting each check-in
 #   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
 #   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
@@ -20,7 +21,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +114,12 @@ demo: venv collection lab-build
 # (docs/performance.md). BENCH_ARGS="--only rerun --members 4 --keep-lab" for one stage on a smaller lab.
 bench: venv collection lab-build
 	$(PY) bench/scale.py $(BENCH_ARGS)
+
+# Leave and join one member N times in a row on a lab of its own (.cache/stress-lab), some joins right after a hub
+# API server restart; fails when a run fails or a check-in is slower than the bench allows. Not part of make test.
+N ?= 20
+stress-rejoin: venv collection lab-build
+	$(PY) bench/stress_rejoin.py --cycles $(N) $(STRESS_ARGS)
 
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
