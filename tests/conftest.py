@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,31 @@ class Lab:
         if check and proc.returncode != 0:
             raise AssertionError('helm %s failed (%d): %s' % (' '.join(str(a) for a in args[:3]), proc.returncode, proc.stderr[-2000:]))
         return proc
+
+
+LAB_FIXTURES = ('lab', 'lab_controllers', 'prepared_hub')
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.lab_test_started = time.time()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed lab test keeps the lab's logs (the lab may be torn down before anyone looks) and reports their last lines."""
+    outcome = yield
+    result = outcome.get_result()
+    if not result.failed or call.when == 'teardown' or not any(f in item.fixturenames for f in LAB_FIXTURES):
+        return
+    import lab_logs  # pylint: disable=import-outside-toplevel
+    from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+    run_dir = item.funcargs.get('tmp_path') if hasattr(item, 'funcargs') else None
+    try:
+        text = lab_logs.report(item.nodeid, LabPaths().root, getattr(item, 'lab_test_started', 0), run_dir)
+    except OSError as exc:
+        text = 'could not keep the lab logs: %s' % exc
+    result.sections.append(('lab logs', text))
 
 
 @pytest.fixture
