@@ -3,7 +3,8 @@
 #   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
 #                          molecule scenarios
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
-#   make bench             lab start-up time and memory against targets
+#   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
+#                          clusters against targets (docs/performance.md; not part of make test)
 #   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
 #   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
