@@ -62,6 +62,7 @@ collection: $(COLLECTION_DIR)/.installed
 # fragments stay until the real release (antsibull-changelog release in the checkout) consumes them.
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 CHANGELOG_STAGE := $(CURDIR)/.cache/changelog/ansible_collections/fleetops/registration
+CHANGELOG_LOG := $(CURDIR)/.cache/changelog/release.log
 
 changelog-lint: venv
 	antsibull-changelog lint
@@ -69,7 +70,9 @@ changelog-lint: venv
 $(CHANGELOG_STAGE)/CHANGELOG.rst: changelog-lint
 	@rm -rf $(CURDIR)/.cache/changelog && mkdir -p $(CHANGELOG_STAGE)
 	@git ls-files -co --exclude-standard -z -- galaxy.yml changelogs plugins meta roles | xargs -0 cp --parents -t $(CHANGELOG_STAGE)
-	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 2>&1 | grep -v release_summary || true
+	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 >$(CHANGELOG_LOG) 2>&1 \
+	  || { cat $(CHANGELOG_LOG); echo "antsibull-changelog release failed (exit status above)"; exit 1; }
+	@grep -v release_summary $(CHANGELOG_LOG) || true  # only its note that the release has no summary is left out
 	@test -s $@ || { echo "antsibull-changelog release produced no CHANGELOG.rst (run it with -v in $(CHANGELOG_STAGE))"; exit 1; }
 
 changelog: $(CHANGELOG_STAGE)/CHANGELOG.rst
