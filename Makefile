@@ -6,6 +6,7 @@
 #   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
 #                          clusters against targets (docs/performance.md; not part of make test)
 #   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
+#   make test-mutations    mutation check of the decision code with cosmic-ray (docs/testing.md; not part of make test)
 #   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
 SHELL := /bin/bash
@@ -21,7 +22,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -120,6 +121,11 @@ bench: venv collection lab-build
 
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
+
+# Mutation check (not part of make test): cosmic-ray mutates a staged copy of the decision code and runs its unit
+# tests against each mutant; prints the score and the survivors (hack/mutations.py, docs/testing.md). ~30 min.
+test-mutations: venv
+	$(PY) hack/mutations.py
 
 sanity: venv collection
 	bash hack/sanity.sh
