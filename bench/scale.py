@@ -240,8 +240,8 @@ def stage_kcore(bench):
                 for attempt in range(bench.args.repeat)]
     seconds, label, refused = figures.fastest([{'label': r.label, 'rc': r.rc, 'seconds': r.seconds} for r in attempts])
     ours = bench.raw.get('rerun_seconds')
-    print('   kubernetes.core: %s s for %d members (ours %s s)' % ('n/a' if seconds is None else '%.1f' % seconds, len(bench.members),
-                                                                 'n/a' if ours is None else '%.1f' % ours))
+    shown = ['n/a' if value is None else '%.1f' % value for value in (seconds, ours)]
+    print('   kubernetes.core: %s s for %d members (ours %s s)' % (shown[0], len(bench.members), shown[1]))
     bench.record([label] if label else [], kcore_seconds=seconds)
     if refused:
         bench.refuse(refused, 'kcore_seconds')
