@@ -3,9 +3,11 @@
 #   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
 #                          molecule scenarios
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
-#   make bench             lab start-up time and memory against targets
+#   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
+#                          clusters against targets (docs/performance.md; not part of make test)
 #   make stress-rejoin N=20  leave and join one member N times on a lab of its own, reporting each check-in
 #   make kind-demo         the demo on kind clusters (needs kind and Docker; not part of make test)
+#   make test-mutations    mutation check of the decision code with cosmic-ray (docs/testing.md; not part of make test)
 #   make changelog         CHANGELOG.rst from the changelog fragments (make test checks it is current)
 
 SHELL := /bin/bash
@@ -21,7 +23,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests
+.PHONY: demo test venv collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
 
 $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +64,7 @@ collection: $(COLLECTION_DIR)/.installed
 # fragments stay until the real release (antsibull-changelog release in the checkout) consumes them.
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 CHANGELOG_STAGE := $(CURDIR)/.cache/changelog/ansible_collections/fleetops/registration
+CHANGELOG_LOG := $(CURDIR)/.cache/changelog/release.log
 
 changelog-lint: venv
 	antsibull-changelog lint
@@ -69,7 +72,9 @@ changelog-lint: venv
 $(CHANGELOG_STAGE)/CHANGELOG.rst: changelog-lint
 	@rm -rf $(CURDIR)/.cache/changelog && mkdir -p $(CHANGELOG_STAGE)
 	@git ls-files -co --exclude-standard -z -- galaxy.yml changelogs plugins meta roles | xargs -0 cp --parents -t $(CHANGELOG_STAGE)
-	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 2>&1 | grep -v release_summary || true
+	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 >$(CHANGELOG_LOG) 2>&1 \
+	  || { cat $(CHANGELOG_LOG); echo "antsibull-changelog release failed (exit status above)"; exit 1; }
+	@grep -v release_summary $(CHANGELOG_LOG) || true  # only its note that the release has no summary is left out
 	@test -s $@ || { echo "antsibull-changelog release produced no CHANGELOG.rst (run it with -v in $(CHANGELOG_STAGE))"; exit 1; }
 
 changelog: $(CHANGELOG_STAGE)/CHANGELOG.rst
@@ -123,6 +128,12 @@ stress-rejoin: venv collection lab-build
 
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
+
+# Mutation check (not part of make test): cosmic-ray mutates a staged copy of the decision code and runs its unit
+# tests against each mutant; prints the score and the survivors (hack/mutations.py, docs/testing.md). ~2,200 mutants:
+# hours on a 2-CPU machine (about 5 a minute).
+test-mutations: venv
+	$(PY) hack/mutations.py
 
 sanity: venv collection
 	bash hack/sanity.sh

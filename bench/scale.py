@@ -2,9 +2,11 @@
 
 Starts a lab of its own (``FLEETOPS_LAB_DIR=.cache/bench-lab``, ``python -m fleetlab up --members 12``), runs the
 stages below on it, prints a table (figure, value, target, PASS/OVER), writes ``.cache/bench/scale.json`` (exactly
-the keys of ``scale_figures.KEYS``) and stops the lab. It exits 0 whatever the figures are: it measures, it does not
-judge. Raw measurements of every stage go to ``.cache/bench/raw.json`` (stages run alone reuse earlier ones), the
-output of each ansible-playbook run and its per-host task timings to ``.cache/bench/logs/``.
+the keys of ``scale_figures.KEYS``, then which runs each figure came from or why it is null) and stops the lab. It
+exits 0 whatever the figures are: it measures, it does not judge. A failed or changing run is no measurement: its
+figures are null with the reason (verdict FAIL). Every figure is this run's: a stage run alone reports only its own.
+This run's raw measurements go to ``.cache/bench/raw.json``, the output of each ansible-playbook run and its
+per-host task timings to ``.cache/bench/logs/``.
 
 Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for development; ``--keep-lab`` leaves it up):
   first    first join of one fresh member (join_cluster.yml --limit hub,member1), where its time goes
@@ -34,6 +36,10 @@ LEAVE = 'playbooks/leave_cluster.yml'
 HUB100_SELECTOR = 'bench=hub100'
 HUB100_GROUP = 'bench_hub_only'
 PREDEFINE = 'playbooks/predefine_clusters.yml'
+# The raw measurements each stage makes: a stage that raised makes none of them.
+STAGE_KEYS = {'first': ('join_1_seconds', 'checkin_window_seconds', 'checkin_interval_seconds'), 'batch': ('join_batch_seconds',),
+              'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',), 'kcore': ('kcore_seconds',),
+              'count': (), 'hub100': ('hub_100_seconds',)}
 
 
 class Bench:
@@ -45,14 +51,21 @@ class Bench:
         self.hub_host = labctl.hosts_of(parsed, 'hub')[0]
         self.members = labctl.hosts_of(parsed, 'members')
         self.plan = figures.plan_members(self.members)
-        self.raw = labctl.read_json(labctl.OUT_DIR / 'raw.json')
-        self.measured = set()
+        self.raw = {}
+        self.refused = {}
+        self.sources = {}
         self.hub = labctl.Hub()
 
-    def record(self, **values):
-        """Keep raw measurements (written to raw.json at the end)."""
+    def record(self, sources, **values):
+        """Keep this run's raw measurements and the runs they came from (written to raw.json at the end)."""
         self.raw.update(values)
-        self.measured.update(values)
+        self.sources.update({key: list(sources) for key in values})
+
+    def refuse(self, reason, *keys):
+        """Raw measurements this run did not make: null, with the reason, in every figure they enter."""
+        print('   REFUSED %s: %s' % (', '.join(keys), reason), flush=True)
+        self.raw.update(dict.fromkeys(keys))
+        self.refused.update(dict.fromkeys(keys, reason))
 
     def play(self, label, playbook=JOIN, limit=None, **kwargs):
         """Run a playbook on the lab inventory with the bench's forks."""
@@ -67,12 +80,22 @@ class Bench:
             self.play('setup-leave', LEAVE, limit=present)
 
     def joined(self):
-        """Join every member not joined yet (not timed), for the stages that need a joined fleet."""
+        """Join every member not joined yet (not timed), for the stages that need a joined fleet; returns
+        {member: joined} as the hub sees it afterwards."""
         state = self.hub.joined_state(self.members)
         missing = [name for name, ok in state.items() if not ok]
         if missing:
             print('   joining %s first (not timed)' % ', '.join(missing), flush=True)
             self.play('setup-join', limit=[self.hub_host] + missing)
+            state = self.hub.joined_state(self.members)
+        return state
+
+    def joined_or_refuse(self, *keys):
+        """Whether every member is joined; refuses ``keys`` when not (a re-run of a half-joined fleet measures a join)."""
+        missing = sorted(name for name, ok in self.joined().items() if not ok)
+        if missing:
+            self.refuse('the setup join left %s not joined' % ', '.join(missing), *keys)
+        return not missing
 
 
 def stage_first(bench):
@@ -82,16 +105,24 @@ def stage_first(bench):
     run = bench.play('first-join', limit=[bench.hub_host, member])
     records = run.records
     window = figures.checkin_windows(records).get(member)
-    interval = figures.parse_duration(bench.hub.checkin_interval() or '15s')
-    print('   %s: whole join %.1f s; Fleet agent install to a check-in the hub has seen %s s; agentCheckinInterval %.0f s'
-          % (member, run.seconds, 'n/a' if window is None else '%.1f' % window, interval))
+    interval, no_interval = figures.checkin_interval(bench.hub.checkin_interval())
+    print('   %s: whole join %.1f s; Fleet agent install to a check-in the hub has seen %s s; agentCheckinInterval %s s'
+          % (member, run.seconds, 'n/a' if window is None else '%.1f' % window, 'n/a' if interval is None else '%.0f' % interval))
     print('   task times of %s (longest first):' % member)
     for name, seconds in sorted(figures.task_breakdown(records, member), key=lambda row: -row[1])[:8]:
         print('     %6.1f s  %s' % (seconds, name))
     print_timeline(member, records)
-    bench.record(join_1_seconds=run.seconds if run.rc == 0 else None, checkin_window_seconds=window,
-                 checkin_interval_seconds=interval, first_join_tasks=figures.task_breakdown(records, member),
+    bench.record([run.label], join_1_seconds=run.seconds, checkin_window_seconds=window,
+                 first_join_tasks=figures.task_breakdown(records, member),
                  first_join_epoch=[run.started_epoch, run.started_epoch + run.seconds])
+    bench.record(['hub ConfigMap cattle-fleet-system/fleet-controller'], checkin_interval_seconds=interval)
+    failed = figures.refusal(run.label, run.rc)
+    if failed:
+        bench.refuse(failed, 'join_1_seconds', 'checkin_window_seconds')
+    elif window is None:
+        bench.refuse('%s has no fleet_agent install of %s that succeeded with its wait' % (run.label, member), 'checkin_window_seconds')
+    if no_interval:
+        bench.refuse(no_interval, 'checkin_interval_seconds')
 
 
 def print_timeline(member, records):
@@ -127,7 +158,10 @@ def stage_batch(bench):
     windows = figures.checkin_windows(run.records)
     print('   %d members: whole join %.1f s; agent install to check-in %s' % (
         len(batch), run.seconds, ', '.join('%.0f' % windows[h] for h in sorted(windows)) or 'n/a'))
-    bench.record(join_batch_seconds=run.seconds if run.rc == 0 else None, join_batch_members=len(batch))
+    bench.record([run.label], join_batch_seconds=run.seconds, join_batch_members=len(batch))
+    failed = figures.refusal(run.label, run.rc)
+    if failed:
+        bench.refuse(failed, 'join_batch_seconds')
 
 
 def stage_sliced(bench):
@@ -147,45 +181,70 @@ def stage_sliced(bench):
     ok, reasons = figures.sliced_ok([{'rc': r.rc, 'records': r.records} for r in runs], leftover, bench.hub.joined_state(slices))
     for reason in reasons:
         print('   NOT OK: %s' % reason)
-    bench.record(sliced_ok=ok, sliced_reasons=reasons)
+    bench.record([run.label for run in runs], sliced_ok=ok, sliced_reasons=reasons)
 
 
 def stage_memory(bench):
-    """Resident memory of the lab, every member joined (both agents running on each)."""
-    bench.joined()
-    rss, pss, count = labctl.lab_memory(labctl.lab_report())
-    print('   %d processes: RSS sum %.2f GiB (the figure), PSS sum %.2f GiB (shared pages counted once)' % (count, rss / 2 ** 30, pss / 2 ** 30))
-    bench.record(lab_rss_bytes=rss, lab_pss_bytes=pss, lab_members=len(bench.members))
+    """Resident memory of the lab, every member joined (both agents running on each): a figure only of a running
+    12-member lab whose processes are all alive (lab_12_members_gib names the size)."""
+    joined = bench.joined()
+    report = labctl.lab_report()
+    rss, why_not = figures.lab_memory_bytes(report, joined, members=12)
+    pss, count = labctl.lab_pss(report)
+    print('   %d live processes: RSS sum %s GiB (the figure), PSS sum %.2f GiB (shared pages counted once)'
+          % (count, 'n/a' if rss is None else '%.2f' % (rss / 2 ** 30), pss / 2 ** 30))
+    bench.record(['fleetlab status --json'], lab_rss_bytes=rss, lab_pss_bytes=pss, lab_members=report.get('members'))
+    if why_not:
+        bench.refuse(why_not, 'lab_rss_bytes')
 
 
 def stage_rerun(bench):
-    """No-change re-run over every member, then over 1 and 4 members (with the hub play each time)."""
-    bench.joined()
-    runs, cpu = {}, {}
+    """No-change re-run over every member, then over 1 and 4 members (with the hub play each time); a re-run that
+    failed or changed something is no re-run time."""
+    if not bench.joined_or_refuse('rerun_seconds'):
+        return
+    runs, cpu, labels, refused = {}, {}, {}, {}
     for count in [len(bench.members)] + [n for n in (1, 4) if n < len(bench.members)]:
         limit = None if count == len(bench.members) else [bench.hub_host] + bench.members[:count]
-        best = min((bench.play('rerun-%d' % count, limit=limit) for _attempt in range(bench.args.repeat)), key=lambda r: r.seconds)
-        runs[count] = best.seconds
-        cpu[count] = best.cpu
-        changed = sum(1 for rec in best.records if rec.get('status') == 'changed')
-        if changed or best.rc:
-            print('   note: re-run of %d members: rc=%d, %d changed tasks (expected 0)' % (count, best.rc, changed))
+        attempts = [bench.play(repeat_label('rerun-%d' % count, attempt, bench.args.repeat), limit=limit)
+                    for attempt in range(bench.args.repeat)]
+        seconds, labels[count], refused[count] = figures.fastest(
+            [{'label': r.label, 'rc': r.rc, 'seconds': r.seconds, 'changed': figures.changed_tasks(r.records)} for r in attempts],
+            expect_no_change=True)
+        if seconds is not None:
+            runs[count] = seconds
+            cpu[count] = next(r.cpu for r in attempts if r.label == labels[count])
     print(figures.format_scaling(runs))
     print('   CPU seconds of each re-run (ansible-playbook, modules, Helm): %s' % ', '.join('%d members %.1f' % kv for kv in sorted(cpu.items())))
-    bench.record(rerun_seconds=runs[len(bench.members)], members=len(bench.members),
-                 rerun_scaling={str(k): v for k, v in runs.items()}, rerun_cpu={str(k): v for k, v in cpu.items()})
+    everyone = len(bench.members)
+    bench.record([labels[everyone]] if labels[everyone] else [], rerun_seconds=runs.get(everyone), members=everyone,
+                 rerun_scaling={str(k): v for k, v in runs.items()}, rerun_cpu={str(k): v for k, v in cpu.items()},
+                 rerun_refused={str(k): v for k, v in refused.items() if v})
+    if refused[everyone]:
+        bench.refuse(refused[everyone], 'rerun_seconds')
+
+
+def repeat_label(label, attempt, repeat):
+    """A run's label (and log name) among ``repeat`` attempts, so each attempt keeps its own log."""
+    return label if repeat == 1 else '%s.%d' % (label, attempt + 1)
 
 
 def stage_kcore(bench):
     """The kubernetes.core baseline over every member, same inventory and forks."""
     playbook = labctl.ensure_kcore_venv()
-    bench.joined()
-    if 'rerun_seconds' not in bench.raw:
+    if not bench.joined_or_refuse('kcore_seconds'):
+        return
+    if 'rerun_seconds' not in bench.raw:  # this run's own re-run, never an earlier run's
         stage_rerun(bench)
-    best = min((bench.play('kcore-rerun', 'bench/kubernetes_core_rerun.yml', ansible_playbook=playbook)
-                for _attempt in range(bench.args.repeat)), key=lambda r: r.seconds)
-    print('   kubernetes.core: %.1f s for %d members (ours %.1f s)' % (best.seconds, len(bench.members), bench.raw['rerun_seconds']))
-    bench.record(kcore_seconds=best.seconds if best.rc == 0 else None)
+    attempts = [bench.play(repeat_label('kcore-rerun', attempt, bench.args.repeat), 'bench/kubernetes_core_rerun.yml', ansible_playbook=playbook)
+                for attempt in range(bench.args.repeat)]
+    seconds, label, refused = figures.fastest([{'label': r.label, 'rc': r.rc, 'seconds': r.seconds} for r in attempts])
+    ours = bench.raw.get('rerun_seconds')
+    shown = ['n/a' if value is None else '%.1f' % value for value in (seconds, ours)]
+    print('   kubernetes.core: %s s for %d members (ours %s s)' % (shown[0], len(bench.members), shown[1]))
+    bench.record([label] if label else [], kcore_seconds=seconds)
+    if refused:
+        bench.refuse(refused, 'kcore_seconds')
 
 
 def stage_count(bench):
@@ -203,7 +262,7 @@ def stage_count(bench):
     print(figures.format_calls(summary))
     per_host = figures.module_processes(run.records)
     print('   module processes per host (callback): %s' % ', '.join('%s %d' % (h, per_host[h]) for h in sorted(per_host)))
-    bench.record(rerun_calls=summary)
+    bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc)
 
 
 def hub100_inventory(bench, count, round_):
@@ -237,10 +296,13 @@ def stage_hub100(bench):
     seconds = sum(run.seconds for run in runs) if ok else None
     print('   %d hub-side clusters: %s s (%s)' % (count, 'n/a' if seconds is None else '%.1f' % seconds,
                                                   ', '.join('%s %.1f s' % (run.label, run.seconds) for run in runs)))
-    if count == 100:
-        bench.record(hub_100_seconds=seconds, hub_100_parts={run.label: run.seconds for run in runs})
-    else:
-        print('   (hub_100_seconds is only recorded with --hub-clusters 100)')
+    bench.record([run.label for run in runs], hub_100_seconds=seconds, hub_100_parts={run.label: run.seconds for run in runs})
+    if not ok:
+        bench.refuse('%s; %d Clusters and %d MemberClusters relabelled of %d'
+                     % ('; '.join(filter(None, (figures.refusal(r.label, r.rc) for r in runs))) or 'every run exited 0', listed[0], listed[1], count),
+                     'hub_100_seconds')
+    elif count != 100:
+        bench.refuse('ran with --hub-clusters %d, the figure is of 100' % count, 'hub_100_seconds')
     bench.hub.delete_labelled(HUB100_SELECTOR)
 
 
@@ -268,24 +330,27 @@ def run_stages(bench, stages):
             continue
         load = os.getloadavg()
         bench.raw.setdefault('load_average', {})[name] = load[0]
+        bench.raw.setdefault('stages', []).append(name)
         print('== %s (load average %.1f %.1f %.1f on %d CPUs)' % ((name,) + load + (os.cpu_count() or 0,)), flush=True)
         try:
             globals()['stage_' + name](bench)
         except Exception as exc:  # pylint: disable=broad-except
             print('   stage %s failed: %s: %s' % (name, type(exc).__name__, exc), flush=True)
+            bench.refuse('stage %s failed: %s: %s' % (name, type(exc).__name__, exc), *STAGE_KEYS[name])
 
 
-def report(bench, started):
-    """Write raw.json and scale.json, print the table."""
-    labctl.write_json(labctl.OUT_DIR / 'raw.json', bench.raw)
-    current = figures.compute_figures(bench.raw)
-    result = figures.merge_figures(labctl.read_json(labctl.OUT_DIR / 'scale.json'), current)
-    labctl.write_json(labctl.OUT_DIR / 'scale.json', result, sort_keys=False)
-    now = {key for key, value in figures.compute_figures({k: v for k, v in bench.raw.items() if k in bench.measured | {'members'}}).items()
-           if value is not None}
-    print('== figures (%d members, forks %d, %d CPUs shared with other work, %.0f s in all)' % (
-        len(bench.members), bench.args.forks, os.cpu_count() or 0, time.monotonic() - started))
-    print(figures.format_table(result, now))
+def report(bench, started, started_utc):
+    """Write raw.json and scale.json (this run's figures only), print the table."""
+    run = {'started': started_utc, 'stages': bench.raw.get('stages', []), 'members': len(bench.members), 'forks': bench.args.forks,
+           'repeat': bench.args.repeat, 'logs': os.path.relpath(labctl.OUT_DIR / 'logs', labctl.REPO_ROOT)}
+    labctl.write_json(labctl.OUT_DIR / 'raw.json', {'bench_run': run, 'measurements': bench.raw, 'refused': bench.refused,
+                                                    'sources': bench.sources})
+    result = figures.figure_report(bench.raw, bench.refused, bench.sources)
+    labctl.write_json(labctl.OUT_DIR / 'scale.json', figures.scale_json(result, run), sort_keys=False)
+    print('== figures of this run only (started %s; %d members, forks %d, %d CPUs shared with other work, %.0f s in all;'
+          ' "from" names the runs in %s)' % (started_utc, len(bench.members), bench.args.forks, os.cpu_count() or 0,
+                                             time.monotonic() - started, run['logs']))
+    print(figures.format_table(result))
     print('   written: %s' % os.path.relpath(labctl.OUT_DIR / 'scale.json', labctl.REPO_ROOT))
 
 
@@ -293,6 +358,7 @@ def main(argv=None):
     """Entry point; exits 0 whatever the figures are."""
     args = parse(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
+    started_utc = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     labctl.ensure_collection()
     print('== lab: %s, %d members' % (labctl.LAB_DIR, args.members), flush=True)
     we_started, seconds = labctl.lab_up(args.members)
@@ -300,7 +366,7 @@ def main(argv=None):
     try:
         bench = Bench(args)
         run_stages(bench, set(args.only.split(',')))
-        report(bench, started)
+        report(bench, started, started_utc)
     finally:
         if not args.keep_lab:
             print('== stopping the bench lab', flush=True)

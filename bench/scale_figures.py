@@ -39,6 +39,7 @@ CONTROLLER_ACTIONS = frozenset((
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
 FLEET_CLUSTER_INFO = 'fleetops.registration.fleet_cluster_info'
 TOKEN = 'fleetops.registration.fleet_registration_token'
+SUCCEEDED = ('ok', 'changed')
 
 _DURATION = re.compile(r'(\d+(?:\.\d+)?)(ms|h|m|s)')
 _UNITS = {'h': 3600.0, 'm': 60.0, 's': 1.0, 'ms': 0.001}
@@ -62,10 +63,24 @@ def ratio(numerator, denominator):
     return numerator / denominator
 
 
-def verdict(key, value):
-    """PASS when ``value`` meets the key's target, OVER when not, n/a when it was not measured."""
+# The raw measurements each figure is computed from: a figure is a measurement only when all of them are.
+FIGURE_INPUTS = {
+    'rerun_seconds_per_member': ('rerun_seconds', 'members'),
+    'rerun_vs_kubernetes_core': ('kcore_seconds', 'rerun_seconds'),
+    'first_join_checkin_intervals': ('checkin_window_seconds', 'checkin_interval_seconds'),
+    'parallel_join_ratio': ('join_batch_seconds', 'join_1_seconds'),
+    'hub_100_seconds': ('hub_100_seconds',),
+    'lab_12_members_gib': ('lab_rss_bytes',),
+    'sliced_runs_ok': ('sliced_ok',),
+}
+NOT_MEASURED = 'not measured in this run'
+
+
+def verdict(key, value, reason=None):
+    """PASS when ``value`` meets the key's target, OVER when not; FAIL when the run refused the figure, n/a when its
+    stage did not run."""
     if value is None:
-        return 'n/a'
+        return 'n/a' if reason in (None, NOT_MEASURED) else 'FAIL'
     op, target = TARGETS[key]
     if op == '<=':
         return 'PASS' if value <= target else 'OVER'
@@ -98,11 +113,98 @@ def compute_figures(m):
     return {key: figures[key] for key in KEYS}
 
 
-def merge_figures(previous, current):
-    """scale.json after a partial run: figures measured now replace earlier ones; the keys are exactly KEYS."""
-    merged = {key: (previous or {}).get(key) for key in KEYS}
-    merged.update({key: value for key, value in current.items() if key in merged and value is not None})
-    return merged
+def refusal(label, rc, changed=0, expect_no_change=False):
+    """Why a playbook run is no measurement, or None when it is one: it failed, or a no-change run changed something.
+    A run that fails early is fast, so its time would flatter every figure it enters."""
+    if rc != 0:
+        return '%s exited %s' % (label, rc)
+    if expect_no_change and changed:
+        return '%s changed %d task(s) where none should change' % (label, changed)
+    return None
+
+
+def changed_tasks(records):
+    """Tasks (per host) a run reported changed."""
+    return sum(1 for rec in records if rec.get('status') == 'changed')
+
+
+def fastest(attempts, expect_no_change=False):
+    """(seconds, label, reason) of repeated runs, each ``{'label', 'rc', 'seconds', 'changed'}``: the fastest one's
+    time when every attempt is a measurement; otherwise no time, and the reasons (one bad attempt refuses all)."""
+    if not attempts:
+        return None, None, 'no run'
+    reasons = [why for why in (refusal(a['label'], a['rc'], a.get('changed', 0), expect_no_change) for a in attempts) if why]
+    if reasons:
+        return None, None, '; '.join(reasons)
+    best = min(attempts, key=lambda a: a['seconds'])
+    return best['seconds'], best['label'], None
+
+
+def checkin_interval(text):
+    """(seconds, reason) of the hub's agentCheckinInterval; no default is assumed when the hub reports none."""
+    if text is None or str(text).strip() == '':
+        return None, 'the hub reports no agentCheckinInterval'
+    try:
+        return parse_duration(text), None
+    except ValueError:
+        return None, 'the hub\'s agentCheckinInterval %r is not a duration' % (text,)
+
+
+def lab_processes(report):
+    """[(cluster/name, process entry)] of every process ``fleetlab status --json`` lists: shared ones, clusters', agents'."""
+    procs = [('shared/' + p['name'], p) for p in report.get('shared') or []]
+    for cluster, entry in sorted((report.get('clusters') or {}).items()):
+        procs += [('%s/%s' % (cluster, p['name']), p) for p in entry.get('processes') or []]
+    return procs
+
+
+def lab_memory_bytes(report, joined, members=12):
+    """(summed RSS of the lab's processes, reason): a figure only for a running lab of ``members`` members, every one
+    joined (``joined``: {member: bool}) and every process alive and running (a dead one would count as 0 bytes)."""
+    if report.get('status') != 'running':
+        return None, 'the lab is %s, not running' % report.get('status')
+    if report.get('members') != members:
+        return None, 'the lab has %s members, the figure is of %d' % (report.get('members'), members)
+    not_joined = sorted(name for name, ok in joined.items() if not ok)
+    if len(joined) != members or not_joined:
+        return None, 'not every member joined (%s)' % (', '.join(not_joined) or '%d of %d checked' % (len(joined), members))
+    procs = lab_processes(report)
+    down = [name for name, p in procs if not p.get('alive') or p.get('state') != 'running']
+    if not procs or down:
+        return None, 'lab processes not running: %s' % (', '.join(down) or 'none listed')
+    return sum(p['rss'] for _name, p in procs), None
+
+
+def figure_report(raw, refused=None, sources=None):
+    """This run's figures only: ``{'figures', 'sources', 'reasons'}``.
+
+    raw: this run's measurements; refused: {raw key: why it is no measurement}; sources: {raw key: the playbook
+    runs (or reads) it came from}. A figure with a refused input is None with that reason; one whose inputs this run
+    did not measure is None, ``NOT_MEASURED``; every other figure names the runs it came from.
+    """
+    refused, sources = refused or {}, sources or {}
+    figures = compute_figures({key: value for key, value in raw.items() if key not in refused})
+    from_runs, reasons = {}, {}
+    for key in KEYS:
+        inputs = FIGURE_INPUTS[key]
+        why = [refused[name] for name in inputs if name in refused]
+        if why:
+            figures[key] = None
+            reasons[key] = '; '.join(dict.fromkeys(why))
+        elif figures[key] is None:
+            reasons[key] = NOT_MEASURED
+        else:
+            from_runs[key] = sorted({label for name in inputs for label in sources.get(name, ())})
+    return {'figures': figures, 'sources': from_runs, 'reasons': reasons}
+
+
+def scale_json(report, run):
+    """scale.json: the figures (the keys of KEYS, this run's only), then which runs each came from or why it is null."""
+    data = dict(report['figures'])
+    data['bench_run'] = run
+    data['from_runs'] = {key: report['sources'].get(key) for key in KEYS}
+    data['null_because'] = {key: report['reasons'][key] for key in KEYS if key in report['reasons']}
+    return data
 
 
 def format_value(value):
@@ -122,16 +224,16 @@ def format_target(key):
     return '%s %g' % (op, target)
 
 
-def format_table(figures, measured_now=None):
-    """The table (figure, value, target, PASS/OVER); figures carried over from an earlier run are marked."""
-    rows = [('figure', 'value', 'target', 'verdict')]
+def format_table(report):
+    """The table (figure, value, target, verdict, from): each figure's runs, or why it is null."""
+    rows = [('figure', 'value', 'target', 'verdict', 'from')]
     for key in KEYS:
-        value = figures.get(key)
-        mark = '' if measured_now is None or key in measured_now or value is None else ' (earlier run)'
-        rows.append((key, format_value(value) + mark, format_target(key), verdict(key, value)))
+        value, reason = report['figures'].get(key), report['reasons'].get(key)
+        where = ', '.join(report['sources'].get(key) or ()) if reason is None else reason
+        rows.append((key, format_value(value), format_target(key), verdict(key, value, reason), where))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ['  '.join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.insert(1, '  '.join('-' * w for w in widths))
+    lines = ['  '.join([cell.ljust(widths[i]) for i, cell in enumerate(row[:4])] + [row[4]]).rstrip() for row in rows]
+    lines.insert(1, '  '.join(['-' * w for w in widths] + ['----']))
     return '\n'.join(lines)
 
 
@@ -184,25 +286,23 @@ def checkin_windows(records):
     """Per host: seconds from the start of its fleet_agent install to the end of the check-in wait that follows.
 
     The wait is the next fleet_cluster_info task of that host (the role's wait for the granted registration);
-    without one, the fleet_agent task's own end. Hosts without a fleet_agent install (state present) are left out.
+    without one, the fleet_agent task's own end. Only an install that succeeded counts, and only when its wait
+    succeeded too; hosts without one are left out.
     """
     windows = {}
     by_host = {}
     for rec in sorted(records, key=lambda r: r.get('start', 0)):
         by_host.setdefault(rec['host'], []).append(rec)
     for host, recs in by_host.items():
-        for i, rec in enumerate(recs):
-            if rec.get('action') != FLEET_AGENT or rec.get('status') == 'skipped':
-                continue
-            if (rec.get('args') or {}).get('state', 'present') != 'present':
-                continue
-            end = rec['end']
-            for later in recs[i + 1:]:
-                if later.get('action') == FLEET_CLUSTER_INFO and later.get('status') != 'skipped':
-                    end = later['end']
-                    break
-            windows[host] = end - rec['start']
-            break
+        installs = [i for i, rec in enumerate(recs) if rec.get('action') == FLEET_AGENT and rec.get('status') != 'skipped'
+                    and (rec.get('args') or {}).get('state', 'present') == 'present']
+        if not installs:
+            continue
+        install = recs[installs[0]]
+        waits = [later for later in recs[installs[0] + 1:] if later.get('action') == FLEET_CLUSTER_INFO and later.get('status') != 'skipped']
+        last = waits[0] if waits else install
+        if install.get('status') in SUCCEEDED and last.get('status') in SUCCEEDED:
+            windows[host] = last['end'] - install['start']
     return windows
 
 

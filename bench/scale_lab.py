@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from scale_figures import load_timings
+from scale_figures import lab_processes, load_timings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = REPO_ROOT / '.cache' / 'bench'
@@ -236,13 +236,10 @@ class Hub:
                 pass  # already gone
 
 
-def lab_memory(report):
-    """(summed RSS, summed PSS, process count) of every process of the lab: shared ones, clusters' and agents'."""
-    pids = [p['pid'] for p in report.get('shared', []) if p.get('alive')]
-    rss = sum(p.get('rss', 0) for p in report.get('shared', []))
-    for cluster in (report.get('clusters') or {}).values():
-        rss += cluster.get('rss', 0)
-        pids += [p['pid'] for p in cluster.get('processes', []) if p.get('alive')]
+def lab_pss(report):
+    """(summed PSS, process count) of the lab's live processes (shared pages counted once); the RSS figure is
+    scale_figures.lab_memory_bytes."""
+    pids = [p['pid'] for _name, p in lab_processes(report) if p.get('alive')]
     pss = 0
     for pid in pids:
         try:
@@ -253,7 +250,7 @@ def lab_memory(report):
                         break
         except OSError:
             continue
-    return rss, pss, len(pids)
+    return pss, len(pids)
 
 
 def write_json(path, data, sort_keys=True):
@@ -263,12 +260,3 @@ def write_json(path, data, sort_keys=True):
     with open(path, 'w') as handle:
         json.dump(data, handle, indent=2, sort_keys=sort_keys)
         handle.write('\n')
-
-
-def read_json(path):
-    """JSON from a file, or {} when there is none."""
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {}

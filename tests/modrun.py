@@ -37,6 +37,9 @@ def collections_root():
     ``make collection`` rebuilds and reinstalls only when a packaged file changed (a no-op otherwise), so
     a test run right after an edit never tests a stale copy; it runs once per test process.
     """
+    mutants = os.environ.get("FLEETOPS_MUTANT_COLLECTIONS")
+    if mutants:  # make test-mutations: the staged copy cosmic-ray mutates is what the unit tests import
+        return pathlib.Path(mutants)
     if not _FRESH:
         proc = subprocess.run(["make", "-s", "-C", str(REPO), "collection"], capture_output=True, text=True, check=False)
         if proc.returncode != 0 or not (INSTALLED / "MANIFEST.json").is_file():

@@ -9,6 +9,7 @@ after which the hub no longer lists member1.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -99,7 +100,10 @@ def test_join_then_list_status_and_leave_through_the_plugin(lab_controllers, tmp
 
     status = ok(ansible("ansible-playbook", "-i", inventory, REPO / "playbooks" / "cluster_status.yml", cwd=tmp_path),
                 "cluster_status.yml on the plugin's inventory")
-    assert "member1" in status.stdout
+    # the table's row of member1 (not the PLAY RECAP): known to both managers, checked in and joined, with its labels
+    row = re.search(r'"member1 +yes +\| checked-in +yes .*\| joined +yes .*\| (?P<labels>[^"]*)"', status.stdout)
+    assert row, status.stdout[-3000:]
+    assert {"env=lab", "member=member1"} <= set(row.group("labels").split(",")), row.group(0)
 
     check_cache(lab, tmp_path)
 

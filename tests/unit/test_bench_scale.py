@@ -39,14 +39,6 @@ def test_compute_figures_leaves_unmeasured_ones_empty():
     assert all(value is None for value in got.values())
 
 
-def test_merge_keeps_earlier_figures_and_only_known_keys():
-    previous = dict.fromkeys(ISSUE_KEYS, 1.0)
-    previous['stray'] = 5
-    merged = sf.merge_figures(previous, {'hub_100_seconds': 42.0, 'rerun_vs_kubernetes_core': None, 'other': 1})
-    assert list(merged) == ISSUE_KEYS
-    assert merged['hub_100_seconds'] == 42.0 and merged['rerun_vs_kubernetes_core'] == 1.0
-
-
 @pytest.mark.parametrize('key,value,expected', [
     ('rerun_seconds_per_member', 0.5, 'PASS'), ('rerun_seconds_per_member', 0.51, 'OVER'),
     ('rerun_vs_kubernetes_core', 4.0, 'PASS'), ('rerun_vs_kubernetes_core', 3.9, 'OVER'),
@@ -56,17 +48,118 @@ def test_verdict(key, value, expected):
     assert sf.verdict(key, value) == expected
 
 
-def test_table_has_a_row_per_key_with_target_and_verdict():
-    figures = dict.fromkeys(ISSUE_KEYS)
-    figures.update({'rerun_seconds_per_member': 2.5, 'sliced_runs_ok': False, 'hub_100_seconds': 10.0})
-    lines = sf.format_table(figures, measured_now={'rerun_seconds_per_member', 'sliced_runs_ok'}).splitlines()
-    assert lines[0].split() == ['figure', 'value', 'target', 'verdict']
+def test_verdict_of_a_refused_figure_is_fail_and_of_an_unmeasured_one_na():
+    assert sf.verdict('rerun_seconds_per_member', None, 'rerun-12 exited 2') == 'FAIL'
+    assert sf.verdict('rerun_seconds_per_member', None, sf.NOT_MEASURED) == 'n/a'
+
+
+def test_table_has_a_row_per_key_with_target_verdict_and_where_it_came_from():
+    report = sf.figure_report({'rerun_seconds': 30.0, 'members': 12, 'sliced_ok': False, 'join_1_seconds': 10.0},
+                              refused={'join_batch_seconds': 'batch-join-8 exited 2'},
+                              sources={'rerun_seconds': ['rerun-12'], 'members': [], 'sliced_ok': ['slice-1', 'slice-2']})
+    lines = sf.format_table(report).splitlines()
+    assert lines[0].split() == ['figure', 'value', 'target', 'verdict', 'from']
     rows = {line.split()[0]: line for line in lines[2:]}
     assert list(rows) == ISSUE_KEYS
-    assert rows['rerun_seconds_per_member'].split()[1:] == ['2.50', '<=', '0.5', 'OVER']
-    assert rows['sliced_runs_ok'].split()[1:] == ['NO', 'yes', 'OVER']
-    assert '(earlier run)' in rows['hub_100_seconds'] and rows['hub_100_seconds'].endswith('PASS')
-    assert rows['parallel_join_ratio'].split()[1] == 'n/a' and rows['parallel_join_ratio'].endswith('n/a')
+    assert rows['rerun_seconds_per_member'].split()[1:] == ['2.50', '<=', '0.5', 'OVER', 'rerun-12']
+    assert rows['sliced_runs_ok'].split()[1:] == ['NO', 'yes', 'OVER', 'slice-1,', 'slice-2']
+    assert rows['parallel_join_ratio'].split()[1:5] == ['n/a', '<=', '1.5', 'FAIL']
+    assert rows['parallel_join_ratio'].endswith('batch-join-8 exited 2')
+    assert rows['hub_100_seconds'].split()[1:] == ['n/a', '<=', '20', 'n/a'] + sf.NOT_MEASURED.split()
+
+
+def test_figure_report_has_only_this_runs_figures_each_with_its_runs_or_reason():
+    raw = {'rerun_seconds': 6.0, 'members': 12, 'kcore_seconds': 40.0, 'checkin_interval_seconds': 15.0,
+           'checkin_window_seconds': None}
+    report = sf.figure_report(raw, refused={'checkin_window_seconds': 'first-join exited 2'},
+                              sources={'rerun_seconds': ['rerun-12.2'], 'kcore_seconds': ['kcore-rerun'], 'members': [],
+                                       'checkin_interval_seconds': ['hub ConfigMap']})
+    assert report['figures'] == {'rerun_seconds_per_member': 0.5, 'rerun_vs_kubernetes_core': 6.67, 'first_join_checkin_intervals': None,
+                                 'parallel_join_ratio': None, 'hub_100_seconds': None, 'lab_12_members_gib': None, 'sliced_runs_ok': None}
+    assert report['sources'] == {'rerun_seconds_per_member': ['rerun-12.2'], 'rerun_vs_kubernetes_core': ['kcore-rerun', 'rerun-12.2']}
+    assert report['reasons'] == {'first_join_checkin_intervals': 'first-join exited 2', 'parallel_join_ratio': sf.NOT_MEASURED,
+                                 'hub_100_seconds': sf.NOT_MEASURED, 'lab_12_members_gib': sf.NOT_MEASURED,
+                                 'sliced_runs_ok': sf.NOT_MEASURED}
+
+
+def test_a_refused_input_nulls_every_figure_it_enters_even_with_a_value_left_in_raw():
+    raw = {'rerun_seconds': 3.0, 'members': 12, 'kcore_seconds': 40.0}  # a fast failed re-run would flatter both figures
+    report = sf.figure_report(raw, refused={'rerun_seconds': 'rerun-12 exited 2'})
+    assert report['figures']['rerun_seconds_per_member'] is None and report['figures']['rerun_vs_kubernetes_core'] is None
+    assert report['reasons']['rerun_seconds_per_member'] == report['reasons']['rerun_vs_kubernetes_core'] == 'rerun-12 exited 2'
+
+
+def test_scale_json_names_the_bench_run_the_runs_of_each_figure_and_why_others_are_null():
+    report = sf.figure_report({'hub_100_seconds': 30.0}, sources={'hub_100_seconds': ['hub100-predefine', 'hub100-status']})
+    data = sf.scale_json(report, {'started': '2026-01-01T00:00:00Z', 'stages': ['hub100']})
+    assert list(data)[:len(ISSUE_KEYS)] == ISSUE_KEYS and data['hub_100_seconds'] == 30.0
+    assert data['bench_run'] == {'started': '2026-01-01T00:00:00Z', 'stages': ['hub100']}
+    assert data['from_runs']['hub_100_seconds'] == ['hub100-predefine', 'hub100-status']
+    assert data['from_runs']['rerun_seconds_per_member'] is None
+    assert set(data['null_because']) == set(ISSUE_KEYS) - {'hub_100_seconds'}
+    json.dumps(data)
+
+
+@pytest.mark.parametrize('rc,changed,expect_no_change,reason', [
+    (0, 0, True, None), (0, 3, False, None), (2, 0, False, 'rerun-12 exited 2'),
+    (0, 3, True, 'rerun-12 changed 3 task(s) where none should change'), (4, 1, True, 'rerun-12 exited 4'),
+])
+def test_refusal_of_a_failed_or_changing_run(rc, changed, expect_no_change, reason):
+    assert sf.refusal('rerun-12', rc, changed, expect_no_change) == reason
+
+
+def test_fastest_never_picks_a_failed_or_changing_attempt():
+    good = [{'label': 'r.1', 'rc': 0, 'seconds': 6.0, 'changed': 0}, {'label': 'r.2', 'rc': 0, 'seconds': 5.0, 'changed': 0}]
+    assert sf.fastest(good, expect_no_change=True) == (5.0, 'r.2', None)
+    failed_fast = good + [{'label': 'r.3', 'rc': 2, 'seconds': 1.0, 'changed': 0}]
+    assert sf.fastest(failed_fast, expect_no_change=True) == (None, None, 'r.3 exited 2')
+    changing = [dict(good[0], changed=1), good[1]]
+    assert sf.fastest(changing, expect_no_change=True) == (None, None, 'r.1 changed 1 task(s) where none should change')
+    assert sf.fastest(changing) == (5.0, 'r.2', None)
+    assert sf.fastest([]) == (None, None, 'no run')
+
+
+def test_changed_tasks_counts_changed_records_only():
+    records = [rec('m1', 'a', 0, 1, status='changed'), rec('m2', 'a', 0, 1, status='changed'), rec('m1', 'b', 0, 1),
+               rec('m1', 'c', 0, 1, status='failed'), rec('m1', 'd', 0, 1, status='skipped')]
+    assert sf.changed_tasks(records) == 2
+
+
+@pytest.mark.parametrize('text,expected', [
+    ('15s', (15.0, None)), ('1m', (60.0, None)), (None, (None, 'the hub reports no agentCheckinInterval')),
+    ('', (None, 'the hub reports no agentCheckinInterval')), ('soon', (None, "the hub's agentCheckinInterval 'soon' is not a duration")),
+])
+def test_checkin_interval_comes_from_the_hub_or_is_none(text, expected):
+    assert sf.checkin_interval(text) == expected
+
+
+def lab_report(members=12, status='running', dead=None, state='running'):
+    clusters = {name: {'processes': [{'name': 'kube-apiserver', 'alive': name != dead, 'state': 'stopped' if name == dead else state,
+                                      'rss': 0 if name == dead else 100}]}
+                for name in ['hub'] + ['member%d' % i for i in range(1, members + 1)]}
+    return {'status': status, 'members': members, 'shared': [{'name': 'etcd', 'alive': True, 'state': 'running', 'rss': 1000}],
+            'clusters': clusters}
+
+
+def all_joined(members=12):
+    return {'member%d' % i: True for i in range(1, members + 1)}
+
+
+def test_lab_memory_sums_the_processes_of_a_running_joined_12_member_lab():
+    assert sf.lab_memory_bytes(lab_report(), all_joined()) == (1000 + 13 * 100, None)
+
+
+@pytest.mark.parametrize('report,joined,reason', [
+    (lab_report(status='absent'), all_joined(), 'the lab is absent, not running'),
+    (lab_report(members=4), all_joined(4), 'the lab has 4 members, the figure is of 12'),
+    (lab_report(), dict(all_joined(), member3=False), 'not every member joined (member3)'),
+    (lab_report(), all_joined(11), 'not every member joined (11 of 12 checked)'),
+    (lab_report(dead='member7'), all_joined(), 'lab processes not running: member7/kube-apiserver'),
+    (lab_report(state='frozen'), all_joined(), 'lab processes not running: ' + ', '.join(
+        'hub/kube-apiserver' if i == 0 else 'member%d/kube-apiserver' % i for i in [0, 1, 10, 11, 12, 2, 3, 4, 5, 6, 7, 8, 9])),
+])
+def test_lab_memory_refuses_a_lab_that_is_not_running_joined_and_of_the_size_the_key_names(report, joined, reason):
+    assert sf.lab_memory_bytes(report, joined) == (None, reason)
 
 
 @pytest.mark.parametrize('text,seconds', [('15s', 15.0), ('1m30s', 90.0), ('500ms', 0.5), ('1h', 3600.0), ('20', 20.0)])
@@ -97,6 +190,19 @@ def test_checkin_window_runs_from_agent_install_to_the_wait_that_follows():
         rec('m3', sf.FLEET_AGENT, 5.0, 25.0),
     ]
     assert sf.checkin_windows(records) == {'m1': 87.0, 'm3': 20.0}
+
+
+def test_checkin_window_leaves_out_a_failed_install_or_a_failed_wait():
+    records = [
+        rec('m1', sf.FLEET_AGENT, 12.0, 13.0, status='failed', args={}),
+        rec('m1', sf.FLEET_CLUSTER_INFO, 14.0, 15.0),
+        rec('m2', sf.FLEET_AGENT, 12.0, 30.0, status='changed', args={}),
+        rec('m2', sf.FLEET_CLUSTER_INFO, 31.0, 90.0, status='failed'),
+        rec('m3', sf.FLEET_AGENT, 5.0, 25.0, status='failed'),
+        rec('m4', sf.FLEET_AGENT, 5.0, 25.0, status='ok'),
+        rec('m4', sf.FLEET_CLUSTER_INFO, 26.0, 35.0, status='skipped'),
+    ]
+    assert sf.checkin_windows(records) == {'m4': 20.0}
 
 
 def test_module_processes_counts_items_attempts_and_no_controller_actions():

@@ -1,13 +1,18 @@
 """Rancher Fleet decisions that are pure: token labels/expiry/pruning, the agent's plan, namespace leftovers,
 the Cluster's desired state, preflight's token check, and the manager's decide()."""
 
+import base64
+import copy
 import datetime
+import json
 
 import pytest
+import yaml
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import preflight, rules, views
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side, preflight, rules, views
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER
 
 UTC = datetime.timezone.utc
@@ -209,8 +214,37 @@ def test_decide(hub, member, want, action, reason):
     assert state.as_dict()["manager"] == "rancher_fleet"
 
 
-def test_decide_is_pure_and_never_leaks_secrets():
-    member = dict(MEMBER, credential_accepted=False, credential_error="Unauthorized")
-    state = MANAGER.decide("edge-1", HUB, member, WANT)
-    assert member == dict(MEMBER, credential_accepted=False, credential_error="Unauthorized")
-    assert "token" not in repr(state.as_dict()).lower().replace("tokens", "")
+SECRET_TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LWFnZW50LXRva2Vu.s1gnature"
+
+
+def _secret_bearing_facts():
+    """What read_member returns for a joined member: the release's values, the credential's kubeconfig and the bootstrap
+    Secret all hold SECRET_TOKEN."""
+    kubeconfig = yaml.safe_dump({"clusters": [{"name": "hub", "cluster": {"server": "https://hub.example:6443"}}],
+                                 "users": [{"name": "agent", "user": {"token": SECRET_TOKEN}}],
+                                 "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "agent"}}],
+                                 "current-context": "hub"})
+    release = {"name": "fleet-agent", "namespace": "cattle-fleet-system", "revision": 1, "status": "deployed", "chart": "fleet-agent",
+               "chart_version": "0.16.0", "values": {"token": SECRET_TOKEN, "apiServerURL": "https://hub.example:6443"}}
+    return {"namespace": {"metadata": {"name": "cattle-fleet-system"}}, "releases": {"fleet-agent": release}, "release": release,
+            "adopted": [], "credential": {"data": {AGENT_CREDENTIAL_KEY: _b64(kubeconfig)}},
+            "bootstrap": {"data": {"token": _b64(SECRET_TOKEN)}}, "deployment": {"status": {"availableReplicas": 1}}}
+
+
+def _b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("check", [{"accepted": True, "user": "system:serviceaccount:x:y", "error": None},
+                                   {"accepted": False, "user": None, "error": "Unauthorized"}])
+def test_decide_is_pure_and_never_leaks_the_secrets_the_member_holds(check):
+    facts = _secret_bearing_facts()
+    view = member_side.member_view(facts, check)
+    assert view["credential_usable"] and view["credential_server"] == "https://hub.example:6443"  # the secret was read
+    before = copy.deepcopy(view)
+    state = MANAGER.decide("edge-1", HUB, view, WANT)
+    assert view == before
+    shown = json.dumps(state.as_dict())
+    for secret in (SECRET_TOKEN, _b64(SECRET_TOKEN), facts["credential"]["data"][AGENT_CREDENTIAL_KEY]):
+        assert secret not in shown
+    assert state.action == ("none" if check["accepted"] else "reregister")
