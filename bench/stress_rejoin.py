@@ -9,7 +9,6 @@ the exit status 1. Not part of ``make test``: 20 cycles take about 25 minutes.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -71,7 +70,7 @@ def print_table(rows, interval):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     parser.add_argument('--cycles', type=int, default=20)
     parser.add_argument('--restart-every', type=int, default=5, help='restart the hub API server before every Nth join (0: never)')
     parser.add_argument('--keep-lab', action='store_true', help='leave the lab running afterwards')

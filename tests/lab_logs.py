@@ -73,7 +73,7 @@ def report(nodeid, lab_root, since, run_dir=None):
     kept = keep(nodeid, lab_root, run_dir)
     parts = ["lab logs kept in %s" % kept]
     for path in explaining_logs(lab_root, since):
-        parts.append("--- last lines of %s (%s ago) ---" % (path.relative_to(Path(lab_root) / "logs"),
-                                                           "%ds" % (time.time() - path.stat().st_mtime)))
+        age = time.time() - path.stat().st_mtime
+        parts.append("--- last lines of %s (%ds ago) ---" % (path.relative_to(Path(lab_root) / "logs"), age))
         parts.extend(tail(path))
     return "\n".join(parts)

@@ -121,7 +121,7 @@ class NamespaceRepair:
         waiter = self.runner.module.waiter
         try:
             if found[0] == TERMINATING:
-                waiter.until(lambda: self._terminating(), lambda names: not names,
+                waiter.until(self._terminating, lambda names: not names,
                              "namespace %s to be deleted" % found[1],
                              "wait_timeout: Fleet's cleanup controller and the namespace controller remove it; check that they run")
             created = waiter.until(self._touch_and_read, lambda ns: ns is not None and not _meta(ns).get("deletionTimestamp"),
