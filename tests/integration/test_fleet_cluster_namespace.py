@@ -62,11 +62,17 @@ def _later(seconds, action):
     return thread
 
 
+def _held_cluster(hub, args):
+    """A Cluster made by the module, whose namespace Fleet created and the test holds (Terminating once deleted)."""
+    ok(run_module("fleet_cluster", args))
+    target = _own_namespace(hub, args["namespace"], args["name"])
+    _hold(hub, target)
+    return target
+
+
 def test_a_cluster_created_again_while_fleet_deletes_its_namespace_is_made_joinable(lab, hub, hub_ns):
     args = dict(hub_args(lab), name="edge", namespace=hub_ns)
-    ok(run_module("fleet_cluster", args))
-    target = _own_namespace(hub, hub_ns, "edge")
-    _hold(hub, target)
+    target = _held_cluster(hub, args)
     try:
         _delete_cluster(hub, hub_ns, "edge", target)
         # Fleet meets the race: the Cluster is created again while the old namespace terminates
@@ -100,9 +106,7 @@ def test_a_cluster_created_again_while_fleet_deletes_its_namespace_is_made_joina
 
 def test_a_join_waits_for_the_earlier_namespace_and_a_leave_waits_for_its_own(lab, hub, hub_ns):
     args = dict(hub_args(lab), name="edge", namespace=hub_ns)
-    ok(run_module("fleet_cluster", args))
-    target = _own_namespace(hub, hub_ns, "edge")
-    _hold(hub, target)
+    target = _held_cluster(hub, args)
     try:
         # the leave: with the namespace held, it cannot finish, says why, and reports the Cluster's deletion
         held = run_module("fleet_cluster", dict(args, state="absent", wait=True, wait_timeout=15))
@@ -117,9 +121,7 @@ def test_a_join_waits_for_the_earlier_namespace_and_a_leave_waits_for_its_own(la
         release.join()
 
         # the join: a Cluster whose earlier namespace still terminates waits for it, then has Fleet create it
-        ok(run_module("fleet_cluster", args))
-        target = _own_namespace(hub, hub_ns, "edge")
-        _hold(hub, target)
+        target = _held_cluster(hub, args)
         _delete_cluster(hub, hub_ns, "edge", target)
         release = _later(5, lambda: _release(hub, target))
         started = time.monotonic()
