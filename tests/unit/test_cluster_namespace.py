@@ -6,6 +6,7 @@ import datetime
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import batch
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace as cns
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
@@ -122,3 +123,48 @@ def test_listed_reads_keep_a_labelled_list_for_that_selector_only():
     listed.delete(NAMESPACE, OWN)
     cns.fleet_namespaces(listed)
     assert kube.calls[-1] == ("Namespace", cns.MANAGED_SELECTOR)
+
+
+class ForbiddenNamespaces(LabelledKube):
+    """A hub credential that may list Clusters but not namespaces."""
+
+    def list(self, resource, namespace=None, label_selector=None):
+        if resource.kind == "Namespace":
+            raise ApiError("GET /api/v1/namespaces on the hub: forbidden", status=403)
+        return self.items
+
+
+def test_a_credential_that_may_not_list_namespaces_gets_no_verdict_instead_of_a_failure():
+    hub = ForbiddenNamespaces([cluster()])
+    assert cns.readable_fleet_namespaces(hub) is None
+    assert cns.read_problem(hub, cluster(), "fleet-default", "edge-1") is None
+    found = MANAGER.read_hub(hub, names=["edge-1"])
+    assert views.NAMESPACE_PROBLEM not in found["edge-1"]
+    assert MANAGER.hub_view(found["edge-1"], NOW)["cluster_namespace_problem"] is None
+
+    class Broken(LabelledKube):
+        def list(self, resource, namespace=None, label_selector=None):
+            raise ApiError("GET /api/v1/namespaces on the hub failed", status=500)
+    with pytest.raises(ApiError):
+        cns.readable_fleet_namespaces(Broken([]))
+
+
+class HubOf:
+    """A hub holding ``clusters`` and ``namespaces``; records the kinds it lists."""
+
+    def __init__(self, clusters, namespaces):
+        self.items = {"Cluster": clusters, "Namespace": namespaces}
+        self.calls = []
+
+    def list(self, resource, namespace=None, label_selector=None):
+        self.calls.append(resource.kind)
+        return self.items[resource.kind]
+
+
+def test_read_hub_judges_each_found_cluster_from_one_list_of_fleet_namespaces():
+    hub = HubOf([cluster(status_namespace=None, checked_in=False)], [namespace(OWN, deleting=True)])
+    found = MANAGER.read_hub(hub, names=["edge-1"])
+    assert found["edge-1"][views.NAMESPACE_PROBLEM] == (cns.TERMINATING, OWN)
+    assert hub.calls == ["Cluster", "Namespace"]
+    nothing = HubOf([], [namespace(OWN)])
+    assert MANAGER.read_hub(nothing, names=["edge-1"]) == {} and nothing.calls == ["Cluster"]

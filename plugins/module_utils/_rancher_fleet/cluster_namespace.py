@@ -23,7 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import CLUSTER
@@ -92,10 +92,23 @@ def fleet_namespaces(kube):
     return kube.list(NAMESPACE, label_selector=MANAGED_SELECTOR)
 
 
+def readable_fleet_namespaces(kube):
+    """``fleet_namespaces``, or None when the credential may not list namespaces (403): nothing is known then, and a
+    credential that may manage Clusters but not read namespaces must still work as it did."""
+    try:
+        return fleet_namespaces(kube)
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        return None
+
+
 def read_problem(kube, cluster, cluster_namespace, cluster_name):
-    """``problem`` of one Cluster as the hub shows it now."""
-    found = namespaces_of(fleet_namespaces(kube), cluster_namespace, cluster_name, expected_namespace(cluster))
-    return problem(cluster, found)
+    """``problem`` of one Cluster as the hub shows it now (None, too, when namespaces cannot be read)."""
+    namespaces = readable_fleet_namespaces(kube)
+    if namespaces is None:
+        return None
+    return problem(cluster, namespaces_of(namespaces, cluster_namespace, cluster_name, expected_namespace(cluster)))
 
 
 class NamespaceRepair:
@@ -153,7 +166,12 @@ class NamespaceRepair:
 def wait_gone(runner, kube, cluster_namespace, cluster_name, expected):
     """After a leave: wait until the deleted Cluster's namespaces are gone (Fleet deletes them asynchronously, and a
     join under the same name before then is never granted). Returns the names waited for."""
-    names = [_meta(ns).get("name") for ns in namespaces_of(fleet_namespaces(kube), cluster_namespace, cluster_name, expected)]
+    namespaces = readable_fleet_namespaces(kube)
+    if namespaces is None:
+        runner.warn("cannot list namespaces on the hub (403), so the leave does not wait for Fleet to delete the cluster "
+                    "namespace of Cluster %s/%s; a join under that name right away may not be granted" % (cluster_namespace, cluster_name))
+        return []
+    names = [_meta(ns).get("name") for ns in namespaces_of(namespaces, cluster_namespace, cluster_name, expected)]
     if not names:
         return []
     runner.module.waiter.until(

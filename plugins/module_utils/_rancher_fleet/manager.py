@@ -98,8 +98,8 @@ class RancherFleet(FleetManager):
             name = (obj.get("metadata") or {}).get("name")
             if wanted is None or name in wanted:
                 found[name] = obj
-        if found:
-            fleet_namespaces = cluster_namespace.fleet_namespaces(hub)
+        fleet_namespaces = cluster_namespace.readable_fleet_namespaces(hub) if found else None
+        if fleet_namespaces is not None:
             for obj in found.values():
                 meta = obj.get("metadata") or {}
                 own = cluster_namespace.namespaces_of(fleet_namespaces, meta.get("namespace"), meta.get("name"),
