@@ -134,7 +134,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     members = ["member1", "member2"]
 
     # A clean start, whatever ran on this lab before.
-    playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    playbook(lab, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
     assert_left(hub, members)
 
     join = playbook(lab, "join_cluster.yml", "-v", tmp_path=tmp_path)
@@ -223,12 +223,19 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
         assert row, status.output[-3000:]
         assert sorted(row.group("labels").split(",")) == ["env=lab", "member=%s" % member]
 
-    leave = playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    # A leave must be meant: no limit at all refuses before anything changes; an explicit limit naming them all is meant.
+    unmeant = playbook(lab, "leave_cluster.yml", tmp_path=tmp_path, fails=True)
+    assert "run without --limit" in unmeant.output and "fleetops_leave_all=true" in unmeant.output, unmeant.output[-3000:]
+    assert unmeant.recap and all(host["changed"] == 0 for host in unmeant.recap.values()), unmeant.recap
+    for member in members:
+        assert hub.fleet_cluster(member) is not None and hub.member_cluster(member) is not None, "the refused leave touched " + member
+
+    leave = playbook(lab, "leave_cluster.yml", "--limit", ",".join(members), tmp_path=tmp_path)
     for member in members:
         assert leave.changed(member) == 5  # MemberCluster, member agent, identity, Fleet agent, Cluster
         assert re.search(r"%s: kubefleet removed: MemberCluster, agent, identity \| rancher_fleet removed: agent, agent credential, "
                          r"(Fleet-managed agent release fleet-agent-%s, )?Cluster, 1 ClusterRegistration" % (member, member), leave.output)
     assert_left(hub, members, set(client_ids.values()))
 
-    again = playbook(lab, "leave_cluster.yml", tmp_path=tmp_path)
+    again = playbook(lab, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
     assert again.unchanged(members), again.recap
