@@ -63,3 +63,27 @@ class Waiter:
                 raise WaitTimeout("timed out after %ds waiting for %s" % (self.timeout, what),
                                   hint or "Raise wait_timeout, or look at the controller that should act", last=value)
             self.sleeper(min(self.sleep, self.remaining))
+
+
+class Nudge:
+    """``touch()`` at most every ``every`` seconds while a wait goes on (the first time at once when ``at_once``).
+
+    Controllers act on watch events; one that missed an event (a watch broken around an API server restart, say)
+    handles the object again when it changes, so a wait touches the object it waits on instead of waiting for a
+    resync that may be hours away.
+    """
+
+    def __init__(self, touch, every, at_once=False, clock=time.monotonic):
+        self.touch = touch
+        self.every = every
+        self.clock = clock
+        self.last = None if at_once else clock()
+        self.count = 0
+
+    def __call__(self):
+        now = self.clock()
+        if self.last is None or now - self.last >= self.every:
+            self.touch()
+            self.last = now
+            self.count += 1
+

@@ -1,6 +1,7 @@
 """Issue 8 for Rancher Fleet against the lab: preflight before Helm, truthful changed and rollback, labelled and
 pruned tokens, check mode on fresh targets, and no leftovers on leave."""
 
+import threading
 import time
 
 import pytest
@@ -153,3 +154,24 @@ def test_leave_removes_the_namespace_unless_something_of_value_is_in_it(lab, hub
     assert any("site-settings" in w for w in warnings(kept))
     assert core.read_namespace(AGENT_NS).status.phase == "Active"
     assert releases(lab, member) == []
+
+
+def test_a_token_fleet_does_not_handle_in_time_is_touched_until_it_does(lab_controllers, hub, hub_ns):
+    """Fleet's agentmanagement frozen past the module's nudge interval: the wait touches the token and still succeeds
+    once Fleet acts (the touch is what makes Fleet handle a token whose ServiceAccount event it missed)."""
+    lab = lab_controllers
+    agentmanagement = "hub/cattle-fleet-system/fleet-controller-*/fleet-agentmanagement"
+    lab.freeze(agentmanagement)
+    try:
+        thaw = threading.Timer(26, lambda: lab.thaw(agentmanagement))
+        thaw.start()
+        started = time.monotonic()
+        result = ok(run_module("fleet_registration_token", dict(hub_args(lab), name="slow", namespace=hub_ns, ttl="1h",
+                                                                wait=True, wait_timeout=120)))
+        assert time.monotonic() - started >= 25 and result["secret_name"] == "slow"
+        thaw.join()
+    finally:
+        lab.thaw(agentmanagement)
+    token = hub.get("clusterregistrationtokens", hub_ns, "slow")
+    assert "fleetops.registration/nudged" in (token["metadata"].get("annotations") or {}), token["metadata"]
+    assert hub.token_values(hub_ns, "slow")["tokenName"] == "slow"

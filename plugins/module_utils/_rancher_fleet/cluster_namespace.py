@@ -26,6 +26,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Nudge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import CLUSTER
 
 MANAGED_SELECTOR = "fleet.cattle.io/managed=true"
@@ -119,7 +120,7 @@ class NamespaceRepair:
         self.kube = runner.kube
         self.namespace = namespace
         self.name = name
-        self.touched_at = None
+        self.touch = Nudge(self._touch_cluster, RETOUCH_SECONDS, at_once=True, clock=runner.module.waiter.clock)
 
     def run(self, cluster):
         """None when the Cluster's namespace is fine; otherwise ``{namespace, found, repaired}`` (repaired: False in
@@ -141,8 +142,8 @@ class NamespaceRepair:
                                    "Fleet to create the cluster namespace of Cluster %s/%s" % (self.namespace, self.name),
                                    "wait_timeout: check that Fleet's controller (agentmanagement) runs")
         except FleetOpsError as exc:
-            exc.msg += " (%s%s)" % (what, "; the Cluster was touched so that Fleet creates it" if self.touched_at else "")
-            exc.details["changed"] = exc.details.get("changed") or self.touched_at is not None
+            exc.msg += " (%s%s)" % (what, "; the Cluster was touched so that Fleet creates it" if self.touch.count else "")
+            exc.details["changed"] = exc.details.get("changed") or bool(self.touch.count)
             raise
         self.runner.warn(what + "; waited for it and made Fleet create %s again" % _meta(created).get("name"))
         return {"namespace": _meta(created).get("name"), "found": found[0], "repaired": True}
@@ -151,13 +152,12 @@ class NamespaceRepair:
         namespaces = namespaces_of(fleet_namespaces(self.kube), self.namespace, self.name)
         return [_meta(ns).get("name") for ns in namespaces if _meta(ns).get("deletionTimestamp")]
 
+    def _touch_cluster(self):
+        self.kube.patch(CLUSTER, self.name, {"metadata": {"annotations": {REPAIR_ANNOTATION: format_time(utcnow())}}}, self.namespace)
+
     def _touch_and_read(self):
         """The Cluster's namespace, after touching the Cluster when it is due (first call, then every RETOUCH_SECONDS)."""
-        clock = self.runner.module.waiter.clock
-        if self.touched_at is None or clock() - self.touched_at >= RETOUCH_SECONDS:
-            self.kube.patch(CLUSTER, self.name, {"metadata": {"annotations": {REPAIR_ANNOTATION: format_time(utcnow())}}},
-                            self.namespace)
-            self.touched_at = clock()
+        self.touch()
         cluster = self.kube.get(CLUSTER, self.name, self.namespace)
         found = namespaces_of(fleet_namespaces(self.kube), self.namespace, self.name, expected_namespace(cluster))
         return found[0] if found else None

@@ -17,6 +17,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, load_yaml, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Nudge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import OWNER_CLUSTER_LABEL, TOKEN, VALUES_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
@@ -27,6 +29,9 @@ try:
 except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
 
+# Without its values Secret this long, the token is touched (and again as long again) so that Fleet handles it anew.
+NUDGE_SECONDS = 20
+NUDGED_ANNOTATION = "fleetops.registration/nudged"
 GONE_HINT = ("Fleet deletes expired tokens (a ClusterRegistrationToken goes once its ttl has passed, and the controller may "
              "require a ttl: FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); create a new token with a ttl longer than the run")
 
@@ -189,15 +194,27 @@ class TokenRunner(Runner):
 
         if not self.params.get("wait"):
             return fetch(), state["token"]
+        # Fleet goes on with a token once it sees the ServiceAccount it made for it; an event lost then (a watch broken
+        # around a hub API server restart) left the token without values. A touch makes Fleet handle the token again.
+        nudge = Nudge(self._touch_token, NUDGE_SECONDS, clock=self.module.waiter.clock)
+
+        def fetch_nudging():
+            secret = fetch()
+            if secret is None and not self.check_mode:
+                nudge()
+            return secret
         try:
             secret = self.module.waiter.until(
-                fetch, lambda s: s is not None, "the values Secret of ClusterRegistrationToken %s/%s" % (self.namespace, self.name),
+                fetch_nudging, lambda s: s is not None, "the values Secret of ClusterRegistrationToken %s/%s" % (self.namespace, self.name),
                 "wait_timeout: Fleet's controller writes the Secret once kube-controller-manager has filled the token's "
                 "ServiceAccount Secret; check that fleet-controller (agentmanagement) runs and that nothing (a ResourceQuota on "
                 "secrets, say) blocks Secrets in namespace %s, or raise wait_timeout" % self.namespace)
         except WaitTimeout as exc:
             raise WaitTimeout(exc.msg, exc.hint, param="wait_timeout")
         return secret, state["token"]
+
+    def _touch_token(self):
+        self.kube.patch(TOKEN, self.name, {"metadata": {"annotations": {NUDGED_ANNOTATION: format_time(utcnow())}}}, self.namespace)
 
     # -- absent, prune -------------------------------------------------------------------------
 
