@@ -65,6 +65,7 @@ def line_ranges(source, names):
         raise SystemExit('mutation targets not found: %s' % ', '.join(sorted(missing)))
     return ranges
 
+
 def collections(worker):
     """The collections path of a worker's staged copy."""
     return STAGE / ('w%d' % worker) / 'collections'

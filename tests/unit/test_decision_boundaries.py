@@ -89,7 +89,7 @@ def test_token_pruning_at_the_limits():
     born_now = times.format_time(now)
     # another run's token is pruned whether its run id sorts before or after this run's; one born this very second too
     for other in ("a-run", "z-run"):
-        assert [name for name, _ in fleet_rules.prunable_tokens([_token("t", born_now, run=other)], run_id="m-run", now=now)] == ["t"]
+        assert [found[0] for found in fleet_rules.prunable_tokens([_token("t", born_now, run=other)], run_id="m-run", now=now)] == ["t"]
     assert fleet_rules.prunable_tokens([_token("t", born_now, run="m-run")], run_id="m-run", now=now) == []
     # a TTL that cannot be parsed gives no expiry (never 'expired a second after birth')
     assert fleet_rules.token_expiry(_token("t", "2020-01-01T00:00:00Z", ttl="bogus")) is None
