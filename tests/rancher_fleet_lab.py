@@ -3,6 +3,7 @@ do their work), a fresh hub namespace, a member reset to "no Fleet agent", and m
 
 import base64
 import json
+import os
 
 import pytest
 import yaml
@@ -87,6 +88,16 @@ def fresh_member(lab):
     yield get
     for context in used:
         _reset_member(lab, context)
+
+
+def member_kubeconfig(lab, member, path):
+    """The lab's kubeconfig as a file of its own (mode 0600), and the user entry of the member's context."""
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    path.write_text(yaml.safe_dump(config))
+    os.chmod(path, 0o600)
+    ctx = next(c for c in config["contexts"] if c["name"] == member)["context"]
+    user = next(u for u in config["users"] if u["name"] == ctx["user"])["user"]
+    return str(path), user
 
 
 def hub_args(lab):

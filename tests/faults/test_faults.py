@@ -8,6 +8,7 @@ RoleBinding on the hub; after a leave, nothing of the member on the hub and no n
 collection created on the member. One member (member1) joins, to keep the suite short.
 """
 
+import re
 import time
 
 import pytest
@@ -55,14 +56,21 @@ def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
         tokens = wait_for(lambda: (set(sides.run_tokens()) - earlier) or run.poll() is not None, 300, "the run's registration token")
         assert tokens is not True, "the join ended before it created a registration token:\n" + play.finish(run)[1][-3000:]
         time.sleep(3)
+        assert run.poll() is None, "the join ended before the fault:\n" + play.finish(run)[1][-3000:]
         lab.kill("hub-apiserver")
         fault_at = time.time()
+        # still running once the API server is gone, and what it prints from now on is the join going on through the fault
+        in_flight, written = run.poll() is None, run.log.stat().st_size
         time.sleep(15)
         lab.start("hub-apiserver")
         code, output = play.finish(run)
         print("join with the hub API server killed for 15 s: exit %d\n%s" % (code, output[-1500:]))
     finally:
         lab.heal()
+    assert in_flight, "the join ended as the hub API server was killed, so the fault did not hit a join in flight"
+    after = output.encode("utf-8")[written:].decode("utf-8", "replace")
+    results = re.findall(r"^(?:ok|changed|fatal|failed|FAILED - RETRYING): \[%s[] ].*$" % MEMBER, after, re.M)
+    assert results, "no task of the join reported on %s after the kill (exit %d):\n%s" % (MEMBER, code, after[-3000:])
     rerun = play.converges("join_cluster.yml", *LIMIT)
     _assert_joined_since(sides, rerun, fault_at)
 

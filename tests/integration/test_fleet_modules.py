@@ -17,7 +17,7 @@ from modrun import run_module
 from kube_helpers import absent as _missing, wait_for
 from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import
     AGENT_NS, CHECKIN_TIMEOUT, REDACTED, agent_args, fresh_member, helm_values, hub, hub_args, hub_ns, kube_system_uid,
-    make_token, manage_agent_disabled, ok, releases, warnings,
+    make_token, manage_agent_disabled, member_kubeconfig, ok, releases, warnings,
 )
 
 pytestmark = pytest.mark.lab
@@ -257,18 +257,9 @@ def test_predefined_client_id_claimed_by_the_agent(lab, hub, hub_ns, fresh_membe
 # fleet_cluster: manager-initiated
 # ---------------------------------------------------------------------------
 
-def _member_kubeconfig(lab, member, path):
-    config = yaml.safe_load(lab.kubeconfig.read_text())
-    path.write_text(yaml.safe_dump(config))
-    os.chmod(path, 0o600)
-    ctx = next(c for c in config["contexts"] if c["name"] == member)["context"]
-    user = next(u for u in config["users"] if u["name"] == ctx["user"])["user"]
-    return str(path), user
-
-
 def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp_path):
     member = fresh_member("member1")
-    kubeconfig, user = _member_kubeconfig(lab, member, tmp_path / "all.yaml")
+    kubeconfig, user = member_kubeconfig(lab, member, tmp_path / "all.yaml")
     secrets = [v for k, v in user.items() if k in ("token", "client-key-data")]
     assert secrets
     cargs = dict(hub_args(lab), name="imported", namespace=hub_ns, cluster_kubeconfig=kubeconfig, cluster_kubeconfig_context=member,

@@ -178,6 +178,7 @@ def test_read_hub_is_one_list_filtered_by_name():
     ({"a": 1, "b": {"c": 2, "d": 3}}, {"b": {"c": 2}}, True),
     ({"a": 1}, {"a": 2}, False),
     ({"a": 1}, {"b": {"c": 1}}, False),
+    ({"b": {"c": 2}}, {"b": {"c": 3}}, False),  # a nested value that differs
     (None, {}, True),
 ])
 def test_values_cover(live, wanted, covered):
