@@ -71,6 +71,7 @@ def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
     after = output.encode("utf-8")[written:].decode("utf-8", "replace")
     results = re.findall(r"^(?:ok|changed|fatal|failed|FAILED - RETRYING): \[%s[] ].*$" % MEMBER, after, re.M)
     assert results, "no task of the join reported on %s after the kill (exit %d):\n%s" % (MEMBER, code, after[-3000:])
+    print("Fleet on the hub handled a new registration token %.0f s after the fault" % sides.wait_fleet_handles_tokens())
     rerun = play.converges("join_cluster.yml", *LIMIT)
     _assert_joined_since(sides, rerun, fault_at)
 
