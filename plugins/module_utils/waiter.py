@@ -86,4 +86,3 @@ class Nudge:
             self.touch()
             self.last = now
             self.count += 1
-

@@ -60,13 +60,13 @@ def test_nudge_touches_when_due_and_not_more_often():
     clock = FakeClock()
     touched = []
     later = waiter.Nudge(lambda: touched.append(clock.now), 20, clock=clock)
-    for _ in range(25):  # a wait polling every 2 s for 50 s
+    for dummy in range(25):  # a wait polling every 2 s for 50 s
         later()
         clock.sleep(2)
     assert touched == [20.0, 40.0] and later.count == 2
     clock.now, touched[:] = 0.0, []
     at_once = waiter.Nudge(lambda: touched.append(clock.now), 10, at_once=True, clock=clock)
-    for _ in range(6):
+    for dummy in range(6):
         at_once()
         clock.sleep(4)
     assert touched == [0.0, 12.0]
