@@ -131,7 +131,7 @@ unit: venv collection
 
 # Mutation check (not part of make test): cosmic-ray mutates staged copies of the decision code and runs, per mutated
 # file, the unit tests that execute it against each mutant, on 2 workers; prints the score per file and the survivors
-# (hack/mutations.py, docs/testing.md). 1,281 mutants: about 15 minutes on the 2-CPU machine.
+# (hack/mutations.py, docs/testing.md). 1,281 mutants: 15-20 minutes on the 2-CPU machine.
 test-mutations: venv
 	$(PY) hack/mutations.py
 

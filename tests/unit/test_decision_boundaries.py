@@ -189,3 +189,27 @@ def test_label_keys_are_strings_stripped_and_base64_errors_named():
     for bad in ("not base64!", "//79"):  # not base64; base64 of bytes that are not UTF-8
         with pytest.raises(ParameterError, match="base64"):
             parsing.unb64(bad, "hubCA")
+
+
+def test_changes_that_sort_either_way():
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import rules as kf_rules
+    with pytest.raises(ParameterError, match="32 characters"):
+        fleet_rules.validate_ttl("10h" + "0m" * 15)  # 33 characters
+    live = {"status": "deployed", "chart": "fleet-agent", "chart_version": "0.16.0", "values": {}}
+    assert ReleasePlan.decide(live, "zzz-agent", "0.16.0", {}).reasons == ["the release runs chart fleet-agent, not zzz-agent"]
+    good = {"type": kf_rules.SA_TOKEN_TYPE, "metadata": {"annotations": {kf_rules.SA_NAME_ANNOTATION: "m-sa"}}}
+    assert kf_rules.token_secret_problem(dict(good, type="kubernetes.io/tls"), "m-sa")
+    sa = {"kind": "ServiceAccount", "name": "m", "namespace": "fleet-system"}
+    current = {"metadata": {"name": "m"}, "spec": {"identity": sa, "heartbeatPeriodSeconds": 30}}
+    assert kf_rules.member_cluster_changes(current, "m", sa, 60)[1] == {"spec": {"heartbeatPeriodSeconds": 60}}
+    member = {"credential": {"present": True, "username": "abe"}}
+    assert "the member agent's token authenticates as abe, but the MemberCluster names zed" in kf_manager._reregister_reasons(
+        {"identity": {"kind": "User", "name": "zed"}}, member, {})
+
+
+def test_rancher_fleet_credential_of_unknown_standing_is_no_reason():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import manager as rf_manager
+    member = {"credential": {"name": "fleet-agent"}, "credential_accepted": None, "credential_usable": True, "release": None}
+    assert rf_manager._agent_reasons(member) == []
+    assert rf_manager._agent_reasons(dict(member, credential_accepted=False)) == [
+        ("reregister", "the hub refuses the agent's credential (401)")]
