@@ -75,7 +75,7 @@ def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
         recovered = sides.wait_fleet_handles_tokens(timeout=120)
     except pytest.fail.Exception:
         # Fleet's agentmanagement has stayed blind to the ServiceAccounts it makes for >10 min after such a restart; a
-        # kubelet's liveness probe would restart it, which the lab's runner does for a killed container.
+        # restart (the runner restarts a killed container, as a kubelet does) gives it fresh informers.
         lab.kill("hub/cattle-fleet-system/fleet-controller-*/fleet-agentmanagement")
         recovered = 120 + sides.wait_fleet_handles_tokens(timeout=300)
     print("Fleet on the hub handled a new registration token %.0f s after the fault" % recovered)
