@@ -59,31 +59,50 @@ class ModuleResult(dict):
         return bool(self.get("changed"))
 
 
-def run_module(name, args, check=False, diff=False, env=None, timeout=600):
-    """Run plugins/modules/<name>.py with ``args``; return its result (``raw_output`` has the exact stdout)."""
-    # A private task directory, as Ansible gives each task: a module may delete it, never the system's /tmp.
-    task_tmp = tempfile.mkdtemp(prefix="modrun-")
-    envelope = {"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check, _ansible_diff=diff,
-                                            _ansible_tmpdir=task_tmp, _ansible_remote_tmp=task_tmp,
-                                            _ansible_keep_remote_files=False)}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(envelope, handle)
-        args_path = handle.name
-    try:
-        os.chmod(args_path, 0o600)
-        root = collections_root()
+class ModuleProcess:
+    """A module started as Ansible starts it, in its own task directory (``task_tmp``), as a running process."""
+
+    def __init__(self, name, args, check=False, diff=False, env=None):
+        # A private task directory, as Ansible gives each task: a module may delete it, never the system's /tmp.
+        self.task_tmp = tempfile.mkdtemp(prefix="modrun-")
+        envelope = {"ANSIBLE_MODULE_ARGS": dict(args, _ansible_check_mode=check, _ansible_diff=diff,
+                                                _ansible_tmpdir=self.task_tmp, _ansible_remote_tmp=self.task_tmp,
+                                                _ansible_keep_remote_files=False)}
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            json.dump(envelope, handle)
+            self.args_path = handle.name
+        os.chmod(self.args_path, 0o600)
         process_env = dict(os.environ)
-        process_env["PYTHONPATH"] = str(root) + os.pathsep + process_env.get("PYTHONPATH", "")
+        process_env["PYTHONPATH"] = str(collections_root()) + os.pathsep + process_env.get("PYTHONPATH", "")
         process_env.update(env or {})
         module = INSTALLED / "plugins" / "modules" / (name + ".py")
-        proc = subprocess.run([sys.executable, str(module), args_path], capture_output=True, text=True,
-                              env=process_env, timeout=timeout, check=False)
-    finally:
-        os.unlink(args_path)
-        shutil.rmtree(task_tmp, ignore_errors=True)
+        self.proc = subprocess.Popen([sys.executable, str(module), self.args_path], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=process_env)
+
+    def finish(self, timeout=600):
+        """Wait for the module (killed at ``timeout``); remove the task directory as Ansible does after a task."""
+        try:
+            return self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            raise
+        finally:
+            self.cleanup()
+
+    def cleanup(self):
+        if os.path.exists(self.args_path):
+            os.unlink(self.args_path)
+        shutil.rmtree(self.task_tmp, ignore_errors=True)
+
+
+def run_module(name, args, check=False, diff=False, env=None, timeout=600):
+    """Run plugins/modules/<name>.py with ``args``; return its result (``raw_output`` has the exact stdout)."""
+    module = ModuleProcess(name, args, check=check, diff=diff, env=env)
+    stdout, stderr = module.finish(timeout)
     try:
-        result = ModuleResult(json.loads(proc.stdout))
+        result = ModuleResult(json.loads(stdout))
     except ValueError:
-        raise AssertionError("module %s printed no JSON (rc=%s):\nstdout: %s\nstderr: %s" % (name, proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    result["raw_output"] = proc.stdout + proc.stderr
+        raise AssertionError("module %s printed no JSON (rc=%s):\nstdout: %s\nstderr: %s" % (name, module.proc.returncode, stdout[-3000:], stderr[-3000:]))
+    result["raw_output"] = stdout + stderr
     return result

@@ -83,7 +83,7 @@ class ConnectionSettings:
         if self.context and self.kubeconfig is not None:
             # The client's own message would blame the kubeconfig; the fix is the context option.
             check_context(self.kubeconfig_dict()[0], self.context, self.param("context"))
-        configuration = self._static_configuration(tmpdir or _tempdir_removed_at_exit)
+        configuration = self._static_configuration(tmpdir or private_tempdir)
         if configuration is None:
             configuration = self._package_configuration()
         return self._apply_overrides(configuration)
@@ -239,11 +239,9 @@ def write_private_file(path, content):
     return path
 
 
-def _tempdir_removed_at_exit():
-    path = private_tempdir()
+def private_tempdir(parent=None):
+    """A 0700 directory (in ``parent``, else the system's) for key material and Helm's files, removed with
+    everything in it when the process exits normally."""
+    path = tempfile.mkdtemp(prefix="fleetops-", dir=parent)
     atexit.register(shutil.rmtree, path, True)
     return path
-
-
-def private_tempdir():
-    return tempfile.mkdtemp(prefix="fleetops-")

@@ -98,8 +98,9 @@ class FleetModule(AnsibleModule):
     @property
     def tmpdir(self):
         if self._fleet_tmpdir is None:
-            self._fleet_tmpdir = private_tempdir()
-            self.add_cleanup_file(self._fleet_tmpdir)
+            # Inside the task's directory, which Ansible removes after the task even when the module was killed
+            # (a task timeout, a cancelled job): inline client keys are written here and must not outlive the task.
+            self._fleet_tmpdir = private_tempdir(super(FleetModule, self).tmpdir)
         return self._fleet_tmpdir
 
     def helm(self, secrets=()):

@@ -7,13 +7,14 @@ Every test works in its own hub namespace and leaves the members' cattle-fleet-s
 
 import base64
 import os
+import pathlib
 import stat
 
 import pytest
 import yaml
 from kubernetes import client
 
-from modrun import run_module
+from modrun import ModuleProcess, run_module
 from kube_helpers import absent as _missing, wait_for
 from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import
     AGENT_NS, CHECKIN_TIMEOUT, REDACTED, agent_args, fresh_member, helm_values, hub, hub_args, hub_ns, kube_system_uid,
@@ -351,3 +352,29 @@ def test_bad_input_fails_naming_the_parameter_and_leaves_nothing(lab, hub, hub_n
         assert result.failed and result["msg"].startswith(words), result["msg"]
     assert hub.items("clusters", hub_ns) == []
     assert [s.metadata.name for s in hub.core.list_namespaced_secret(hub_ns).items if s.metadata.name.startswith("c")] == []
+
+
+# ---------------------------------------------------------------------------
+# key material written for a connection
+# ---------------------------------------------------------------------------
+
+def test_a_killed_module_leaves_no_client_key_outside_its_task_directory(lab, hub_ns, tmp_path):
+    """The lab's kubeconfig holds inline client keys, which a module writes to files (0600) for the client. A module
+    killed mid-wait (a task timeout, a cancelled AWX job) cannot clean up: the files must be in the task's directory,
+    which Ansible removes after the task, not in the system's temporary directory."""
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    args = dict(hub_args(lab), name="never-checks-in", namespace=hub_ns, wait=True, wait_timeout=300)
+    module = ModuleProcess("fleet_cluster", args, env={"TMPDIR": str(system_tmp)})
+    try:
+        keys = wait_for(lambda: [key for where in (pathlib.Path(module.task_tmp), system_tmp) for key in where.rglob("*client-key*.pem")],
+                        60, "the module to write the kubeconfig's inline client key for its client")
+        assert all(stat.S_IMODE(key.stat().st_mode) == 0o600 for key in keys)
+        assert all(pathlib.Path(module.task_tmp) in key.parents for key in keys), "keys outside the task directory: %s" % keys
+        assert module.proc.poll() is None, "the module ended before it could be killed mid-wait"
+        module.proc.kill()
+        module.proc.communicate()
+    finally:
+        module.cleanup()
+    assert not keys[0].exists()
+    assert sorted(str(p) for p in system_tmp.rglob("*")) == []
