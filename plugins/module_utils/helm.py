@@ -258,7 +258,14 @@ def read_release(kube, name, namespace):
     Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
     ``values`` are the user-supplied values and may carry secrets: the caller hides them.
     """
+    if not _RELEASE_NAME.match(name or "") or len(name) > 53:
+        # It goes into a label selector: "x,owner!=helm" would select other Secrets.
+        raise ParameterError("release_name", "%r is not a valid Helm release name" % (name,),
+                             "Use at most 53 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
     return read_releases(kube, namespace, "owner=helm,name=%s" % name).get(name)
+
+
+_RELEASE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def release_view(release):

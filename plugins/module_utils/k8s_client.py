@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 try:
     from importlib.util import find_spec
@@ -29,6 +30,18 @@ HAS_KUBERNETES = bool(find_spec and find_spec("kubernetes"))
 KUBERNETES_IMPORT_ERROR = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
 
 
+_UNSAFE_IN_PATH = re.compile(r"[/?#%\\\s]")
+
+
+def path_segment(value, param):
+    """``value`` as one segment of a request path: a name such as ``../secrets/x`` would address another object with
+    the same credentials, so it is refused before any request."""
+    if not isinstance(value, str) or value in (".", "..") or _UNSAFE_IN_PATH.search(value):
+        raise ParameterError(param, "%r is not a valid Kubernetes object name" % (value,),
+                             "Use the object's name as kubectl shows it: no '/', '?', '#', '%', spaces, '.' or '..'")
+    return value
+
+
 class Resource:
     """How to address one kind over REST."""
 
@@ -41,12 +54,12 @@ class Resource:
     def path(self, namespace=None, name=None, subresource=None):
         base = "/api/v1" if self.api_version == "v1" else "/apis/" + self.api_version
         if self.namespaced and namespace:
-            base += "/namespaces/" + namespace
+            base += "/namespaces/" + path_segment(namespace, "namespace")
         base += "/" + self.plural
         if name:
-            base += "/" + name
+            base += "/" + path_segment(name, "name")
         if subresource:
-            base += "/" + subresource
+            base += "/" + path_segment(subresource, "subresource")
         return base
 
     def __repr__(self):

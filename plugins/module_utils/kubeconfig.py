@@ -138,20 +138,30 @@ def kubeconfig_token(config, context=None):
     return None
 
 
+# An auth-provider's config keys that are not credentials (every other value there is masked).
+AUTH_PROVIDER_PUBLIC_KEYS = ("idp-issuer-url", "client-id", "cmd-path", "cmd-args", "expiry-key", "token-key",
+                             "expiry", "scopes", "apiserver-id", "environment", "tenant-id", "config-mode")
+
+
 def kubeconfig_secrets(config):
-    """The credential strings inside a kubeconfig mapping (to mask them)."""
+    """The credential strings inside a kubeconfig mapping (to mask them): inline tokens, keys and passwords, an
+    auth-provider's tokens and client secret (every config value not known to be public), an exec plugin's
+    environment values."""
     found = []
     for user in (config or {}).get("users") or []:
-        for key, value in ((user or {}).get("user") or {}).items():
-            if key in CREDENTIAL_KEYS and isinstance(value, str):
-                found.append(value)
-    return found
+        entry = (user or {}).get("user") or {}
+        found.extend(value for key, value in entry.items() if key in CREDENTIAL_KEYS)
+        provider_config = (entry.get("auth-provider") or {}).get("config") or {}
+        found.extend(value for key, value in provider_config.items() if key not in AUTH_PROVIDER_PUBLIC_KEYS)
+        found.extend(item.get("value") for item in (entry.get("exec") or {}).get("env") or [] if isinstance(item, dict))
+    return [value for value in found if isinstance(value, str) and value]
 
 
 def _check_pem(pem, param):
-    if "-----BEGIN CERTIFICATE-----" not in pem:
+    certificates = certificate_blocks(pem)
+    if not certificates:
         raise ParameterError(param, "the CA is not a PEM certificate", "Give the PEM text of the hub's CA")
-    return pem
+    return certificates
 
 
 def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PEM file"):
@@ -165,6 +175,23 @@ def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PE
             raise ParameterError(param, "is neither PEM text nor an existing file", hint)
         with open(path) as handle:
             text = handle.read()
-    if "-----BEGIN CERTIFICATE-----" not in text:
+    certificates = certificate_blocks(text)
+    if not certificates:
         raise ParameterError(param, "is not a PEM certificate", hint)
-    return text
+    return certificates
+
+
+def certificate_blocks(text):
+    """Only the CERTIFICATE blocks of PEM text, so that a bundle file that also holds a private key never passes
+    the key on (into agent values, a Secret or a kubeconfig)."""
+    blocks, current = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == "-----BEGIN CERTIFICATE-----":
+            current = [stripped]
+        elif current is not None:
+            current.append(stripped)
+            if stripped == "-----END CERTIFICATE-----":
+                blocks.append("\n".join(current) + "\n")
+                current = None
+    return "".join(blocks)

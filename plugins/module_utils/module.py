@@ -35,6 +35,23 @@ def unset_empty_strings(params, spec):
             params[name] = option.get("default")
 
 
+def invocation_secrets(params, secret_options):
+    """Credentials inside options that are not secret as a whole, found before anything logs them: a kubeconfig
+    given as a mapping (kubeconfig#782 in kubernetes.core), and in a list of items (member_info's ``members``) a
+    kubeconfig mapping or a secret option (``secret_options``), which the module refuses there but was given."""
+    found = []
+    for value in params.values():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                continue
+            found.extend(kubeconfig_secrets(item))
+            found.extend(item[key] for key in secret_options if isinstance(value, list) and isinstance(item.get(key), str))
+            for nested in item.values():
+                if isinstance(nested, dict):
+                    found.extend(kubeconfig_secrets(nested))
+    return found
+
+
 def connection_key(params, prefix=""):
     """What identifies one connection among a batch's items: its auth options (a kubeconfig mapping as JSON)."""
     return (prefix,) + tuple(json.dumps(params.get(prefix + key), sort_keys=True, default=str) for key in AUTH_KEYS)
@@ -61,11 +78,15 @@ class FleetModule(AnsibleModule):
         # fail_json during argument validation would otherwise delete as if it were ours.
         self._fleet_tmpdir = None
         self._waiter = None
-        for key in ("kubeconfig", "hub_kubeconfig"):
-            kubeconfig = self.params.get(key)
-            if isinstance(kubeconfig, dict):
-                # A kubeconfig given as a mapping holds credentials (kubernetes.core#782).
-                self.hide(*kubeconfig_secrets(kubeconfig))
+
+    def _hide_invocation_secrets(self):
+        secret_options = [name for name, option in (getattr(self, "argument_spec", None) or {}).items() if option.get("no_log")]
+        self.hide(*invocation_secrets(getattr(self, "params", None) or {}, secret_options))
+
+    def _log_invocation(self):
+        # AnsibleModule logs its invocation (syslog, journald) from its __init__: hide credentials first.
+        self._hide_invocation_secrets()
+        super(FleetModule, self)._log_invocation()
 
     def settings(self, prefix="", params=None):
         return ConnectionSettings(self.params if params is None else params, prefix, label="hub" if prefix == "hub_" else "cluster")
@@ -136,6 +157,8 @@ class FleetModule(AnsibleModule):
         super(FleetModule, self).exit_json(**kwargs)
 
     def fail_json(self, msg, **kwargs):
+        # Also before the invocation was logged: a failed argument validation returns the arguments as given.
+        self._hide_invocation_secrets()
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super(FleetModule, self).fail_json(msg=msg, **kwargs)

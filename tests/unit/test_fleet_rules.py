@@ -195,6 +195,22 @@ def test_read_ca_accepts_pem_text_or_a_file(tmp_path):
         kubeconfig.read_pem("-----BEGIN RSA PRIVATE KEY-----", "api_server_ca")
 
 
+def test_a_ca_bundle_with_a_private_key_passes_on_its_certificates_only(tmp_path):
+    other = CA.replace("MIIBdummy", "MIIBother")
+    key = "-----BEGIN EC PRIVATE KEY-----\nMHcsecret\n-----END EC PRIVATE KEY-----\n"
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text("subject=CN=hub\n" + CA + key + "  " + other.replace("\n", "\r\n"))
+    for given in (str(bundle), bundle.read_text()):
+        assert kubeconfig.read_pem(given, "hub_ca_cert") == CA + other
+    config = {"current-context": "a", "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+              "clusters": [{"name": "c", "cluster": {"server": "https://a", "certificate-authority": str(bundle)}}],
+              "users": [{"name": "u", "user": {}}]}
+    assert kubeconfig.kubeconfig_ca_pem(config) == CA + other
+    with pytest.raises(ParameterError) as err:
+        kubeconfig.read_pem(key, "hub_ca_cert")
+    assert err.value.param == "hub_ca_cert" and "MHcsecret" not in err.value.message()
+
+
 # -- kubeconfigs for manager-initiated registration ----------------------------------------------------
 
 def _kubeconfig(**user):
@@ -211,8 +227,8 @@ def _kubeconfig(**user):
 def test_portable_kubeconfig_inlines_files_relative_to_the_kubeconfig(tmp_path):
     (tmp_path / "pki").mkdir()
     (tmp_path / "pki" / "ca.crt").write_text(CA)
-    (tmp_path / "pki" / "admin.crt").write_text("CERT")
-    (tmp_path / "pki" / "admin.key").write_text("KEY")
+    (tmp_path / "pki" / "admin.crt").write_text(CLIENT_CERT)
+    (tmp_path / "pki" / "admin.key").write_text(CLIENT_KEY)
     config = _kubeconfig(**{"client-certificate": "pki/admin.crt", "client-key": str(tmp_path / "pki" / "admin.key")})
     doc, warnings = rules.portable_kubeconfig(config, str(tmp_path))
     assert warnings == []
@@ -222,9 +238,40 @@ def test_portable_kubeconfig_inlines_files_relative_to_the_kubeconfig(tmp_path):
     assert base64.b64decode(cluster["certificate-authority-data"]).decode() == CA
     assert "certificate-authority" not in cluster
     user = doc["users"][0]["user"]
-    assert base64.b64decode(user["client-certificate-data"]) == b"CERT"
-    assert base64.b64decode(user["client-key-data"]) == b"KEY"
+    assert base64.b64decode(user["client-certificate-data"]).decode() == CLIENT_CERT
+    assert base64.b64decode(user["client-key-data"]).decode() == CLIENT_KEY
     assert "client-key" not in user
+
+
+CLIENT_CERT = CA.replace("MIIBdummy", "MIIBclient")
+CLIENT_KEY = "-----BEGIN EC PRIVATE KEY-----\nMHcclient\n-----END EC PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize("field, content", [
+    ("certificate-authority", "root:x:0:0:root:/root:/bin/bash\n"),
+    ("client-certificate", CLIENT_KEY),
+    ("client-key", CLIENT_CERT),
+    ("tokenFile", "line one\nline two\n"),
+])
+def test_portable_kubeconfig_inlines_only_certificates_keys_and_tokens(tmp_path, field, content):
+    (tmp_path / "named").write_text(content)
+    config = _kubeconfig(**{"client-certificate-data": "Q0VSVA==", "token": "t"})
+    config["clusters"][0]["cluster"] = {"server": "https://a:6443", "certificate-authority-data": "Q0E="}
+    entry = config["clusters"][0]["cluster"] if field == "certificate-authority" else config["users"][0]["user"]
+    entry.pop(field + "-data", None)
+    entry[field] = str(tmp_path / "named")
+    with pytest.raises(ParameterError) as err:
+        rules.portable_kubeconfig(config, None)
+    assert err.value.param == "cluster_kubeconfig" and field in err.value.msg and "not copied" in err.value.msg
+    assert content.splitlines()[0] not in err.value.message()
+
+
+def test_portable_kubeconfig_keeps_only_the_certificates_of_a_ca_bundle(tmp_path):
+    (tmp_path / "bundle.pem").write_text(CA + CLIENT_KEY)
+    config = _kubeconfig(token="t")
+    config["clusters"][0]["cluster"] = {"server": "https://a:6443", "certificate-authority": str(tmp_path / "bundle.pem")}
+    doc, _warnings = rules.portable_kubeconfig(config, None)
+    assert base64.b64decode(doc["clusters"][0]["cluster"]["certificate-authority-data"]).decode() == CA
 
 
 def test_portable_kubeconfig_picks_the_context_and_keeps_its_namespace():

@@ -183,6 +183,20 @@ def test_kubeconfig_secrets_and_token():
     assert kubeconfig.kubeconfig_secrets(None) == []
 
 
+def test_kubeconfig_secrets_of_auth_providers_and_exec_plugins():
+    config = {"users": [
+        {"name": "oidc", "user": {"auth-provider": {"name": "oidc", "config": {
+            "client-id": "kubectl", "client-secret": "cs", "id-token": "idt", "refresh-token": "rt",
+            "idp-issuer-url": "https://idp", "idp-certificate-authority-data": "caData", "access-token": "at"}}}},
+        {"name": "exec", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"], "env": [
+            {"name": "AWS_PROFILE", "value": "prod"}, {"name": "AWS_SECRET_ACCESS_KEY", "value": "sak"}, {"name": "EMPTY", "value": ""}]}}},
+        {"name": "basic", "user": {"username": "admin", "password": "pw", "client-key-data": "kd"}},
+    ]}
+    found = kubeconfig.kubeconfig_secrets(config)
+    assert {"cs", "idt", "rt", "at", "caData", "sak", "prod", "pw", "kd"} <= set(found)
+    assert not {"kubectl", "https://idp", "aws", "admin", ""} & set(found)
+
+
 def test_load_kubeconfig_missing_file(tmp_path):
     with pytest.raises(ParameterError) as err:
         kubeconfig.load_kubeconfig(str(tmp_path / "absent"), param="kubeconfig")

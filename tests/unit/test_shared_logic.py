@@ -221,3 +221,26 @@ def test_argspec_merge_later_wins_and_copies():
     assert "kubeconfig" in spec and "hub_kubeconfig" not in spec
     assert argspec.HUB_AUTH["hub_api_key"]["no_log"] is True
     assert "fallback" not in argspec.HUB_AUTH["hub_kubeconfig"]
+
+
+@pytest.mark.parametrize("namespace, name", [
+    ("default", "../../namespaces/kube-system/secrets/admin"), ("..", "x"), ("default", "a?watch=true"),
+    ("default", "a#b"), ("default", "a%2Fb"), ("kube system", "x"), ("default", "a\\b"),
+])
+def test_a_name_that_would_leave_its_path_segment_is_refused(namespace, name):
+    with pytest.raises(ParameterError) as err:
+        k8s_client.SECRET.path(namespace, name)
+    assert err.value.param in ("namespace", "name") and "not a valid Kubernetes object name" in err.value.msg
+
+
+def test_ordinary_names_make_the_paths_kubectl_uses():
+    assert k8s_client.SECRET.path("fleet-default", "import-token.x") == "/api/v1/namespaces/fleet-default/secrets/import-token.x"
+    role = k8s_client.Resource("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False)
+    assert role.path(name="system:fleet-agent") == "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:fleet-agent"
+
+
+@pytest.mark.parametrize("name", ["fleet-agent,owner!=helm", "a b", "", "A", "x" * 54])
+def test_a_release_name_that_would_widen_the_label_selector_is_refused(name):
+    with pytest.raises(ParameterError) as err:
+        helm.read_release(None, name, "cattle-fleet-system")  # refused before any request
+    assert err.value.param == "release_name"

@@ -16,6 +16,7 @@ import secrets
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
     MANAGED_BY, MANAGED_BY_LABEL, label_patch, label_value_problem, normalize_labels, reconcile_labels,
 )
@@ -177,7 +178,27 @@ def _read_file(path, base_dir, param, what):
         raise ParameterError(param, "the kubeconfig's %s file %s does not exist" % (what, path),
                              "Fix the path, or give a kubeconfig with inline *-data fields")
     with open(path, "rb") as handle:
-        return handle.read()
+        content = handle.read()
+    if not _looks_like(what, content):
+        raise ParameterError(param, "the kubeconfig's %s file %s does not hold %s; it is not copied into the Secret on "
+                             "the hub" % (what, path, _EXPECTED[what]), "Point %s at the right file" % what)
+    return content
+
+
+# What each file a kubeconfig names must hold before its content goes into a Secret on the hub: a kubeconfig that
+# names an unrelated file (by mistake or on purpose) must not ship that file to the hub.
+_EXPECTED = {"certificate-authority": "a PEM certificate", "client-certificate": "a PEM certificate",
+             "client-key": "a PEM private key", "tokenFile": "a single-line token"}
+_PEM_KEY = re.compile(rb"-----BEGIN ([A-Z]+ )?PRIVATE KEY-----")
+_TOKEN = re.compile(rb"[\x21-\x7e]+\s*")
+
+
+def _looks_like(what, content):
+    if what == "client-key":
+        return bool(_PEM_KEY.search(content))
+    if what == "tokenFile":
+        return bool(_TOKEN.fullmatch(content.strip() + b"\n"))
+    return b"-----BEGIN CERTIFICATE-----" in content
 
 
 def portable_kubeconfig(config, base_dir=None, context=None, param="cluster_kubeconfig"):
@@ -200,7 +221,8 @@ def portable_kubeconfig(config, base_dir=None, context=None, param="cluster_kube
         raise ParameterError(param, "the context %r points at a cluster without a server URL" % ctx_name)
     warnings = []
     if cluster.get("certificate-authority"):
-        cluster["certificate-authority-data"] = b64(_read_file(cluster.pop("certificate-authority"), base_dir, param, "certificate-authority"))
+        ca_pem = _read_file(cluster.pop("certificate-authority"), base_dir, param, "certificate-authority")
+        cluster["certificate-authority-data"] = b64(certificate_blocks(ca_pem.decode("utf-8", "replace")).encode("utf-8"))
     for key in ("client-certificate", "client-key"):
         if user.get(key):
             user[key + "-data"] = b64(_read_file(user.pop(key), base_dir, param, key))
