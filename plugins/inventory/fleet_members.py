@@ -24,8 +24,8 @@ description:
     know the member), C(fleetops_hub_labels) (labels on the hub objects), C(fleetops_fleet_client_id),
     C(fleetops_fleet_namespace), C(fleetops_cluster_name), C(fleetops_last_seen) and C(fleetops_heartbeat_age_seconds)
     (per manager - Fleet agent check-in, KubeFleet member agent heartbeat), C(fleetops_joined), C(fleetops_healthy),
-    C(fleetops_stale), C(fleetops_health), C(fleetops_member_api_server_url) (where the hub knows it - an imported
-    Fleet cluster's kubeconfig Secret), and C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
+    C(fleetops_stale), C(fleetops_health), C(fleetops_member_api_server_url) (with O(read_kubeconfig_secrets), where the hub
+    knows it - an imported Fleet cluster's kubeconfig Secret), and C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
   - The hub does not know how to reach a member with credentials, so the member's connection
     (C(fleetops_kubeconfig), C(fleetops_context)) is yours to map in with O(compose), which applies to the members
     only (the hub host gets the plugin's own O(kubeconfig) and O(context)).
@@ -129,8 +129,9 @@ options:
       - Read the kubeconfig Secret of imported Fleet clusters (C(spec.kubeConfigSecret)) for the member's API server
         URL. Only the URL is kept; nothing else of the Secret reaches the inventory, its cache or its output.
       - When the hub refuses access to the Secret, the URL is left unset.
+      - Off by default, so that the inventory's credential needs no access to Secrets holding credentials.
     type: bool
-    default: true
+    default: false
   hub_host:
     description:
       - The name of the hub's host in the group C(hub), with C(fleetops_kubeconfig) and C(fleetops_context) from
@@ -195,6 +196,7 @@ import datetime
 from ansible.errors import AnsibleParserError
 from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
 
@@ -319,7 +321,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for name, host in hosts.items():
             for group in host["groups"]:
                 self.inventory.add_host(name, group=group)
-            for key, value in dict(host["vars"], **self._connection_vars()).items():
+            # What the hub says (labels, clientID, properties) can be written by a member: never a template. ansible-core
+            # 2.19 trusts no inventory string anyway; older releases template what is not marked unsafe.
+            for key, value in host["vars"].items():
+                self.inventory.set_variable(name, key, wrap_var(value))
+            for key, value in self._connection_vars().items():
                 self.inventory.set_variable(name, key, value)
             hostvars = self.inventory.get_host(name).get_vars()
             self._set_composite_vars(self.get_option("compose"), hostvars, name, strict=strict)

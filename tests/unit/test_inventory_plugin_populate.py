@@ -6,6 +6,7 @@ the objects below, so this checks what the plugin makes of them.
 """
 
 import datetime
+import sys
 
 import pytest
 import yaml
@@ -101,3 +102,35 @@ def test_only_plugin_files_with_the_right_name_are_taken(load_plugin, tmp_path):
     other = tmp_path / "hosts.yml"
     other.write_text("plugin: fleetops.registration.fleet_members\n")
     assert not load_plugin().verify_file(str(other))
+
+
+class Unsafe(str):
+    """What wrap_var makes of a string on ansible-core < 2.19 (AnsibleUnsafeText), recognisable here on any release."""
+
+
+def mark(value):
+    if isinstance(value, dict):
+        return dict((key, mark(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [mark(item) for item in value]
+    return Unsafe(value) if isinstance(value, str) else value
+
+
+def strings(value):
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_every_string_from_the_hub_is_marked_unsafe(load_plugin, tmp_path, monkeypatch):
+    plugin_module = sys.modules[type(load_plugin()).__module__]
+    monkeypatch.setattr(plugin_module, "wrap_var", mark)
+    _groups, hostvars = build(load_plugin, tmp_path)
+    for name in ("edge-01", "edge-02", "edge-03"):
+        from_hub = dict((key, value) for key, value in hostvars[name].items() if key.startswith("fleetops_"))
+        assert len(strings(from_hub)) >= 3, from_hub
+        unmarked = [s for s in strings(from_hub) if not isinstance(s, Unsafe)]
+        assert unmarked == [], "%s: strings from the hub not marked unsafe: %s" % (name, unmarked)
+    assert not isinstance(hostvars["edge-01"]["ansible_connection"], Unsafe)
