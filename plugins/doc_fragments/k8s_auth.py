@@ -16,8 +16,10 @@ options:
     description:
       - Path to a kubeconfig file, or the kubeconfig itself as a mapping.
       - Credentials inside a mapping are masked in output.
-      - Without it, and without O(host), C(~/.kube/config) or the in-cluster service account is used.
       - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable.
+      - Without either, and without O(host), the files E(KUBECONFIG) lists are used as kubectl uses them (several
+        files are merged; the first file that names a context, cluster or user wins), else C(~/.kube/config), else
+        the in-cluster service account.
     type: raw
   context:
     description:
@@ -78,6 +80,8 @@ options:
   hub_kubeconfig:
     description:
       - Path to a kubeconfig file for the hub (the fleet manager), or the kubeconfig itself as a mapping.
+      - Where the module connects to the hub and neither this nor O(hub_host) is given, the hub is found as kubectl
+        finds a cluster - the files E(KUBECONFIG) lists (merged), else C(~/.kube/config) - with O(hub_context).
     type: raw
   hub_context:
     description:

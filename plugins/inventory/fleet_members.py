@@ -45,8 +45,8 @@ options:
     choices: [fleetops.registration.fleet_members]
   kubeconfig:
     description:
-      - Path to the hub's kubeconfig file. Without it, and without O(host), C(~/.kube/config) or the in-cluster service
-        account is used.
+      - Path to the hub's kubeconfig file. Without it, and without O(host), the files E(KUBECONFIG) lists (merged as
+        kubectl merges them), else C(~/.kube/config), else the in-cluster service account is used.
     type: path
     env:
       - name: K8S_AUTH_KUBECONFIG

@@ -20,7 +20,7 @@ import tempfile
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
-    check_context, kubeconfig_ca_pem, kubeconfig_entries, kubeconfig_server, load_kubeconfig, read_pem,
+    check_context, kubeconfig_ca_pem, kubeconfig_entries, kubeconfig_server, load_kubeconfig, merged_kubeconfig, read_pem,
 )
 
 AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
@@ -41,10 +41,8 @@ class ConnectionSettings:
             self.kubeconfig = os.path.expanduser(self.kubeconfig)
         elif self.kubeconfig is not None and not isinstance(self.kubeconfig, dict):
             raise ParameterError(prefix + "kubeconfig", "must be a path or a kubeconfig mapping")
-        if self.kubeconfig is None and not self.host and "KUBERNETES_SERVICE_HOST" not in os.environ:
-            default = os.path.expanduser("~/.kube/config")
-            if os.path.isfile(default):
-                self.kubeconfig = default
+        if self.kubeconfig is None and not self.host:
+            self.kubeconfig = default_kubeconfig(self.param("kubeconfig"))
 
     def param(self, key):
         return self.prefix + key
@@ -134,7 +132,7 @@ class ConnectionSettings:
                     k8s_config.load_incluster_config(client_configuration=configuration)
                 else:
                     raise ParameterError(self.param("kubeconfig"), "no way to reach the %s" % self.label,
-                                         "Set %s (a path or a mapping) or %s and %s" % (
+                                         "Set %s (a path or a mapping), $KUBECONFIG, or %s and %s" % (
                                              self.param("kubeconfig"), self.param("host"), self.param("api_key")))
         except ConfigException as exc:
             raise ParameterError(self.param("kubeconfig"), "could not load it: %s" % exc,
@@ -196,6 +194,20 @@ class ConnectionSettings:
         }
         path = write_private_file(os.path.join(tmpdir, "kubeconfig-%s" % (self.prefix or "target")), yaml.safe_dump(doc))
         return path, "fleetops"
+
+
+def default_kubeconfig(param="kubeconfig"):
+    """What kubectl, Helm and kubernetes.core use when no kubeconfig is given: the files ``$KUBECONFIG`` lists (one
+    path, or the kubeconfig merged from several; files that do not exist are skipped), else ``~/.kube/config``.
+    None when there is none, which leaves the in-cluster service account."""
+    listed = [os.path.expanduser(path) for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
+    if not listed:
+        default = os.path.expanduser("~/.kube/config")
+        return default if os.path.isfile(default) else None
+    existing = [path for path in dict.fromkeys(listed) if os.path.isfile(path)]
+    if len(existing) > 1:
+        return merged_kubeconfig(existing, param="%s (from $KUBECONFIG)" % param)
+    return existing[0] if existing else None
 
 
 def endpoint_configuration(url, ca_pem=None, token=None, proxy=None, validate_certs=True, tmpdir=None):  # pylint: disable=unused-argument

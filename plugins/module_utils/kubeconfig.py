@@ -52,6 +52,41 @@ def load_kubeconfig(source, param="kubeconfig"):
     return copy.deepcopy(_LOADED[key]), os.path.dirname(os.path.abspath(path))
 
 
+# Fields holding a file path, resolved against the directory of the file that holds them (as kubectl does).
+_PATH_FIELDS = {"clusters": ("cluster", ("certificate-authority",)),
+                "users": ("user", ("client-certificate", "client-key", "tokenFile"))}
+
+
+def merged_kubeconfig(paths, param="kubeconfig"):
+    """The kubeconfig kubectl makes of several files (the list ``$KUBECONFIG`` names): the first file that names a
+    cluster, user or context, or sets ``current-context``, wins; relative paths in each file are made absolute
+    against that file's directory."""
+    merged = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for path in paths:
+        config, base_dir = load_kubeconfig(path, param=param)
+        if not merged.get("current-context") and config.get("current-context"):
+            merged["current-context"] = config["current-context"]
+        for section in ("clusters", "users", "contexts"):
+            known = set(item.get("name") for item in merged[section])
+            for item in config.get(section) or []:
+                if isinstance(item, dict) and item.get("name") not in known:
+                    known.add(item.get("name"))
+                    merged[section].append(_with_absolute_paths(section, item, base_dir))
+    return merged
+
+
+def _with_absolute_paths(section, item, base_dir):
+    if section not in _PATH_FIELDS:
+        return item
+    key, fields = _PATH_FIELDS[section]
+    entry = dict(item.get(key) or {})
+    for field in fields:
+        value = entry.get(field)
+        if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
+            entry[field] = os.path.join(base_dir, value)
+    return dict(item, **{key: entry})
+
+
 def context_names(config):
     return [item.get("name") for item in (config or {}).get("contexts") or [] if item.get("name")]
 

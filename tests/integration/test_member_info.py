@@ -3,7 +3,10 @@
 The states of joined and broken members are asserted by the playbook and fault tests, which join for real.
 """
 
+import os
+
 import pytest
+import yaml
 
 from modrun import run_module
 from kube_helpers import unique
@@ -49,3 +52,37 @@ def test_fleet_status_lists_inventory_members_even_when_no_manager_knows_them(la
     row = result["members"][name]
     assert row == {"name": name, "in_inventory": True, "rancher_fleet": None, "kubefleet": None}
     assert result["table"][0].startswith("MEMBER") and any(line.startswith(name) for line in result["table"])
+
+
+def test_connections_come_from_the_files_kubeconfig_lists_as_kubectl_merges_them(lab, tmp_path):
+    """No kubeconfig option anywhere: $KUBECONFIG names a file with the hub and one with the member, whose own entry
+    named "hub" points at another cluster (the first file wins), and ~/.kube/config points elsewhere entirely."""
+    full = yaml.safe_load(lab.kubeconfig.read_text())
+
+    def part(path, contexts, rename=None):
+        rename = rename or {}
+        doc = {"apiVersion": "v1", "kind": "Config", "current-context": contexts[0], "contexts": [], "clusters": [], "users": []}
+        for ctx in [c for c in full["contexts"] if c["name"] in contexts]:
+            name = rename.get(ctx["name"], ctx["name"])
+            doc["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+            doc["clusters"] += [dict(c, name=name) for c in full["clusters"] if c["name"] == ctx["context"]["cluster"]]
+            doc["users"] += [dict(u, name=name) for u in full["users"] if u["name"] == ctx["context"]["user"]]
+        doc["current-context"] = rename.get(contexts[0], contexts[0])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc))
+        return str(path)
+
+    hub_file = part(tmp_path / "hub.yaml", ["hub"])
+    member_file = part(tmp_path / "members" / "edge.yaml", ["member2", "member1"], rename={"member1": "hub"})
+    part(tmp_path / "home" / ".kube" / "config", ["member1"], rename={"member1": "hub"})
+    env = {"KUBECONFIG": os.pathsep.join([hub_file, member_file]), "HOME": str(tmp_path / "home"),
+           "K8S_AUTH_KUBECONFIG": ""}
+    name = unique("ghost")
+    result = run_module("member_info", {"context": "member2", "hub_context": "hub", "name": name}, env=env)
+    assert not result.failed, result.get("msg")
+    assert result["actions"] == {"rancher_fleet": "join", "kubefleet": "join"}
+
+    # the hub context of the second file (member1, which serves no fleet API) would have failed
+    env["KUBECONFIG"] = os.pathsep.join([member_file, hub_file])
+    wrong = run_module("member_info", {"context": "member2", "hub_context": "hub", "name": name}, env=env)
+    assert wrong.failed and "fleet" in wrong["msg"].lower(), wrong.get("msg")
