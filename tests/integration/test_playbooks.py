@@ -7,6 +7,7 @@ kubernetes client after each step; the secrets the join creates must never appea
 """
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -194,7 +195,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     old_registrations = set(r["metadata"]["name"] for r in hub.fleet_list("clusterregistrations")
                             if r["spec"].get("clientID") == client_ids["member1"])
     again = playbook(lab, "join_cluster.yml", "--limit", "member1", "-e", "member_join_fleet_agent_stale_after=-1",
-                     "-e", '{"member_join_backends": ["rancher_fleet"]}', tmp_path=tmp_path)
+                     "-e", '{"fleetops_survey_backends": ["rancher_fleet"]}', tmp_path=tmp_path)
     assert re.search(r"member1: rancher_fleet %s/member1: agent re-registered \(the agent last checked in \d+s ago, more than "
                      r"stale_after \(-1s\)\), checked in, ready" % FLEET_NS,
                      again.output), again.output[-3000:]
@@ -207,6 +208,17 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert hub.fleet_list("clusterregistrationtokens") == []
     settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert settled.unchanged({"fleet-hub", "member1", "member2"}), settled.recap
+
+    # Extra vars as AWX injects them: blank optional credential and survey fields count as not set, so the hub is
+    # still the hub host's context (not the kubeconfig's current context, here a member) and each host keeps its own
+    # managers and namespace.
+    elsewhere = tmp_path / "current-context-member2.yaml"
+    elsewhere.write_text(lab.kubeconfig.read_text().replace("current-context: hub", "current-context: member2"))
+    blanks = {"fleetops_hub_kubeconfig": str(elsewhere), "fleetops_hub_context": "", "fleetops_survey_backends": "",
+              "fleetops_backends": "", "fleetops_fleet_namespace": "", "fleetops_kubefleet_namespace": "", "fleetops_labels": ""}
+    awx = playbook(lab, "join_cluster.yml", "--check", "-e", json.dumps(blanks), tmp_path=tmp_path)
+    assert awx.unchanged({"fleet-hub", "member1", "member2"}), awx.recap
+    assert "member1: rancher_fleet %s/member1: agent unchanged" % FLEET_NS in awx.output
 
     # The batch's states are read in one process, but a member whose state cannot be read fails alone, with the reason.
     broken = tmp_path / "broken-member2.yml"

@@ -15,8 +15,10 @@ TEMPLATED = re.compile(r"{{-?(.*?)-?}}|{%-?(.*?)-?%}", re.S)
 BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # 6,000 when issue 7 closed (from 19,897); predefine_clusters.yml (issue 9) added ~400 characters of plumbing only
 # (the hub connection, the group, a guard per manager), so the budget moved once, to 6,500. member_join's batch read
-# (issue 9: one member_info per play batch) added ~100 more, the hosts of the batch and each host's entry.
-TOTAL_BUDGET = 6700
+# (issue 9: one member_info per play batch) added ~100 more, the hosts of the batch and each host's entry. Issue 20
+# added ~230 of plumbing: ", true" in each default's fallback (blank strings as AWX injects them count as unset) and
+# the calls of requested_backends (which managers a run needs, decided in Python), so the budget moved to 6,950.
+TOTAL_BUDGET = 6950
 LONGEST = 200
 
 

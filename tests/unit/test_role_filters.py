@@ -3,6 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.fleetops.registration.plugins.filter.backends import requested_backends
 from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary, leave_summary
 from ansible_collections.fleetops.registration.plugins.filter.survey_labels import survey_labels
 
@@ -102,3 +103,36 @@ def test_leave_summary_names_what_was_removed_per_manager():
     assert summary["rancher_fleet"]["removed_registrations"] == 1
     again = leave_summary({"inventory_hostname": "member1", "member_leave_cluster_name": "member1"}, ["rancher_fleet"])
     assert again["line"] == "member1: rancher_fleet removed: nothing left to remove" and "kubefleet" not in again
+
+
+BOTH = ["rancher_fleet", "kubefleet"]
+
+
+@pytest.mark.parametrize("asks, chosen, expected", [
+    ([["rancher_fleet"], ["rancher_fleet"]], None, ["rancher_fleet"]),  # a Fleet-only hub needs Fleet only
+    ([["kubefleet"], "kubefleet"], "", ["kubefleet"]),
+    ([["kubefleet"], ["rancher_fleet"]], None, BOTH),
+    ([["kubefleet"], None], None, BOTH),  # a member that asks for nothing needs both
+    ([""], None, BOTH),  # AWX injects an empty field as ""
+    ([[]], [], BOTH),
+    ([], None, []),  # no member at all: the hub needs nothing
+    ([["kubefleet", "rancher_fleet"]], None, BOTH),  # always in the same order
+    ([["kubefleet"]], ["rancher_fleet"], ["rancher_fleet"]),  # a survey's choice wins
+    ([None], "kubefleet\nrancher_fleet", BOTH),  # a multiselect answer as lines
+    ([None], "kubefleet, rancher_fleet", BOTH),
+])
+def test_requested_backends(asks, chosen, expected):
+    assert requested_backends(asks, chosen) == expected
+
+
+def test_requested_backends_of_members_named_in_hostvars():
+    hostvars = {"a": {"fleetops_backends": ["kubefleet"]}, "b": {"fleetops_backends": "kubefleet"}, "c": {}}
+    assert requested_backends(["a", "b"], "", hostvars) == ["kubefleet"]
+    assert requested_backends(["a", "c"], None, hostvars) == BOTH
+
+
+@pytest.mark.parametrize("asks, chosen, variable", [([["ocm"]], None, "fleetops_backends"), ([None], ["karmada"], "fleetops_survey_backends")])
+def test_an_unknown_manager_is_refused_naming_the_variable(asks, chosen, variable):
+    with pytest.raises(AnsibleFilterError) as err:
+        requested_backends(asks, chosen)
+    assert variable in str(err.value) and "rancher_fleet" in str(err.value)
