@@ -149,10 +149,11 @@ notes:
     C(group_vars/) beside the inventory file, as with any inventory source.
   - With O(cache) on, the hub's objects are cached, not the derived variables, so heartbeat ages and health are
     computed afresh on every run.
+  - The C(fleetops_*) variables the roles read, and how to map member kubeconfigs with this plugin, are described in
+    C(docs/inventory.md) and C(docs/inventory-plugin.md) of the installed collection.
 seealso:
-  - name: Inventory contract of the roles and playbooks
-    description: The C(fleetops_*) variables, and how to map member kubeconfigs with this plugin (docs/inventory-plugin.md).
-    link: https://example.invalid/fleetops/registration/docs/inventory.md
+  - module: fleetops.registration.member_info
+  - module: fleetops.registration.fleet_status
 '''
 
 EXAMPLES = r'''
