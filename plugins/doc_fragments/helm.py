@@ -30,8 +30,23 @@ options:
     description:
       - Path to the helm binary (Helm 3 or 4). Defaults to the first C(helm) on E(PATH).
     type: path
+  helm_registry_config:
+    description:
+      - Path to Helm's registry configuration (the credentials of C(helm registry login)) for charts in a private OCI
+        registry. Defaults to Helm's own (E(HELM_REGISTRY_CONFIG), else the one in Helm's configuration directory).
+    type: path
+  helm_repository_config:
+    description:
+      - Path to Helm's repository configuration (C(repositories.yaml), with the credentials of C(helm repo add)) for
+        charts from a private chart repository. Defaults to Helm's own (E(HELM_REPOSITORY_CONFIG), else the one in
+        Helm's configuration directory).
+    type: path
 notes:
   - Values reach Helm through a temporary file readable only by its owner, never on the command line.
   - Helm uses the same credentials as the Kubernetes options; when they are not a plain kubeconfig file, a private
     temporary kubeconfig is derived from them for the duration of the task.
+  - Helm runs with your Helm configuration (registry logins, repositories), so private charts work as they do with
+    C(helm); only its cache is private to the task.
+  - Helm's release storage must be Kubernetes Secrets (Helm's default). With E(HELM_DRIVER) set to another driver the
+    task fails, because the collection reads Helm's release records from those Secrets.
 '''

@@ -51,6 +51,8 @@ HELM = {
     "chart_repo_url": dict(type="str"),
     "chart_version": dict(type="str"),
     "helm_binary": dict(type="path"),
+    "helm_registry_config": dict(type="path"),
+    "helm_repository_config": dict(type="path"),
 }
 
 

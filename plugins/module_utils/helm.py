@@ -252,12 +252,23 @@ def read_releases(kube, namespace, selector="owner=helm"):
     return releases
 
 
+def check_storage_driver(environ=None):
+    """Refuse a Helm storage driver other than Secrets: releases are read from Helm's storage Secrets (read_release),
+    so with E(HELM_DRIVER)=configmap a release Helm made would look absent and be installed again."""
+    driver = (os.environ if environ is None else environ).get("HELM_DRIVER", "")
+    if driver.lower() not in ("", "secret", "secrets"):
+        raise ParameterError("HELM_DRIVER", "Helm's storage driver %r is not supported; the collection reads Helm's "
+                             "releases from their storage Secrets" % driver,
+                             "Unset HELM_DRIVER (or set it to secret) for these tasks")
+
+
 def read_release(kube, name, namespace):
     """The newest revision of release ``name`` from Helm's own storage Secrets (one LIST, no helm process), or None.
 
     Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
     ``values`` are the user-supplied values and may carry secrets: the caller hides them.
     """
+    check_storage_driver()
     if not _RELEASE_NAME.match(name or "") or len(name) > 53:
         # It goes into a label selector: "x,owner!=helm" would select other Secrets.
         raise ParameterError("release_name", "%r is not a valid Helm release name" % (name,),

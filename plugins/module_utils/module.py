@@ -15,7 +15,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, KubeClient,
@@ -131,7 +131,12 @@ class FleetModule(AnsibleModule):
             configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
             kubeconfig, context = settings.helm_kubeconfig(configuration, self.tmpdir)
             binary = Helm.locate(self.get_bin_path, self.params.get("helm_binary"))
-            env = {"HELM_CACHE_HOME": self.tmpdir + "/cache", "HELM_CONFIG_HOME": self.tmpdir + "/config"}
+            check_storage_driver()
+            # The user's Helm configuration (registry logins, repositories) stays; the cache is the task's own.
+            env = {"HELM_CACHE_HOME": self.tmpdir + "/cache"}
+            for option, variable in (("helm_registry_config", "HELM_REGISTRY_CONFIG"), ("helm_repository_config", "HELM_REPOSITORY_CONFIG")):
+                if self.params.get(option):
+                    env[variable] = self.params[option]
             if settings.proxy:
                 env["HTTPS_PROXY"] = settings.proxy
             self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env)

@@ -1,9 +1,12 @@
-"""What AnsibleModule writes to syslog or journald when a module starts: no credential of a kubeconfig mapping or
-of a batch item, which are options Ansible cannot mask as a whole (a FleetModule built as a module builds it)."""
+"""A FleetModule built as a module builds it: what AnsibleModule writes to syslog or journald when a module starts
+(no credential of a kubeconfig mapping or of a batch item, options Ansible cannot mask as a whole), and the
+environment Helm runs in."""
 
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule
 
 KUBECONFIG = {
@@ -53,3 +56,26 @@ def test_a_failed_argument_validation_returns_no_credential(logged, capsys):
     assert "Unsupported parameters" in result and "https://hub.example:6443" in result
     for number in range(1, 5):
         assert "SECRET-%d" % number not in result
+
+
+def test_helm_runs_with_the_users_configuration_and_the_given_registry_and_repository_files(logged, monkeypatch):
+    monkeypatch.delenv("HELM_DRIVER", raising=False)
+    with patch_module_args({"host": "https://hub.example:6443", "helm_binary": "/bin/true",
+                            "helm_registry_config": "/home/me/registry.json", "helm_repository_config": "/home/me/repos.yaml"}):
+        module = FleetModule(argument_spec={}, helm=True)
+    env = module.helm().env
+    assert env["HELM_REGISTRY_CONFIG"] == "/home/me/registry.json" and env["HELM_REPOSITORY_CONFIG"] == "/home/me/repos.yaml"
+    assert "HELM_CONFIG_HOME" not in env, "a private HELM_CONFIG_HOME hides the user's registry logins and repositories"
+    assert env["HELM_CACHE_HOME"].startswith(module.tmpdir)
+
+
+@pytest.mark.parametrize("driver, refused", [("configmap", True), ("sql", True), ("memory", True), ("secret", False),
+                                             ("secrets", False), ("", False)])
+def test_helm_storage_drivers_other_than_secrets_are_refused(monkeypatch, driver, refused):
+    monkeypatch.setenv("HELM_DRIVER", driver)
+    if not refused:
+        check_storage_driver()
+        return
+    with pytest.raises(ParameterError) as err:
+        check_storage_driver()
+    assert err.value.param == "HELM_DRIVER" and driver in err.value.msg
