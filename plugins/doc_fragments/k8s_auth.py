@@ -64,6 +64,15 @@ options:
     description:
       - HTTP(S) proxy URL to reach the API server through.
       - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
+      - Without it (and without a C(proxy-url) in the kubeconfig), E(HTTPS_PROXY) (or E(https_proxy)) is used as
+        kubectl uses it - except for hosts that E(NO_PROXY) or O(no_proxy) lists, C(localhost) and loopback addresses.
+    type: str
+  no_proxy:
+    description:
+      - Hosts to reach without the proxy, as in E(NO_PROXY) - a comma-separated list of host names (with their
+        subdomains; a leading C(.) for subdomains only), IP addresses and CIDR ranges, optionally with a port, or C(*).
+      - Given, it replaces E(NO_PROXY).
+      - Can also be set with the E(K8S_AUTH_NO_PROXY) environment variable.
     type: str
 notes:
   - An empty string given for an optional option means the option is not set (its default applies), as role
@@ -117,6 +126,10 @@ options:
     aliases: [hub_key_file]
   hub_proxy:
     description:
-      - HTTP(S) proxy URL to reach the hub through.
+      - HTTP(S) proxy URL to reach the hub through. Without it, the environment's proxy applies as for O(proxy).
+    type: str
+  hub_no_proxy:
+    description:
+      - Hosts to reach without the proxy, as O(no_proxy), for the hub connection.
     type: str
 '''

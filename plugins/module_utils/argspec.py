@@ -32,6 +32,7 @@ def auth_options(prefix="", env=True):
         prefix + "client_cert": dict(type="path", aliases=[prefix + "cert_file"], **fallback("K8S_AUTH_CERT_FILE")),
         prefix + "client_key": dict(type="path", aliases=[prefix + "key_file"], no_log=False, **fallback("K8S_AUTH_KEY_FILE")),
         prefix + "proxy": dict(type="str", **fallback("K8S_AUTH_PROXY")),
+        prefix + "no_proxy": dict(type="str", **fallback("K8S_AUTH_NO_PROXY")),
     }
 
 

@@ -18,12 +18,13 @@ import shutil
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration, proxy_from_environment
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
     check_context, kubeconfig_ca_pem, kubeconfig_entries, kubeconfig_server, load_kubeconfig, merged_kubeconfig, read_pem,
 )
 
-AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
+AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy",
+             "no_proxy")
 # A kubeconfig user with only these keys needs no more than urllib3 (k8s_transport); anything else (exec, auth-provider,
 # username/password, impersonation) goes through the kubernetes package's loader.
 STATIC_USER_KEYS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data")
@@ -156,6 +157,9 @@ class ConnectionSettings:
             configuration.key_file = self.client_key
         if self.proxy:
             configuration.proxy = self.proxy
+        if not getattr(configuration, "proxy", None) and configuration.host:
+            # Neither the option nor the kubeconfig's proxy-url: the environment's proxy, as kubectl and Helm take it.
+            configuration.proxy = proxy_from_environment(configuration.host, self.no_proxy)
         return configuration
 
     def helm_kubeconfig(self, configuration, tmpdir):

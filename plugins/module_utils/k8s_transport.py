@@ -14,12 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import json
-
-try:
-    from urllib.parse import urlencode
-except ImportError:  # pragma: no cover - Python 2
-    from urllib import urlencode
+import os
+from urllib.parse import urlencode, urlparse
 
 try:
     import urllib3
@@ -28,6 +26,56 @@ except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes pack
     HAS_URLLIB3 = False
 
 REQUEST_TIMEOUT = (10, 60)
+
+
+def proxy_from_environment(url, no_proxy=None, environ=None):
+    """The proxy for ``url`` as Go programs (kubectl, Helm) pick it: ``HTTPS_PROXY``/``HTTP_PROXY`` by scheme (upper
+    case first), never for ``localhost`` or a loopback address, nor for a host ``no_proxy`` (else ``NO_PROXY``) lists.
+    None for a direct connection."""
+    environ = os.environ if environ is None else environ
+    parsed = urlparse(url)
+    names = ("HTTPS_PROXY", "https_proxy") if parsed.scheme == "https" else ("HTTP_PROXY", "http_proxy")
+    proxy = next((environ[name] for name in names if environ.get(name)), None)
+    host = (parsed.hostname or "").lower()
+    if not proxy or host == "localhost" or _is_loopback(host):
+        return None
+    if no_proxy is None:
+        no_proxy = environ.get("NO_PROXY") or environ.get("no_proxy") or ""
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    if any(_bypasses(entry.strip().lower(), host, port) for entry in no_proxy.split(",") if entry.strip()):
+        return None
+    return proxy if "://" in proxy else "http://" + proxy
+
+
+def _is_loopback(host):
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bypasses(entry, host, port):
+    """One NO_PROXY entry against the request's host and port (golang.org/x/net/http/httpproxy's rules)."""
+    if entry == "*":
+        return True
+    try:
+        network = ipaddress.ip_network(entry, strict=False) if "/" in entry else None
+    except ValueError:
+        network = None
+    if network is not None:
+        try:
+            return ipaddress.ip_address(host) in network
+        except ValueError:
+            return False
+    name, _sep, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+    if entry_port and (not entry_port.isdigit() or int(entry_port) != port):
+        return False
+    name = name.strip("[]")
+    if name.startswith("*."):
+        name = name[1:]
+    if name.startswith("."):
+        return host.endswith(name)
+    return host == name or host.endswith("." + name)
 
 
 class Unreachable(Exception):

@@ -139,6 +139,8 @@ class FleetModule(AnsibleModule):
                     env[variable] = self.params[option]
             if settings.proxy:
                 env["HTTPS_PROXY"] = settings.proxy
+            if settings.no_proxy:
+                env["NO_PROXY"] = env["no_proxy"] = settings.no_proxy
             self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env)
         self._helm.secrets.extend(s for s in secrets if s)
         return self._helm

@@ -1,7 +1,15 @@
 """The shared core against the lab: Helm's records read without helm, whoami with good and bad credentials,
-a clear message for an API whose CRDs are missing, and a client for an endpoint as an agent sees it."""
+a clear message for an API whose CRDs are missing, a client for an endpoint as an agent sees it, and API calls
+through the proxy the environment names."""
+
+import select
+import socket
+import socketserver
+import threading
+from urllib.parse import urlparse
 
 import pytest
+import yaml
 from kubernetes import client
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ApiNotServed, ConnectionFailure
@@ -10,6 +18,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth imp
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import CLUSTER
 from kube_helpers import ignore_404, unique
+from modrun import run_module
 
 pytestmark = pytest.mark.lab
 
@@ -88,3 +97,71 @@ def test_missing_crds_name_the_api_and_hub_prepare(lab):
         member.get(CLUSTER, "x", "clusters")
     # a missing object in a served API stays "not there"
     assert kube(lab, "hub").get(CLUSTER, "no-such-cluster", "default") is None
+
+
+class ConnectProxy(socketserver.ThreadingTCPServer):
+    """An HTTPS proxy on the loopback (CONNECT only) that counts what it forwards; the name ``kubernetes`` (in the
+    lab API servers' certificates, and neither ``localhost`` nor a loopback address) goes to 127.0.0.1."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        self.tunnels = []
+        super().__init__(("127.0.0.1", 0), ConnectHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+
+class ConnectHandler(socketserver.StreamRequestHandler):
+    def handle(self):
+        request = self.rfile.readline().decode("latin-1").split()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        if len(request) < 2 or request[0] != "CONNECT":
+            self.wfile.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            return
+        host, port = request[1].rsplit(":", 1)
+        self.server.tunnels.append(request[1])
+        upstream = socket.create_connection(("127.0.0.1" if host == "kubernetes" else host, int(port)), timeout=10)
+        self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        self.wfile.flush()
+        sockets = [self.connection, upstream]
+        try:
+            while True:
+                readable, _w, _x = select.select(sockets, [], [], 30)
+                if not readable:
+                    return
+                for sock in readable:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    (upstream if sock is self.connection else self.connection).sendall(data)
+        finally:
+            upstream.close()
+
+
+def test_api_calls_go_through_the_proxy_the_environment_names(lab, tmp_path):
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    port = urlparse(lab.api_urls["hub"]).port
+    for cluster in config["clusters"]:
+        if urlparse(cluster["cluster"]["server"]).port == port:
+            cluster["cluster"]["server"] = "https://kubernetes:%d" % port  # resolvable only by the proxy
+    kubeconfig = tmp_path / "through-proxy.yaml"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    proxy = ConnectProxy()
+    try:
+        env = {"HTTPS_PROXY": proxy.url, "NO_PROXY": "", "no_proxy": ""}
+        result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
+        assert not result.failed, result.get("msg")
+        assert proxy.tunnels and set(proxy.tunnels) == {"kubernetes:%d" % port}
+        through = len(proxy.tunnels)
+        bypassed = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "no_proxy": "kubernetes"}, env=env)
+        assert bypassed.failed and "kubernetes" in bypassed["msg"]  # a direct connection: the name does not resolve
+        assert len(proxy.tunnels) == through
+    finally:
+        proxy.shutdown()
+        proxy.server_close()

@@ -4,10 +4,11 @@ import base64
 import os
 import stat
 
+import pytest
 import yaml
 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration, proxy_from_environment
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
@@ -78,3 +79,37 @@ def test_helm_gets_the_in_memory_ca_as_data(tmp_path):
     path, context = settings.helm_kubeconfig(settings.client_configuration(tmpdir=lambda: str(tmp_path)), str(tmp_path))
     cluster = yaml.safe_load(open(path))["clusters"][0]["cluster"]
     assert context == "fleetops" and base64.b64decode(cluster["certificate-authority-data"]).decode() == PEM
+
+
+@pytest.mark.parametrize("url, environ, no_proxy, expected", [
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://proxy:3128"}, None, "http://proxy:3128"),
+    ("https://hub.example:6443", {"https_proxy": "proxy:3128"}, None, "http://proxy:3128"),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://upper:1", "https_proxy": "http://lower:1"}, None, "http://upper:1"),
+    ("https://hub.example:6443", {"HTTP_PROXY": "http://proxy:3128"}, None, None),  # https takes HTTPS_PROXY only
+    ("https://localhost:6443", {"HTTPS_PROXY": "http://proxy:3128"}, None, None),
+    ("https://127.0.0.1:6443", {"HTTPS_PROXY": "http://proxy:3128"}, None, None),
+    ("https://[::1]:6443", {"HTTPS_PROXY": "http://proxy:3128"}, None, None),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "example"}, None, None),  # and subdomains
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".hub.example"}, None, "http://p:1"),
+    ("https://a.hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".hub.example"}, None, None),
+    ("https://10.1.2.3:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"}, None, None),
+    ("https://10.1.2.3:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.1.2.4,other"}, None, "http://p:1"),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "hub.example:443"}, None, "http://p:1"),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "hub.example:6443"}, None, None),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "*"}, None, None),
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "hub.example"}, "", "http://p:1"),  # the option replaces it
+    ("https://hub.example:6443", {"HTTPS_PROXY": "http://p:1"}, "other, hub.example", None),
+])
+def test_the_environments_proxy_as_go_programs_pick_it(url, environ, no_proxy, expected):
+    assert proxy_from_environment(url, no_proxy, environ) == expected
+
+
+def test_an_option_or_kubeconfig_proxy_wins_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTTPS_PROXY", "http://env-proxy:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    conf = ConnectionSettings({"host": "https://hub.example:6443", "api_key": "k"}).client_configuration(tmpdir=lambda: str(tmp_path))
+    assert conf.proxy == "http://env-proxy:3128"
+    conf = ConnectionSettings({"host": "https://hub.example:6443", "proxy": "http://given:1"}).client_configuration(tmpdir=lambda: str(tmp_path))
+    assert conf.proxy == "http://given:1"
+    conf = ConnectionSettings({"host": "https://hub.example:6443", "no_proxy": "example"}).client_configuration(tmpdir=lambda: str(tmp_path))
+    assert conf.proxy is None
