@@ -84,11 +84,24 @@ class Lab:
         return [e for e in entries if processes.alive(e)]
 
     # --- fault injection: components by the names ``python -m fleetlab status --json`` lists ---------
-    def component(self, action, name):
-        """Apply ``action`` (stop, kill, freeze, thaw, start) to a lab component; returns fleetlab's message."""
+    def component(self, action, name, timeout=60):
+        """Apply ``action`` (stop, kill, freeze, thaw, start) to a lab component; returns fleetlab's message.
+
+        An agent is in the lab's state once the runner has recorded it, which it does after starting the process
+        (CI once met an agent whose pod had just been re-created, running but not yet recorded): a name that matches
+        no component yet is looked up again for ``timeout`` seconds.
+        """
         from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
         from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
-        return fleetlab_lab.component(action, name, LabPaths())
+        from fleetlab.processes import LabError  # pylint: disable=import-outside-toplevel
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return fleetlab_lab.component(action, name, LabPaths())
+            except LabError as exc:
+                if "no lab component named" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(1)
 
     def stop(self, name):
         """SIGTERM, then SIGKILL after a grace period (e.g. ``lab.stop('hub-apiserver')``)."""
