@@ -16,9 +16,10 @@ import sys
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes import config as kube_config
 
 from modrun import REPO, collections_root
-from kube_helpers import read_or_none
+from kube_helpers import ignore_404, read_or_none
 
 pytestmark = pytest.mark.lab
 
@@ -251,3 +252,57 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
 
     again = playbook(lab, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
     assert again.unchanged(members), again.recap
+
+
+@pytest.fixture
+def least_privilege_hub(lab_controllers, tmp_path):
+    """A kubeconfig for a hub ServiceAccount bound only to extensions/rbac/hub.yml's fleetops-registration-hub."""
+    api = lab_controllers.api_client("hub")
+    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
+    roles = yaml.safe_load((REPO / "extensions" / "rbac" / "hub.yml").read_text())["items"]
+    for role in roles:
+        assert role["kind"] == "ClusterRole", role["kind"]
+        assert not any("*" in rule.get(key, []) for rule in role["rules"] for key in ("verbs", "resources", "apiGroups"))
+        ignore_404(lambda r=role: rbac.delete_cluster_role(r["metadata"]["name"]))
+        rbac.create_cluster_role(role)
+    namespace, account = "fleetops-rbac", "joiner"
+    if read_or_none(lambda: core.read_namespace(namespace)) is None:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    if read_or_none(lambda: core.read_namespaced_service_account(account, namespace)) is None:
+        core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=account)))
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "fleetops-rbac-joiner"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleetops-registration-hub"},
+               "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
+    ignore_404(lambda: rbac.delete_cluster_role_binding("fleetops-rbac-joiner"))
+    rbac.create_cluster_role_binding(binding)
+    token = core.create_namespaced_service_account_token(account, namespace, client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))).status.token
+    kubeconfig = tmp_path / "least-privilege-hub.yaml"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "least",
+        "clusters": [{"name": "hub", "cluster": {"server": lab_controllers.api_urls["hub"],
+                                                 "certificate-authority": str(lab_controllers.ca_files["hub"])}}],
+        "users": [{"name": "joiner", "user": {"token": token}}],
+        "contexts": [{"name": "least", "context": {"cluster": "hub", "user": "joiner"}}]}))
+    os.chmod(kubeconfig, 0o600)
+    restricted = client.CoreV1Api(kube_config.new_client_from_config(str(kubeconfig)))
+    with pytest.raises(client.exceptions.ApiException) as denied:
+        restricted.list_node()  # nothing in hub.yml grants it: the credential is really restricted
+    assert denied.value.status == 403
+    yield kubeconfig
+    ignore_404(lambda: rbac.delete_cluster_role_binding("fleetops-rbac-joiner"))
+    ignore_404(lambda: core.delete_namespace(namespace))
+
+
+def test_join_rerun_status_and_leave_with_the_least_privilege_hub_credential(lab_controllers, hub, least_privilege_hub, tmp_path):
+    as_joiner = ("-e", json.dumps({"fleetops_hub_kubeconfig": str(least_privilege_hub), "fleetops_hub_context": "least"}))
+    playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", *as_joiner, tmp_path=tmp_path)
+    assert_left(hub, ["member2"])
+    joined = playbook(lab_controllers, "join_cluster.yml", "--limit", "fleet-hub,member2", *as_joiner, tmp_path=tmp_path)
+    assert joined.changed("member2") > 0
+    assert condition(hub.member_cluster("member2"), "Joined") == "True"
+    assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
+    again = playbook(lab_controllers, "join_cluster.yml", "--limit", "fleet-hub,member2", *as_joiner, tmp_path=tmp_path)
+    assert again.unchanged({"fleet-hub", "member2"}), again.recap
+    status = playbook(lab_controllers, "cluster_status.yml", *as_joiner, tmp_path=tmp_path)
+    assert "member2" in status.output
