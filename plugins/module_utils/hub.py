@@ -40,6 +40,14 @@ def describe_missing(report):
     return "; ".join(parts)
 
 
+def missing_api_hint(report):
+    """What to do about fleet managers whose APIs the hub lacks: another hub, install them, or do not ask for them."""
+    missing = [b for b in sorted(report) if report[b]["missing"]]
+    return ("Point the connection options at the fleet manager's hub, or %s; or, if this hub runs only some fleet "
+            "managers, leave %s out of backends (with the roles: fleetops_backends on the members, or the AWX survey's "
+            "fleetops_survey_backends)" % (install_hints(report), " and ".join(missing)))
+
+
 def install_hints(report):
     return "; ".join("for %s, %s" % (registry.manager(b).title, registry.manager(b).install_hint)
                      for b in sorted(report) if report[b]["missing"])
@@ -129,7 +137,7 @@ class HubPrepare:
         problem = describe_missing(apis)
         if problem:
             raise NotFoundError("the hub does not serve the APIs the collection needs - %s" % problem,
-                                hint="Point the connection options at the fleet manager's hub, or %s" % install_hints(apis),
+                                hint=missing_api_hint(apis),
                                 apis=apis)
         controllers = self.controllers() if self.params.get("check_controllers") else {}
         existing, created = self.ensure_namespaces()

@@ -58,6 +58,7 @@ def test_a_cluster_without_the_apis_fails_naming_each_missing_one_and_creates_no
                 "memberclusters.cluster.kubernetes-fleet.io/v1beta1"):
         assert api in result["msg"], result["msg"]
     assert "hub-agent chart" in result["msg"]
+    assert "leave kubefleet and rancher_fleet out of backends" in result["msg"] and "fleetops_backends" in result["msg"]
     assert result["apis"]["kubefleet"]["served"] is False
     assert read_namespace(core, namespace) is None
 

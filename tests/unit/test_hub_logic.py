@@ -23,6 +23,9 @@ def test_describe_missing_names_each_api_with_its_group_and_backend():
     assert "hub-agent chart" in hub.install_hints(report) and "fleet-crd" in hub.install_hints(report)
     assert hub.describe_missing({"kubefleet": {"missing": []}}) == ""
     assert hub.install_hints({"kubefleet": {"missing": []}}) == ""
+    one_missing = {"kubefleet": {"missing": ["memberclusters"]}, "rancher_fleet": {"missing": []}}
+    hint = hub.missing_api_hint(one_missing)
+    assert "leave kubefleet out of backends" in hint and "fleetops_backends" in hint and "hub-agent chart" in hint
 
 
 def test_deployment_available_counts_replicas():
