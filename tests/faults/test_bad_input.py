@@ -38,6 +38,11 @@ def _live_namespaces(core):
     return sorted(n.metadata.name for n in core.list_namespace().items if (n.status and n.status.phase) != "Terminating")
 
 
+def _live(items, live_namespaces):
+    """``namespace/name`` of the objects in live namespaces: those of a namespace being deleted go meanwhile."""
+    return sorted("%s/%s" % (i.metadata.namespace, i.metadata.name) for i in items if i.metadata.namespace in live_namespaces)
+
+
 def _snapshot(lab):
     """What a module could have created, on the hub and on the member."""
     hub_core = client.CoreV1Api(lab.api_client("hub"))
@@ -47,18 +52,16 @@ def _snapshot(lab):
     def names(items):
         return sorted("%s/%s" % (i["metadata"].get("namespace", ""), i["metadata"]["name"]) for i in items)
     releases = lab.run_helm(MEMBER, "list", "--all-namespaces", "--all", "--output", "json").stdout
+    hub_namespaces, member_namespaces = _live_namespaces(hub_core), _live_namespaces(member_core)
     return {
         "hub tokens": names(custom.list_cluster_custom_object(*FLEET, "clusterregistrationtokens")["items"]),
         "hub clusters": names(custom.list_cluster_custom_object(*FLEET, "clusters")["items"]),
         "hub memberclusters": names(custom.list_cluster_custom_object(*KUBEFLEET, "memberclusters")["items"]),
-        "hub namespaces": _live_namespaces(hub_core),
-        "hub service accounts": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
-                                       for s in hub_core.list_service_account_for_all_namespaces().items),
-        "hub secrets": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
-                              for s in hub_core.list_secret_for_all_namespaces().items),
-        "member namespaces": _live_namespaces(member_core),
-        "member secrets": sorted("%s/%s" % (s.metadata.namespace, s.metadata.name)
-                                 for s in member_core.list_secret_for_all_namespaces().items),
+        "hub namespaces": hub_namespaces,
+        "hub service accounts": _live(hub_core.list_service_account_for_all_namespaces().items, hub_namespaces),
+        "hub secrets": _live(hub_core.list_secret_for_all_namespaces().items, hub_namespaces),
+        "member namespaces": member_namespaces,
+        "member secrets": _live(member_core.list_secret_for_all_namespaces().items, member_namespaces),
         "member releases": sorted(re.findall(r'"name":"([^"]+)","namespace":"([^"]+)","revision":"(\d+)"', releases)),
     }
 

@@ -1,10 +1,14 @@
 """The shared core against the lab: Helm's records read without helm, whoami with good and bad credentials,
-a clear message for an API whose CRDs are missing, a client for an endpoint as an agent sees it, and API calls
-through the proxy the environment names."""
+a clear message for an API whose CRDs are missing, a client for an endpoint as an agent sees it, API calls
+through the proxy the environment names, and a user whose credential comes from an exec plugin."""
 
+import base64
+import json
+import os
 import select
 import socket
 import socketserver
+import sys
 import threading
 from urllib.parse import urlparse
 
@@ -165,3 +169,29 @@ def test_api_calls_go_through_the_proxy_the_environment_names(lab, tmp_path):
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+def test_an_exec_plugin_user_reaches_the_api(lab, tmp_path):
+    """A kubeconfig user whose credential comes from an exec plugin (as EKS, GKE and AKS kubeconfigs have): a script
+    that prints an ExecCredential with the lab admin's client certificate and counts how often it runs."""
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    context = next(c["context"] for c in config["contexts"] if c["name"] == "hub")
+    admin = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {
+        "clientCertificateData": base64.b64decode(admin["client-certificate-data"]).decode(),
+        "clientKeyData": base64.b64decode(admin["client-key-data"]).decode()}}
+    calls = tmp_path / "calls"
+    script = tmp_path / "credential-plugin"
+    script.write_text("#!%s\nimport json\nopen(%r, 'a').write('run\\n')\nprint(json.dumps(%s))\n"
+                      % (sys.executable, str(calls), json.dumps(credential)))
+    os.chmod(script, 0o700)
+    for user in config["users"]:
+        if user["name"] == context["user"]:
+            user["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script),
+                                     "interactiveMode": "Never"}}
+    kubeconfig = tmp_path / "exec-user.yaml"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"})
+    assert not result.failed, result.get("msg")
+    assert calls.read_text().count("run") >= 1
+    assert "BEGIN" not in result["raw_output"], "the exec plugin's credential reached the module's output"
