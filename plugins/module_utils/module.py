@@ -78,6 +78,8 @@ class FleetModule(AnsibleModule):
         # fail_json during argument validation would otherwise delete as if it were ours.
         self._fleet_tmpdir = None
         self._waiter = None
+        # Again here: AnsibleModule skips _log_invocation for a no_log task, whose registered result still holds them.
+        self._hide_invocation_secrets()
 
     def _hide_invocation_secrets(self):
         secret_options = [name for name, option in (getattr(self, "argument_spec", None) or {}).items() if option.get("no_log")]

@@ -79,3 +79,14 @@ def test_helm_storage_drivers_other_than_secrets_are_refused(monkeypatch, driver
     with pytest.raises(ParameterError) as err:
         check_storage_driver()
     assert err.value.param == "HELM_DRIVER" and driver in err.value.msg
+
+
+def test_a_no_log_task_returns_no_kubeconfig_credential_either(logged, monkeypatch, capsys):
+    with patch_module_args({"kubeconfig": KUBECONFIG, "_ansible_no_log": True}):
+        module = FleetModule(argument_spec={}, hub_auth=True)
+        assert logged == []  # AnsibleModule does not log a no_log task's invocation
+        with pytest.raises(SystemExit):
+            module.exit_json(changed=False)
+    result = capsys.readouterr().out
+    for number in range(1, 5):
+        assert "SECRET-%d" % number not in result
