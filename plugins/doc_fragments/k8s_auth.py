@@ -39,25 +39,25 @@ options:
   validate_certs:
     description:
       - Whether to verify the API server's certificate.
-      - Can also be set with the E(K8S_AUTH_VERIFY_SSL) environment variable.
+      - Can also be set with the E(K8S_AUTH_VERIFY_SSL) or E(K8S_AUTH_VALIDATE_CERTS) environment variable.
     type: bool
     aliases: [verify_ssl]
   ca_cert:
     description:
       - Path to a CA bundle that verifies the API server.
-      - Can also be set with the E(K8S_AUTH_SSL_CA_CERT) environment variable.
+      - Can also be set with the E(K8S_AUTH_SSL_CA_CERT) or E(K8S_AUTH_CA_CERT) environment variable.
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
     description:
       - Path to a client certificate to authenticate with.
-      - Can also be set with the E(K8S_AUTH_CERT_FILE) environment variable.
+      - Can also be set with the E(K8S_AUTH_CERT_FILE) or E(K8S_AUTH_CLIENT_CERT) environment variable.
     type: path
     aliases: [cert_file]
   client_key:
     description:
       - Path to the key of O(client_cert).
-      - Can also be set with the E(K8S_AUTH_KEY_FILE) environment variable.
+      - Can also be set with the E(K8S_AUTH_KEY_FILE) or E(K8S_AUTH_CLIENT_KEY) environment variable.
     type: path
     aliases: [key_file]
   proxy:
@@ -74,9 +74,49 @@ options:
       - Given, it replaces E(NO_PROXY).
       - Can also be set with the E(K8S_AUTH_NO_PROXY) environment variable.
     type: str
+  proxy_headers:
+    description:
+      - Headers sent to the proxy, as in kubernetes.core.
+      - Credentials in the proxy's URL (V(http://user:secret@proxy:3128)) are used as kubectl uses them when
+        O(proxy_headers.proxy_basic_auth) is not given.
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        description:
+          - C(user:password) for the proxy's basic authentication. Never logged.
+          - Can also be set with the E(K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH) environment variable.
+        type: str
+      basic_auth:
+        description:
+          - C(user:password) for a basic C(Authorization) header sent to the proxy. Never logged.
+          - Can also be set with the E(K8S_AUTH_PROXY_HEADERS_BASIC_AUTH) environment variable.
+        type: str
+      user_agent:
+        description:
+          - The C(User-Agent) header sent to the proxy.
+          - Can also be set with the E(K8S_AUTH_PROXY_HEADERS_USER_AGENT) environment variable.
+        type: str
+  impersonate_user:
+    description:
+      - The user to act as (kubectl's C(--as)); the credentials need the C(impersonate) verb for it.
+      - Without it, the kubeconfig user's C(as), C(as-groups), C(as-uid) and C(as-user-extra) apply, as in kubectl.
+      - Helm acts as the same user.
+      - Can also be set with the E(K8S_AUTH_IMPERSONATE_USER) environment variable.
+    type: str
+  impersonate_groups:
+    description:
+      - The groups to act as (kubectl's C(--as-group)); needs O(impersonate_user).
+      - Can also be set with the E(K8S_AUTH_IMPERSONATE_GROUPS) environment variable, comma-separated.
+    type: list
+    elements: str
 notes:
   - An empty string given for an optional option means the option is not set (its default applies), as role
     defaults, AWX surveys and C(module_defaults) pass it.
+  - The environment variables are kubernetes.core's; each option also reads E(K8S_AUTH_) followed by its own name in
+    upper case (for example E(K8S_AUTH_VALIDATE_CERTS) and E(K8S_AUTH_CA_CERT)).
+  - kubernetes.core's O(ignore:username) and O(ignore:password) are not offered (Kubernetes no longer accepts basic
+    authentication), nor O(ignore:persist_config) (refreshed credentials are never written back into the user's
+    kubeconfig).
 requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
@@ -132,4 +172,30 @@ options:
     description:
       - Hosts to reach without the proxy, as O(no_proxy), for the hub connection.
     type: str
+  hub_proxy_headers:
+    description:
+      - Headers sent to the hub's proxy, as O(proxy_headers).
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        description:
+          - C(user:password) for the proxy's basic authentication. Never logged.
+        type: str
+      basic_auth:
+        description:
+          - C(user:password) for a basic C(Authorization) header sent to the proxy. Never logged.
+        type: str
+      user_agent:
+        description:
+          - The C(User-Agent) header sent to the proxy.
+        type: str
+  hub_impersonate_user:
+    description:
+      - The user to act as on the hub, as O(impersonate_user).
+    type: str
+  hub_impersonate_groups:
+    description:
+      - The groups to act as on the hub, as O(impersonate_groups); needs O(hub_impersonate_user).
+    type: list
+    elements: str
 '''

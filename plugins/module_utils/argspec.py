@@ -17,22 +17,38 @@ import copy
 from ansible.module_utils.basic import env_fallback
 
 
+# kubernetes.core's proxy_headers suboptions; their environment variables are K8S_AUTH_PROXY_HEADERS_<NAME>.
+PROXY_HEADERS = {
+    "proxy_basic_auth": dict(type="str", no_log=True),
+    "basic_auth": dict(type="str", no_log=True),
+    "user_agent": dict(type="str"),
+}
+
+
 def auth_options(prefix="", env=True):
-    """The kubernetes.core connection options; ``prefix`` (e.g. ``hub_``) gives a second, independent set."""
-    def fallback(name):
-        return dict(fallback=(env_fallback, [name])) if env else {}
+    """The kubernetes.core connection options; ``prefix`` (e.g. ``hub_``) gives a second, independent set.
+
+    The environment variables are kubernetes.core's: ``K8S_AUTH_`` and the option's name, or the name the
+    kubernetes client gives it (``K8S_AUTH_VERIFY_SSL`` for ``validate_certs``), the first one set winning.
+    """
+    def fallback(*names):
+        return dict(fallback=(env_fallback, ["K8S_AUTH_" + name for name in names])) if env else {}
 
     return {
-        prefix + "kubeconfig": dict(type="raw", no_log=False, **fallback("K8S_AUTH_KUBECONFIG")),
-        prefix + "context": dict(type="str", **fallback("K8S_AUTH_CONTEXT")),
-        prefix + "host": dict(type="str", **fallback("K8S_AUTH_HOST")),
-        prefix + "api_key": dict(type="str", no_log=True, **fallback("K8S_AUTH_API_KEY")),
-        prefix + "validate_certs": dict(type="bool", aliases=[prefix + "verify_ssl"], **fallback("K8S_AUTH_VERIFY_SSL")),
-        prefix + "ca_cert": dict(type="path", aliases=[prefix + "ssl_ca_cert"], **fallback("K8S_AUTH_SSL_CA_CERT")),
-        prefix + "client_cert": dict(type="path", aliases=[prefix + "cert_file"], **fallback("K8S_AUTH_CERT_FILE")),
-        prefix + "client_key": dict(type="path", aliases=[prefix + "key_file"], no_log=False, **fallback("K8S_AUTH_KEY_FILE")),
-        prefix + "proxy": dict(type="str", **fallback("K8S_AUTH_PROXY")),
-        prefix + "no_proxy": dict(type="str", **fallback("K8S_AUTH_NO_PROXY")),
+        prefix + "kubeconfig": dict(type="raw", no_log=False, **fallback("KUBECONFIG")),
+        prefix + "context": dict(type="str", **fallback("CONTEXT")),
+        prefix + "host": dict(type="str", **fallback("HOST")),
+        prefix + "api_key": dict(type="str", no_log=True, **fallback("API_KEY")),
+        prefix + "validate_certs": dict(type="bool", aliases=[prefix + "verify_ssl"], **fallback("VALIDATE_CERTS", "VERIFY_SSL")),
+        prefix + "ca_cert": dict(type="path", aliases=[prefix + "ssl_ca_cert"], **fallback("CA_CERT", "SSL_CA_CERT")),
+        prefix + "client_cert": dict(type="path", aliases=[prefix + "cert_file"], **fallback("CLIENT_CERT", "CERT_FILE")),
+        prefix + "client_key": dict(type="path", aliases=[prefix + "key_file"], no_log=False, **fallback("CLIENT_KEY", "KEY_FILE")),
+        prefix + "proxy": dict(type="str", **fallback("PROXY")),
+        prefix + "no_proxy": dict(type="str", **fallback("NO_PROXY")),
+        # Without the option, ConnectionSettings reads K8S_AUTH_PROXY_HEADERS_* (a dict has no env fallback of its own).
+        prefix + "proxy_headers": dict(type="dict", options=copy.deepcopy(PROXY_HEADERS)),
+        prefix + "impersonate_user": dict(type="str", **fallback("IMPERSONATE_USER")),
+        prefix + "impersonate_groups": dict(type="list", elements="str", **fallback("IMPERSONATE_GROUPS")),
     }
 
 

@@ -92,11 +92,12 @@ class ChartSource:
 class Helm:
     """One Helm binary against one cluster (given as kubeconfig path + context)."""
 
-    def __init__(self, run_command, binary, kubeconfig=None, context=None, env=None, secrets=()):
+    def __init__(self, run_command, binary, kubeconfig=None, context=None, env=None, secrets=(), connection_args=()):
         self._run_command = run_command
         self.binary = binary
         self.kubeconfig = kubeconfig
         self.context = context
+        self.connection_args = list(connection_args)  # e.g. --kube-as-user, from ConnectionSettings.helm_arguments()
         self.env = env or {}
         self.secrets = [s for s in secrets if s]
         self._version = None
@@ -119,7 +120,7 @@ class Helm:
             args += ["--kubeconfig", self.kubeconfig]
         if self.context:
             args += ["--kube-context", self.context]
-        return args
+        return args + self.connection_args
 
     def run(self, args, check=True):
         argv = [self.binary] + list(args) + self._global_args()

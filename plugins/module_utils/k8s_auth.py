@@ -18,16 +18,21 @@ import shutil
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import StaticConfiguration, proxy_from_environment
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import (
+    StaticConfiguration, proxy_from_environment, proxy_header_values, proxy_headers_from_environment,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import (
     check_context, kubeconfig_ca_pem, kubeconfig_entries, kubeconfig_server, load_kubeconfig, merged_kubeconfig, read_pem,
 )
 
 AUTH_KEYS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy",
-             "no_proxy")
+             "no_proxy", "proxy_headers", "impersonate_user", "impersonate_groups")
+# A kubeconfig user's impersonation, as kubectl reads it (the impersonate_* options replace it).
+IMPERSONATION_USER_KEYS = ("as", "as-groups", "as-uid", "as-user-extra")
 # A kubeconfig user with only these keys needs no more than urllib3 (k8s_transport); anything else (exec, auth-provider,
-# username/password, impersonation) goes through the kubernetes package's loader.
-STATIC_USER_KEYS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data")
+# username/password) goes through the kubernetes package's loader.
+STATIC_USER_KEYS = ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key", "client-key-data") \
+    + IMPERSONATION_USER_KEYS
 
 
 class ConnectionSettings:
@@ -39,11 +44,20 @@ class ConnectionSettings:
         for key in AUTH_KEYS:
             setattr(self, key, params.get(prefix + key))
         if isinstance(self.kubeconfig, str) and self.kubeconfig:
-            self.kubeconfig = os.path.expanduser(self.kubeconfig)
+            # A list of files, as $KUBECONFIG and kubernetes.core's kubeconfig option take it.
+            self.kubeconfig = kubeconfig_from_paths(self.kubeconfig.split(os.pathsep), self.param("kubeconfig")) or \
+                os.path.expanduser(self.kubeconfig)
         elif self.kubeconfig is not None and not isinstance(self.kubeconfig, dict):
             raise ParameterError(prefix + "kubeconfig", "must be a path or a kubeconfig mapping")
         if self.kubeconfig is None and not self.host:
             self.kubeconfig = default_kubeconfig(self.param("kubeconfig"))
+        self.impersonate_groups = [group for group in self.impersonate_groups or [] if group]
+        if self.impersonate_groups and not self.impersonate_user:
+            raise ParameterError(self.param("impersonate_groups"), "groups are impersonated only with a user",
+                                 "Set %s too (the API server refuses groups without a user)" % self.param("impersonate_user"))
+        if self.proxy_headers is None and not prefix:
+            self.proxy_headers = proxy_headers_from_environment()
+        self.proxy_headers = dict((k, v) for k, v in (self.proxy_headers or {}).items() if v not in (None, ""))
 
     def param(self, key):
         return self.prefix + key
@@ -70,7 +84,7 @@ class ConnectionSettings:
 
     def _overrides(self):
         return any(getattr(self, k) not in (None, "") for k in ("host", "api_key", "ca_cert", "client_cert", "client_key", "proxy")) \
-            or self.validate_certs is False
+            or self.validate_certs is False or bool(self.proxy_headers.get("proxy_basic_auth"))
 
     def client_configuration(self, tmpdir=None):
         """The client configuration for these settings (no network I/O).
@@ -85,7 +99,28 @@ class ConnectionSettings:
         configuration = self._static_configuration(tmpdir or private_tempdir)
         if configuration is None:
             configuration = self._package_configuration()
-        return self._apply_overrides(configuration)
+        configuration = self._apply_overrides(configuration)
+        configuration.impersonation = self.impersonation()
+        configuration.proxy_headers = proxy_header_values(self.proxy_headers, configuration.proxy) or None
+        return configuration
+
+    def impersonation(self):
+        """Who the requests act as: the impersonate_* options, else the kubeconfig user's ``as``/``as-groups``/
+        ``as-uid``/``as-user-extra`` (kubectl's rule); an empty dict for no impersonation."""
+        if self.impersonate_user or self.impersonate_groups:
+            return dict((k, v) for k, v in (("as", self.impersonate_user), ("as-groups", self.impersonate_groups)) if v)
+        if self.kubeconfig is None or (isinstance(self.kubeconfig, str) and not os.path.isfile(self.kubeconfig)):
+            return {}
+        entries = kubeconfig_entries(self.kubeconfig_dict()[0], self.context)
+        user = entries[1] if entries else {}
+        return dict((key, user[key]) for key in IMPERSONATION_USER_KEYS if user.get(key))
+
+    def helm_arguments(self):
+        """Helm's global flags for the impersonate_* options (a kubeconfig's own ``as`` is Helm's to read)."""
+        args = ["--kube-as-user", self.impersonate_user] if self.impersonate_user else []
+        for group in self.impersonate_groups:
+            args += ["--kube-as-group", group]
+        return args
 
     def _static_configuration(self, tmpdir):
         if self.kubeconfig is None:
@@ -181,8 +216,8 @@ class ConnectionSettings:
         if not configuration.verify_ssl:
             cluster["insecure-skip-tls-verify"] = True
         if configuration.proxy:
-            cluster["proxy-url"] = configuration.proxy
-        user = {}
+            cluster["proxy-url"] = _with_proxy_credentials(configuration.proxy, self.proxy_headers.get("proxy_basic_auth"))
+        user = dict(getattr(configuration, "impersonation", None) or {})
         token = (configuration.api_key or {}).get("authorization") or (configuration.api_key or {}).get("BearerToken")
         if token:
             user["token"] = token.split(" ", 1)[1] if token.lower().startswith("bearer ") else token
@@ -200,17 +235,35 @@ class ConnectionSettings:
         return path, "fleetops"
 
 
+def _with_proxy_credentials(proxy_url, basic_auth):
+    """The proxy URL with ``user:password`` in it, the one way Go programs (Helm) take a proxy's credentials."""
+    if not basic_auth:
+        return proxy_url
+    from urllib.parse import quote, urlsplit, urlunsplit
+
+    parts = urlsplit(proxy_url if "://" in proxy_url else "http://" + proxy_url)
+    user, _sep, password = basic_auth.partition(":")
+    netloc = "%s:%s@%s" % (quote(user, safe=""), quote(password, safe=""), parts.netloc.rpartition("@")[2])
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def default_kubeconfig(param="kubeconfig"):
     """What kubectl, Helm and kubernetes.core use when no kubeconfig is given: the files ``$KUBECONFIG`` lists (one
     path, or the kubeconfig merged from several; files that do not exist are skipped), else ``~/.kube/config``.
     None when there is none, which leaves the in-cluster service account."""
-    listed = [os.path.expanduser(path) for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
+    listed = [path for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
     if not listed:
         default = os.path.expanduser("~/.kube/config")
         return default if os.path.isfile(default) else None
-    existing = [path for path in dict.fromkeys(listed) if os.path.isfile(path)]
+    return kubeconfig_from_paths(listed, "%s (from $KUBECONFIG)" % param)
+
+
+def kubeconfig_from_paths(paths, param):
+    """The kubeconfig a list of paths names, as kubectl reads ``$KUBECONFIG``: one file's path, the mapping merged from
+    several (the first file that names an entry wins), skipping files that do not exist; None when none exists."""
+    existing = [path for path in dict.fromkeys(os.path.expanduser(path) for path in paths if path) if os.path.isfile(path)]
     if len(existing) > 1:
-        return merged_kubeconfig(existing, param="%s (from $KUBECONFIG)" % param)
+        return merged_kubeconfig(existing, param=param)
     return existing[0] if existing else None
 
 

@@ -14,13 +14,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import ipaddress
 import json
 import os
-from urllib.parse import urlencode, urlparse
+from urllib.parse import quote, unquote, urlencode, urlparse
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 try:
     import urllib3
+    from urllib3._collections import HTTPHeaderDict  # urllib3 1.26 does not export it at the top
     HAS_URLLIB3 = True
 except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes package
     HAS_URLLIB3 = False
@@ -45,6 +49,49 @@ def proxy_from_environment(url, no_proxy=None, environ=None):
     if any(_bypasses(entry.strip().lower(), host, port) for entry in no_proxy.split(",") if entry.strip()):
         return None
     return proxy if "://" in proxy else "http://" + proxy
+
+
+def proxy_headers_from_environment(environ=None):
+    """kubernetes.core's ``proxy_headers`` from ``K8S_AUTH_PROXY_HEADERS_<SUBOPTION>``; None when none is set."""
+    environ = os.environ if environ is None else environ
+    found = dict((key, environ["K8S_AUTH_PROXY_HEADERS_" + key.upper()]) for key in ("proxy_basic_auth", "basic_auth", "user_agent")
+                 if environ.get("K8S_AUTH_PROXY_HEADERS_" + key.upper()))
+    return found or None
+
+
+def proxy_header_values(proxy_headers, proxy_url=None):
+    """The headers sent to the proxy (as urllib3's ``make_headers`` names them) for kubernetes.core's
+    ``proxy_headers``; credentials in the proxy URL (``http://user:secret@proxy:3128``) authenticate as Go programs
+    use them, unless ``proxy_basic_auth`` is given."""
+    proxy_headers = proxy_headers or {}
+    headers = {}
+    proxy_auth = proxy_headers.get("proxy_basic_auth")
+    if not proxy_auth and proxy_url:
+        parsed = urlparse(proxy_url if "://" in proxy_url else "http://" + proxy_url)
+        if parsed.username is not None:
+            proxy_auth = "%s:%s" % (unquote(parsed.username), unquote(parsed.password or ""))
+    if proxy_auth:
+        headers["proxy-authorization"] = "Basic " + base64.b64encode(proxy_auth.encode("utf-8")).decode("ascii")
+    if proxy_headers.get("basic_auth"):
+        headers["authorization"] = "Basic " + base64.b64encode(proxy_headers["basic_auth"].encode("utf-8")).decode("ascii")
+    if proxy_headers.get("user_agent"):
+        headers["user-agent"] = proxy_headers["user_agent"]
+    return headers
+
+
+def impersonation_headers(impersonation):
+    """The ``Impersonate-*`` request headers of a kubeconfig user's ``as``/``as-groups``/``as-uid``/``as-user-extra``,
+    as ``(name, value)`` pairs: a header repeats for each group (the API server reads each line as one group)."""
+    impersonation = impersonation or {}
+    pairs = []
+    if impersonation.get("as"):
+        pairs.append(("Impersonate-User", impersonation["as"]))
+    pairs.extend(("Impersonate-Group", group) for group in impersonation.get("as-groups") or [])
+    if impersonation.get("as-uid"):
+        pairs.append(("Impersonate-Uid", impersonation["as-uid"]))
+    for key, values in sorted((impersonation.get("as-user-extra") or {}).items()):
+        pairs.extend(("Impersonate-Extra-" + quote(key, safe=""), value) for value in values or [])
+    return pairs
 
 
 def _is_loopback(host):
@@ -98,6 +145,8 @@ class StaticConfiguration:
         self.proxy = proxy
         self.tls_server_name = tls_server_name
         self.retries = 1
+        self.proxy_headers = None  # ConnectionSettings sets these two, as on the package's Configuration
+        self.impersonation = {}
 
 
 class Urllib3Transport:
@@ -122,14 +171,15 @@ class Urllib3Transport:
         if configuration.tls_server_name:
             options["server_hostname"] = configuration.tls_server_name
         if configuration.proxy:
-            self.pool = urllib3.ProxyManager(configuration.proxy, **options)
+            proxy_headers = configuration.proxy_headers or proxy_header_values(None, configuration.proxy)
+            self.pool = urllib3.ProxyManager(configuration.proxy, proxy_headers=proxy_headers, **options)
         else:
             self.pool = urllib3.PoolManager(**options)
 
     def send(self, method, path, body, query, headers):
         """``(status, reason, data)`` of one request; Unreachable when there is no HTTP answer."""
         url = self.configuration.host + path + ("?" + urlencode(list(query.items())) if query else "")
-        headers = dict(headers)
+        headers = with_impersonation(headers, self.configuration)
         headers.update(self.configuration.api_key)
         try:
             response = self.pool.request(method, url, body=json.dumps(body) if body is not None else None, headers=headers,
@@ -156,8 +206,12 @@ class ApiClientTransport:
                 method, url, headers, body, _post = self.api.param_serialize(
                     method=method, resource_path=path, query_params=list((query or {}).items()) or None,
                     header_params=headers, body=body, auth_settings=["BearerToken"])
+                headers = with_impersonation(headers, self.api.configuration)
                 response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=REQUEST_TIMEOUT)
                 return response.status, response.reason, response.read()
+            if getattr(self.api.configuration, "impersonation", None):
+                raise ParameterError("impersonate_user", "impersonating with this kubeconfig user needs a newer client",
+                                     "Upgrade the kubernetes Python package to 31 or later")
             response = self.api.call_api(  # kubernetes < 31 (the older OpenAPI generator) raises on a non-2xx status
                 path, method, query_params=list((query or {}).items()), header_params=headers, body=body,
                 auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
@@ -170,6 +224,14 @@ class ApiClientTransport:
             return exc.status, exc.reason, exc.body
         except urllib3.exceptions.HTTPError as exc:
             raise Unreachable(_reason(exc))
+
+
+def with_impersonation(headers, configuration):
+    """``headers`` as a urllib3 header dict (one line per value) with the configuration's ``Impersonate-*`` headers."""
+    combined = HTTPHeaderDict(headers)
+    for name, value in impersonation_headers(getattr(configuration, "impersonation", None)):
+        combined.add(name, value)
+    return combined
 
 
 def transport_for(configuration):

@@ -1,6 +1,7 @@
 """The shared core against the lab: Helm's records read without helm, whoami with good and bad credentials,
-a clear message for an API whose CRDs are missing, a client for an endpoint as an agent sees it, API calls
-through the proxy the environment names, and a user whose credential comes from an exec plugin."""
+a clear message for an API whose CRDs are missing, a client for an endpoint as an agent sees it, API calls and Helm
+through the proxy the environment names (with its credentials), a user whose credential comes from an exec plugin,
+and impersonation, each for the API calls and for Helm alike."""
 
 import base64
 import json
@@ -8,6 +9,7 @@ import os
 import select
 import socket
 import socketserver
+import subprocess
 import sys
 import threading
 from urllib.parse import urlparse
@@ -17,7 +19,7 @@ import yaml
 from kubernetes import client
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ApiNotServed, ConnectionFailure
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, ReleasePlan, read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings, endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import CLUSTER
@@ -110,8 +112,10 @@ class ConnectProxy(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self):
+    def __init__(self, credentials=None):
         self.tunnels = []
+        self.credentials = credentials  # "user:password" the proxy requires (basic), or None
+        self.refused = 0
         super().__init__(("127.0.0.1", 0), ConnectHandler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -123,10 +127,19 @@ class ConnectProxy(socketserver.ThreadingTCPServer):
 class ConnectHandler(socketserver.StreamRequestHandler):
     def handle(self):
         request = self.rfile.readline().decode("latin-1").split()
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-            pass
+        headers = {}
+        line = self.rfile.readline()
+        while line not in (b"\r\n", b"\n", b""):
+            name, _sep, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+            line = self.rfile.readline()
         if len(request) < 2 or request[0] != "CONNECT":
             self.wfile.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            return
+        expected = "Basic " + base64.b64encode(self.server.credentials.encode()).decode() if self.server.credentials else None
+        if expected and headers.get("proxy-authorization") != expected:
+            self.server.refused += 1
+            self.wfile.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\nContent-Length: 0\r\n\r\n")
             return
         host, port = request[1].rsplit(":", 1)
         self.server.tunnels.append(request[1])
@@ -149,13 +162,7 @@ class ConnectHandler(socketserver.StreamRequestHandler):
 
 
 def test_api_calls_go_through_the_proxy_the_environment_names(lab, tmp_path):
-    config = yaml.safe_load(lab.kubeconfig.read_text())
-    port = urlparse(lab.api_urls["hub"]).port
-    for cluster in config["clusters"]:
-        if urlparse(cluster["cluster"]["server"]).port == port:
-            cluster["cluster"]["server"] = "https://kubernetes:%d" % port  # resolvable only by the proxy
-    kubeconfig = tmp_path / "through-proxy.yaml"
-    kubeconfig.write_text(yaml.safe_dump(config))
+    kubeconfig, port = through_proxy_kubeconfig(lab, tmp_path)
     proxy = ConnectProxy()
     try:
         env = {"HTTPS_PROXY": proxy.url, "NO_PROXY": "", "no_proxy": ""}
@@ -195,3 +202,75 @@ def test_an_exec_plugin_user_reaches_the_api(lab, tmp_path):
     assert not result.failed, result.get("msg")
     assert calls.read_text().count("run") >= 1
     assert "BEGIN" not in result["raw_output"], "the exec plugin's credential reached the module's output"
+    helm = helm_for(lab, ConnectionSettings({"kubeconfig": str(kubeconfig), "context": "hub"}, label="hub"), tmp_path)
+    before = calls.read_text().count("run")
+    rc, _out, err = helm.run(["list", "-A"], check=False)
+    assert rc == 0, err
+    assert calls.read_text().count("run") > before, "Helm did not use the exec plugin"
+
+
+def helm_for(lab, settings, tmp_path, env=None):
+    """The collection's Helm runner for ``settings``, as FleetModule.helm() builds it."""
+    configuration = settings.client_configuration(tmpdir=lambda: str(tmp_path))
+    kubeconfig, context = settings.helm_kubeconfig(configuration, str(tmp_path))
+
+    def run_command(argv, environ_update=None):
+        proc = subprocess.run(argv, env=dict(lab.helm_env(), **dict(environ_update or {}, **(env or {}))),
+                              capture_output=True, text=True, timeout=120, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+    return Helm(run_command, lab.helm, kubeconfig, context, connection_args=settings.helm_arguments())
+
+
+def through_proxy_kubeconfig(lab, tmp_path):
+    """The lab kubeconfig with the hub's server named ``kubernetes``, a name only the test proxy resolves."""
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    port = urlparse(lab.api_urls["hub"]).port
+    for cluster in config["clusters"]:
+        if urlparse(cluster["cluster"]["server"]).port == port:
+            cluster["cluster"]["server"] = "https://kubernetes:%d" % port
+    kubeconfig = tmp_path / "through-proxy.yaml"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    return kubeconfig, port
+
+
+def test_proxy_credentials_reach_the_proxy_for_the_api_and_for_helm(lab, tmp_path):
+    kubeconfig, port = through_proxy_kubeconfig(lab, tmp_path)
+    proxy = ConnectProxy(credentials="fleet ops:s3cr@t")
+    try:
+        with_userinfo = proxy.url.replace("http://", "http://fleet%20ops:s3cr%40t@")
+        env = {"HTTPS_PROXY": with_userinfo, "NO_PROXY": "", "no_proxy": ""}
+        result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
+        assert not result.failed, result.get("msg")
+        assert proxy.tunnels and set(proxy.tunnels) == {"kubernetes:%d" % port} and proxy.refused == 0
+        assert "s3cr@t" not in result["raw_output"]
+        given = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
+                                            "proxy_headers": {"proxy_basic_auth": "fleet ops:s3cr@t"}})
+        assert not given.failed, given.get("msg")
+        wrong = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
+                                            "proxy_headers": {"proxy_basic_auth": "fleet ops:wrong"}})
+        assert wrong.failed and proxy.refused >= 1 and "wrong" not in wrong["raw_output"]
+        tunnels = len(proxy.tunnels)
+        settings = ConnectionSettings({"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
+                                       "proxy_headers": {"proxy_basic_auth": "fleet ops:s3cr@t"}}, label="hub")
+        rc, _out, err = helm_for(lab, settings, tmp_path, env={"NO_PROXY": "", "no_proxy": ""}).run(["list", "-A"], check=False)
+        assert rc == 0, err
+        assert len(proxy.tunnels) > tunnels, "Helm did not go through the proxy"
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_impersonation_applies_to_the_api_calls_and_to_helm(lab, tmp_path):
+    base = {"kubeconfig": str(lab.kubeconfig), "context": "hub"}
+    nobody = run_module("fleet_status", dict(base, impersonate_user="fleetops-nobody"))
+    assert nobody.failed and "fleetops-nobody" in nobody["msg"], nobody.get("msg")
+    # Two groups: were they joined into one header line, the API server would see one group named "x, system:masters".
+    admin = dict(base, impersonate_user="fleetops-admin", impersonate_groups=["fleetops-ops", "system:masters"])
+    assert not run_module("fleet_status", admin).failed
+    from_env = run_module("fleet_status", base, env={"K8S_AUTH_IMPERSONATE_USER": "fleetops-env-user"})
+    assert from_env.failed and "fleetops-env-user" in from_env["msg"]
+    rc, _out, err = helm_for(lab, ConnectionSettings(dict(base, impersonate_user="fleetops-nobody"), label="hub"),
+                             tmp_path).run(["list", "-A"], check=False)
+    assert rc != 0 and "fleetops-nobody" in err
+    rc, _out, err = helm_for(lab, ConnectionSettings(admin, label="hub"), tmp_path).run(["list", "-A"], check=False)
+    assert rc == 0, err

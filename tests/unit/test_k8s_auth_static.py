@@ -57,7 +57,7 @@ def test_files_named_by_a_kubeconfig_are_relative_to_it(tmp_path):
 
 def test_exec_plugins_and_auth_providers_go_through_the_kubernetes_package(tmp_path):
     for user in ({"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1beta1"}},
-                 {"auth-provider": {"name": "oidc"}}, {"username": "a", "password": "b"}, {"token": "t", "as": "admin"}):
+                 {"auth-provider": {"name": "oidc"}}, {"username": "a", "password": "b"}):
         conf = configuration(kubeconfig(user), tmp_path)
         assert not isinstance(conf, StaticConfiguration), user
 

@@ -71,3 +71,11 @@ def test_a_broken_file_in_the_list_is_named(home):
     with pytest.raises(Exception) as err:
         merged_kubeconfig([write(home / "ok.yaml", {"a": "a"}), str(bad)], param="kubeconfig (from $KUBECONFIG)")
     assert "bad.yaml" in str(err.value) and "$KUBECONFIG" in str(err.value)
+
+
+def test_the_kubeconfig_option_takes_a_list_of_files_as_kubernetes_core_does(home):
+    first = write(home / "a" / "hub.yaml", {"hub": "hub"}, current="hub")
+    second = write(home / "b" / "edge.yaml", {"edge": "edge"})
+    merged = k8s_auth.ConnectionSettings({"kubeconfig": os.pathsep.join([first, second])}).kubeconfig
+    assert [c["name"] for c in merged["contexts"]] == ["hub", "edge"] and merged["current-context"] == "hub"
+    assert k8s_auth.ConnectionSettings({"kubeconfig": first + os.pathsep + str(home / "missing.yaml")}).kubeconfig == first
