@@ -94,9 +94,15 @@ options:
     default: hub-kubeconfig-secret
   secret_namespace:
     description:
-      - Namespace of that Secret on the member. It must exist.
+      - Namespace of that Secret on the member, a namespace of its own so that nobody who may read the Secrets of
+        ordinary workloads (in C(default)) reads the member's hub credential. It must differ from O(agent_namespace).
+      - When it does not exist, the module creates it, labelled C(app.kubernetes.io/managed-by=fleetops.registration),
+        and O(state=absent) removes it again when it holds no other Secret.
+      - An agent installed with its token elsewhere (C(default), as earlier versions of this collection put it) is
+        moved on the next run - the Secret written here, the release upgraded to read it, the old Secret removed -
+        provided the old Secret carries the collection's label.
     type: str
-    default: default
+    default: fleet-hub-credentials
   release_name:
     description:
       - Name of the Helm release.
@@ -255,7 +261,13 @@ secret:
   description: Where the token Secret is on the member.
   returned: always
   type: dict
-  sample: {name: hub-kubeconfig-secret, namespace: default}
+  sample: {name: hub-kubeconfig-secret, namespace: fleet-hub-credentials}
+removed_secrets:
+  description: Token Secrets (C(namespace/name)) removed because the agent now reads its token from O(secret_namespace).
+  returned: with O(state=present)
+  type: list
+  elements: str
+  sample: [default/hub-kubeconfig-secret]
 hub_url:
   description: The hub URL the agent uses.
   returned: with O(state=present)
@@ -304,7 +316,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent import MemberAgent
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
+    DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
@@ -321,7 +333,7 @@ def argument_spec():
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),
-        secret_namespace=dict(type="str", default="default", no_log=False),
+        secret_namespace=dict(type="str", default=DEFAULT_HUB_SECRET_NAMESPACE, no_log=False),
         release_name=dict(type="str", default="member-agent"),
         release_namespace=dict(type="str", default="default"),
         keep_release_namespace=dict(type="bool", default=False),

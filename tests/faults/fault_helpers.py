@@ -199,8 +199,8 @@ class Sides:
         release = self.release(member, "member-agent", "default")
         assert release is not None and release["info"]["status"] == "deployed", "%s: member-agent release: %s" % (
             member, release and release["info"]["status"])
-        token = self.secret_value(member, "default", "hub-kubeconfig-secret", "token")
-        assert token, "%s: default/hub-kubeconfig-secret has no token" % member
+        token = self.secret_value(member, "fleet-hub-credentials", "hub-kubeconfig-secret", "token")
+        assert token, "%s: fleet-hub-credentials/hub-kubeconfig-secret has no token" % member
         assert self.whoami(self.token_client(token)).startswith("system:serviceaccount:")
 
         def joined_and_fresh():

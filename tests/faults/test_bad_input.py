@@ -124,7 +124,7 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
         ("kubefleet_member_agent", dict(member_agent, release_namespace="fleet-system"), "release_namespace", "keep the release record elsewhere"),
         ("kubefleet_member_agent", dict(member_agent, hub_url="http://127.0.0.1:6443"), "hub_url", "give the hub api server's https:// url"),
         ("kubefleet_member_agent", dict(direct_agent, token="not-a-token"), "token", "give a valid token"),
-        ("kubefleet_member_agent", dict(direct_agent, secret_namespace=absent_ns), "secret_namespace", "create it, or keep the default"),
+        ("kubefleet_member_agent", dict(direct_agent, secret_namespace="fleet-system"), "secret_namespace", "keep the token in a namespace of its own"),
         ("hub_prepare", _hub(lab, backends=["karmada"]), "backends", "rancher_fleet"),
         ("hub_prepare", _hub(lab, namespaces=["Bad_NS"]), "namespaces", "lower-case letters, digits"),
     ]

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.lab
 
 GROUP, VERSION = "cluster.kubernetes-fleet.io", "v1beta1"
 HUB_NS = "fleet-system"
+TOKEN_NS = "fleet-hub-credentials"  # kubefleet_member_agent's secret_namespace default
 MEMBER_CTX = "member2"
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 
@@ -51,7 +52,7 @@ class Hub:
         return self._get(lambda: (core or self.core).read_namespaced_secret(name, namespace))
 
     def member_secret(self):
-        return self.secret("hub-kubeconfig-secret", "default", self.member_core)
+        return self.secret("hub-kubeconfig-secret", TOKEN_NS, self.member_core)
 
     def token(self, member):
         secret = self.secret("%s-hub-cluster-access-token" % member)
@@ -74,7 +75,8 @@ class Hub:
 
     def cleanup_agent(self):
         self.lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--ignore-not-found", check=False)
-        self._ignore_404(lambda: self.member_core.delete_namespaced_secret("hub-kubeconfig-secret", "default"))
+        for namespace in (TOKEN_NS, "default"):  # default: where earlier versions kept the token
+            self._ignore_404(lambda: self.member_core.delete_namespaced_secret("hub-kubeconfig-secret", namespace))
 
     _ignore_404 = staticmethod(ignore_404)
 
@@ -510,7 +512,7 @@ def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub,
     assert healthy.hub["joined"] is True and not healthy.hub["heartbeat_stale"]
 
     # the agent's credential deleted on the member
-    hub.member_core.delete_namespaced_secret("hub-kubeconfig-secret", "default")
+    hub.member_core.delete_namespaced_secret("hub-kubeconfig-secret", TOKEN_NS)
     broken = _state(lab, member)
     assert broken.action == "reregister" and "hub-kubeconfig-secret is missing" in broken.reasons[0]
     repaired = ok(run_module("kubefleet_member_agent", args))
@@ -565,12 +567,13 @@ def test_agent_leave_removes_the_release_namespace_it_created_unless_kept(lab, h
         assert not ok(run_module("kubefleet_member_agent", args)).changed
 
         kept = ok(run_module("kubefleet_member_agent", dict(args, state="absent", wait=True, keep_release_namespace=True)))
-        assert kept.changed and kept["removed_namespaces"] == []
+        assert kept.changed and kept["removed_namespaces"] == [TOKEN_NS]
         assert hub.namespace(records, hub.member_core) is not None
+        wait_for(lambda: hub.namespace(TOKEN_NS, hub.member_core) is None, 60, "the token namespace to be gone")
 
         ok(run_module("kubefleet_member_agent", args))
         removed = ok(run_module("kubefleet_member_agent", dict(args, state="absent", wait=True)))
-        assert removed["removed_namespaces"] == [records]
+        assert removed["removed_namespaces"] == [records, TOKEN_NS]
         leftover = hub.namespace(records, hub.member_core)
         assert leftover is None or leftover.metadata.deletion_timestamp
         assert hub.namespace("fleet-system", hub.member_core) is None and hub.member_secret() is None
@@ -578,3 +581,35 @@ def test_agent_leave_removes_the_release_namespace_it_created_unless_kept(lab, h
     finally:
         lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", records, "--ignore-not-found", check=False)
         ignore_404(lambda: hub.member_core.delete_namespace(records))
+
+
+def test_an_agent_reading_its_token_from_default_is_moved_to_a_namespace_of_its_own(lab, hub, agent_member):
+    """Earlier versions kept the token in ``default``: the next run writes it to TOKEN_NS, upgrades the release to read
+    it there, removes the old Secret once Helm has moved the agent, and the member stays joined."""
+    member = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", dict(args, secret_namespace="default")))
+    assert hub.secret("hub-kubeconfig-secret", "default", hub.member_core) is not None
+
+    before = _state(lab, member)
+    assert before.action == "upgrade", before.reasons
+    assert before.reasons == ["the member agent reads its token from default/hub-kubeconfig-secret, not %s/hub-kubeconfig-secret" % TOKEN_NS]
+    checked = ok(run_module("kubefleet_member_agent", args, check=True))
+    assert checked.changed and any("which moves to %s/hub-kubeconfig-secret" % TOKEN_NS in r for r in checked["reasons"])
+    assert hub.secret("hub-kubeconfig-secret", "default", hub.member_core) is not None, "check mode removed the old token"
+
+    moved = ok(run_module("kubefleet_member_agent", args))
+    assert moved.changed and moved["removed_secrets"] == ["default/hub-kubeconfig-secret"]
+    assert moved["values"]["secret"] == {"name": "hub-kubeconfig-secret", "namespace": TOKEN_NS}
+    assert hub.secret("hub-kubeconfig-secret", "default", hub.member_core) is None
+    new = hub.member_secret()
+    assert new is not None and new.metadata.labels["app.kubernetes.io/managed-by"] == "fleetops.registration"
+    assert base64.b64decode(new.data["token"]).decode() == hub.token(member)
+    assert moved["member"]["joined"] is True, "the moved agent did not heartbeat with its token from %s" % TOKEN_NS
+    assert _state(lab, member).action == "none"
+    assert not ok(run_module("kubefleet_member_agent", args)).changed
+
+    left = ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+    assert TOKEN_NS in left["removed_namespaces"] and hub.member_secret() is None

@@ -295,7 +295,7 @@ def test_agent_values_carry_hub_facts_and_pinned_images():
     values = rules.agent_values("east-1", "https://hub:6443", PEM, log_verbosity=3)
     assert values["config"] == {"provider": "secret", "hubURL": "https://hub:6443", "memberClusterName": "east-1",
                                 "hubCA": base64.b64encode(PEM.encode()).decode()}
-    assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "default"}
+    assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"}
     assert values["namespace"] == "fleet-system"
     assert values["image"] == {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0", "pullPolicy": "IfNotPresent"}
     assert values["refreshtoken"]["tag"] == "v0.14.0"
@@ -485,11 +485,29 @@ def test_deep_merge_does_not_alias():
     assert merged == {"a": {"b": [1, 2], "c": 2}}
 
 
-def test_plan_agent_creates_a_missing_release_namespace_and_says_so():
-    plan = rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE, missing_namespace="agent-records")
-    assert plan.changed and plan.create_namespace == "agent-records"
-    assert plan.reasons == ["the namespace agent-records for the release record does not exist on the member"]
-    assert rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE).create_namespace is None
+def test_plan_agent_creates_missing_namespaces_and_says_so():
+    plan = rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE, missing_namespaces=["agent-records", "fleet-hub-credentials"])
+    assert plan.changed and plan.create_namespaces == ("agent-records", "fleet-hub-credentials")
+    assert plan.reasons == ["the namespace agent-records does not exist on the member",
+                            "the namespace fleet-hub-credentials does not exist on the member"]
+    assert rules.plan_agent(_live_secret(), SECRET, NO_RELEASE_CHANGE).create_namespaces == ()
+
+
+def test_a_token_the_release_reads_elsewhere_is_removed_only_after_helm_moved_the_agent():
+    moved = (("default", "hub-kubeconfig-secret"), ("fleet-hub-credentials", "hub-kubeconfig-secret"))
+    upgrade = UPGRADE
+    plan = rules.plan_agent(None, SECRET, upgrade, ["fleet-hub-credentials"], moved)
+    assert plan.stale_secret == ("default", "hub-kubeconfig-secret") and plan.secret_action == "create"
+    assert "the member agent reads its token from default/hub-kubeconfig-secret, which moves to " \
+        "fleet-hub-credentials/hub-kubeconfig-secret" in plan.reasons
+    # Helm leaves the release alone (it would keep reading the old Secret): the old one stays.
+    assert rules.plan_agent(None, SECRET, NO_RELEASE_CHANGE, (), moved).stale_secret is None
+    assert rules.plan_agent(None, SECRET, upgrade).stale_secret is None
+
+
+def test_token_location_is_read_from_the_release_values():
+    assert rules.token_location({"secret": {"name": "s", "namespace": "n"}}) == ("n", "s")
+    assert rules.token_location({"secret": {"name": "s"}}) is None and rules.token_location(None) is None
 
 
 def test_namespaces_the_collection_makes_are_recognised_by_their_label():

@@ -45,8 +45,9 @@ HEALTHY_MEMBER = {
                 "chart_version": "0.1.0", "values": {"config": {"hubURL": "https://hub:6443", "hubCA": True}, "logVerbosity": 2}},
     "hub_url": "https://hub:6443",
     "expected_hub_url": None,
-    "credential": {"name": "hub-kubeconfig-secret", "namespace": "default", "present": True, "accepted": True,
+    "credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials", "present": True, "accepted": True,
                    "username": USERNAME, "problem": None},
+    "expected_credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"},
     "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "ready_replicas": 1},
 }
 
@@ -92,6 +93,8 @@ def desired(**changes):
     (hub(), member(), desired(chart_version="0.2.0"), "upgrade", "chart version 0.1.0 -> 0.2.0"),
     (hub(), member(), desired(values={"logVerbosity": 5}), "upgrade", "values differ"),
     (hub(), member(expected_hub_url="https://hub.example:6443"), desired(), "upgrade", "uses hub URL https://hub:6443"),
+    (hub(), member(**{"credential.namespace": "default"}), desired(), "upgrade",
+     "reads its token from default/hub-kubeconfig-secret, not fleet-hub-credentials/hub-kubeconfig-secret"),
     (hub(), member(), desired(labels={"env": "dev"}), "relabel", "labels drift: set env"),
     (hub(labels={"env": "prod", "old": "x"}), member(), desired(labels_mode="replace"), "relabel", "remove old"),
     (hub(labels={"env": "prod", "fleet.azure.com/location": "x"}), member(), desired(labels_mode="replace"), "none", None),

@@ -21,12 +21,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
+    AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
     default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
-    service_account_username,
+    service_account_username, token_location,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -52,6 +52,10 @@ class MemberAgent(KubeFleetRunner):
         if self.release_namespace == self.agent_namespace:
             raise ParameterError("release_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
                                  "The member-agent chart creates agent_namespace itself; keep the release record elsewhere (default: default)")
+        if self.secret_namespace == self.agent_namespace:
+            raise ParameterError("secret_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
+                                 "The member-agent chart creates agent_namespace itself; keep the token in a namespace of its own "
+                                 "(default: %s)" % DEFAULT_HUB_SECRET_NAMESPACE)
         self.hub_given = bool(p.get("hub_kubeconfig") or p.get("hub_host"))
         self.sa_name = p["service_account_name"] or default_service_account(self.name)
         self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
@@ -153,21 +157,20 @@ class MemberAgent(KubeFleetRunner):
         preflight = None
         if self.params["preflight"] and token is not None:
             preflight = {"hub_url": url, "username": self.preflight(url, ca, token)}
-        if self.kube.get(NAMESPACE, self.secret_namespace) is None:
-            raise ParameterError("secret_namespace", "namespace %s does not exist on the member" % self.secret_namespace,
-                                 "Create it, or keep the default (default)")
         prior = self._release()
-        missing_namespace = None if self.kube.get(NAMESPACE, self.release_namespace) else self.release_namespace
+        missing = [ns for ns in dict.fromkeys((self.release_namespace, self.secret_namespace)) if self._settled_namespace(ns) is None]
         self._check_agent_namespace()
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         desired_values = self.values(url, ca)
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token) if token else None
         plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
-                          missing_namespace)
-        if plan.create_namespace:
-            self.kube.create(NAMESPACE, desired_namespace(plan.create_namespace), dry_run=self.check_mode)
+                          missing, self._moved_token(prior))
+        for namespace in plan.create_namespaces:
+            self.kube.create(NAMESPACE, desired_namespace(namespace), dry_run=self.check_mode)
         secret_after = self._apply_secret(plan, secret, desired_secret)
         release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
+        if plan.stale_secret:
+            self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
         member = None
         if self.hub_given and self.params["wait"] and not self.check_mode:
@@ -176,6 +179,7 @@ class MemberAgent(KubeFleetRunner):
             "changed": plan.changed, "release": public_release(release), "values": desired_values, "reasons": plan.reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
+            "removed_secrets": ["%s/%s" % plan.stale_secret] if plan.stale_secret else [],
             "hub_url": url, "preflight": preflight, "agent_restarted": restarted, "member": member,
             "released_leases": self.released_leases,
         }
@@ -185,9 +189,17 @@ class MemberAgent(KubeFleetRunner):
             after["secret"] = dict(after["secret"], data={"token": REDACTED + " (changed)"})
         return self.finish(result, before, after)
 
+    def _moved_token(self, prior):
+        """``(old, new)`` token locations when the installed release reads a collection-made token elsewhere."""
+        old, new = token_location((prior or {}).get("values")), (self.secret_namespace, self.secret_name)
+        if old is None or old == new or not made_by_collection(self.kube.get(SECRET, old[1], old[0])):
+            return None
+        return old, new
+
     def _apply_secret(self, plan, secret, desired):
         """Write the token Secret as planned (a server-side dry run in check mode); return it for the diff."""
-        if plan.secret_action == "predict":
+        if plan.secret_action == "predict" or (self.check_mode and self.secret_namespace in plan.create_namespaces):
+            # (a server-side dry run cannot write into a namespace that a dry run "created")
             predicted = dict(desired_hub_secret(self.secret_name, self.secret_namespace, "unknown"), apiVersion="v1", kind="Secret")
             return clean(predicted, hide_data=True)
         if plan.secret_action == "create":
@@ -209,7 +221,7 @@ class MemberAgent(KubeFleetRunner):
         try:
             helm.upgrade_install(self.release_name, chart, self.release_namespace, values, create_namespace=False)
         except FleetOpsError as exc:
-            done = (["created namespace %s" % plan.create_namespace] if plan.create_namespace else []) + (
+            done = ["created namespace %s" % namespace for namespace in plan.create_namespaces] + (
                 ["wrote Secret %s/%s" % (self.secret_namespace, self.secret_name)] if plan.secret_action in ("create", "update") else [])
             if done:
                 raise self.changed_before_failure(exc, "%s on the member" % " and ".join(done))
@@ -245,23 +257,29 @@ class MemberAgent(KubeFleetRunner):
             raise
         return describe_member(member)
 
+    def _settled_namespace(self, name):
+        """The namespace, or None when it does not exist or is being deleted (a previous leave): then, with ``wait``,
+        only once it is gone, as nothing can be made in it meanwhile."""
+        namespace = self.kube.get(NAMESPACE, name)
+        if namespace is None or not (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return namespace
+        if self.check_mode and self.params["wait"]:
+            self.warn("check mode: namespace %s on the member is still being deleted (a previous leave); "
+                      "a real run waits until it is gone" % name)
+        elif not self.params["wait"]:
+            raise ApiError("namespace %s on the member is still being deleted" % name,
+                           hint="Wait until it is gone (a previous leave), then re-run")
+        else:
+            self.module.waiter.until(lambda: self.kube.get(NAMESPACE, name), "absent",
+                                     "namespace %s on the member to finish deleting" % name)
+        return None
+
     def _check_agent_namespace(self):
         """The chart templates agent_namespace; Helm cannot take over one it did not create."""
-        namespace = self.kube.get(NAMESPACE, self.agent_namespace)
+        namespace = self._settled_namespace(self.agent_namespace)
         if namespace is None:
             return
         metadata = namespace.get("metadata") or {}
-        if metadata.get("deletionTimestamp"):
-            if self.check_mode and self.params["wait"]:
-                self.warn("check mode: namespace %s on the member is still being deleted (a previous uninstall); "
-                          "a real run waits until it is gone" % self.agent_namespace)
-                return
-            if not self.params["wait"]:
-                raise ApiError("namespace %s on the member is still being deleted" % self.agent_namespace,
-                               hint="Wait until it is gone (a previous uninstall), then re-run")
-            self.module.waiter.until(lambda: self.kube.get(NAMESPACE, self.agent_namespace), "absent",
-                                     "namespace %s on the member to finish deleting" % self.agent_namespace)
-            return
         annotations = metadata.get("annotations") or {}
         if tuple(annotations.get(key) for key in HELM_OWNER) != (self.release_name, self.release_namespace):
             raise ParameterError(
@@ -289,13 +307,17 @@ class MemberAgent(KubeFleetRunner):
             if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
                 self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
                           "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
-        release = public_release(self._release())
+        prior = self._release()
+        release = public_release(prior)
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
+        moved = self._moved_token(prior)
         if release is not None and not self.check_mode:
             self.module.helm().uninstall(self.release_name, self.release_namespace)
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
-        removed = self._remove_release_namespace()
+        if moved:  # an agent installed before the token had a namespace of its own
+            self.kube.delete(SECRET, moved[0][1], moved[0][0], dry_run=self.check_mode)
+        removed = self._remove_release_namespace() + self._remove_token_namespace()
         if release is not None and not self.check_mode and self.params["wait"]:
             try:
                 self.module.waiter.until(
@@ -305,10 +327,24 @@ class MemberAgent(KubeFleetRunner):
                 )
             except FleetOpsError as exc:
                 raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
-        result = {"changed": release is not None or secret is not None or bool(removed), "release": None,
+        result = {"changed": release is not None or secret is not None or bool(moved) or bool(removed), "release": None,
                   "secret": {"name": self.secret_name, "namespace": self.secret_namespace}, "removed_namespaces": removed}
         before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
         return self.finish(result, before, {"secret": {}, "release": {}})
+
+    def _remove_token_namespace(self):
+        """The token's namespace, when this collection made it and it holds no other Secret."""
+        namespace = self.kube.get(NAMESPACE, self.secret_namespace)
+        if self.secret_namespace == self.release_namespace or not made_by_collection(namespace) or \
+                (namespace.get("metadata") or {}).get("deletionTimestamp"):
+            return []
+        others = [s for s in self.kube.list(SECRET, self.secret_namespace)
+                  if (s.get("metadata") or {}).get("name") != self.secret_name and s.get("type") != "kubernetes.io/service-account-token"]
+        if others:
+            self.warn("namespace %s stays: it holds other Secrets" % self.secret_namespace)
+            return []
+        self.kube.delete(NAMESPACE, self.secret_namespace, dry_run=self.check_mode)
+        return [self.secret_namespace]
 
     def _remove_release_namespace(self):
         """The release record's namespace, when this collection made it and nothing else of Helm's lives there."""

@@ -25,7 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_hub_endpoint, identity_username, secret_token, wanted_labels,
+    agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import describe_member, member_agent_status
 
@@ -129,6 +129,11 @@ def _upgrade_reasons(member, desired):
     expected_url = member.get("expected_hub_url")
     if expected_url and member.get("hub_url") and member["hub_url"] != expected_url:
         reasons.append("the member agent uses hub URL %s, not %s" % (member["hub_url"], expected_url))
+    credential, expected = member.get("credential") or {}, member.get("expected_credential") or {}
+    if release and credential.get("present") and expected and \
+            (credential.get("namespace"), credential.get("name")) != (expected.get("namespace"), expected.get("name")):
+        reasons.append("the member agent reads its token from %s/%s, not %s/%s" % (
+            credential.get("namespace"), credential.get("name"), expected.get("namespace"), expected.get("name")))
     return reasons
 
 
@@ -195,15 +200,17 @@ class KubeFleet(FleetManager):
             "release": _release_summary(release),
             "hub_url": url,
             "expected_hub_url": expected_url,
-            "credential": self._credential(member, params, url, ca, insecure),
+            "credential": self._credential(member, params, token_location(values), url, ca, insecure),
+            "expected_credential": {"name": option(params, "secret_name"), "namespace": option(params, "secret_namespace")},
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
                            "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0},
         }
         return view
 
-    def _credential(self, member, params, url, ca, insecure):
-        name, namespace = option(params, "secret_name"), option(params, "secret_namespace")
+    def _credential(self, member, params, location, url, ca, insecure):
+        """The token the agent reads: where its release's values say (``location``), else where the options say."""
+        namespace, name = location or (option(params, "secret_namespace"), option(params, "secret_name"))
         credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None}
         token = secret_token(member.get(SECRET, name, namespace))
         if not token:

@@ -39,7 +39,10 @@ AGENT_POD_SELECTOR = "app.kubernetes.io/name=member-agent"
 DEFAULT_RELEASE = "member-agent"
 DEFAULT_RELEASE_NAMESPACE = "default"
 DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"
-DEFAULT_HUB_SECRET_NAMESPACE = "default"
+# The token's own namespace, made by the collection (and removed by the leave): not ``default``, where anyone allowed
+# to read Secrets of ordinary workloads would read the member's hub credential. Agents installed with the token in
+# ``default`` (earlier versions of this collection) are moved on their next run.
+DEFAULT_HUB_SECRET_NAMESPACE = "fleet-hub-credentials"
 # The member-agent chart's own default repositories; only the tag is pinned (the chart defaults to "main").
 DEFAULT_IMAGE_REGISTRY = "ghcr.io/azure/fleet"
 # The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).

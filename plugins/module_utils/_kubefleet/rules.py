@@ -218,6 +218,14 @@ def agent_hub_endpoint(values):
             config.get("memberClusterName"))
 
 
+def token_location(values):
+    """``(namespace, name)`` of the token Secret a member-agent release's values name, or None."""
+    secret = (values or {}).get("secret") or {}
+    if isinstance(secret, dict) and secret.get("name") and secret.get("namespace"):
+        return secret["namespace"], secret["name"]
+    return None
+
+
 def desired_hub_secret(name, namespace, token):
     return {"metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
             "type": "Opaque", "data": {"token": b64(token)}}
@@ -243,33 +251,36 @@ def explicit_hub_ca(pem, param="hub_ca_pem"):
 class AgentPlan:
     """What ``kubefleet_member_agent`` will do on the member, and why; built by ``plan_agent``."""
 
-    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespace=None):
+    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespaces=(), stale_secret=None):
         self.secret_action = secret_action    # none, create, update, predict (token not known in check mode)
         self.secret_patch = secret_patch      # the merge patch for "update"
         self.release = release                # a helm.ReleasePlan
         self.reasons = reasons
         self.restart = restart                # roll the agent to pick up a new token without a Helm change
-        self.create_namespace = create_namespace  # the release record's namespace, made (and labelled) by the module
+        self.create_namespaces = tuple(create_namespaces)  # the release record's and the token's, made (and labelled) here
+        self.stale_secret = stale_secret      # (namespace, name) of the token the release read before, removed after Helm
 
     @property
     def changed(self):
-        return self.secret_action != "none" or self.release.action != "none" or bool(self.create_namespace)
+        return self.secret_action != "none" or self.release.action != "none" or bool(self.create_namespaces)
 
     @property
     def token_changed(self):
         return self.secret_action in ("update", "predict") and self.secret_patch is not None
 
 
-def plan_agent(secret, desired_secret, release_plan, missing_namespace=None):
-    """Pure: from the member's Secret, the Secret wanted (None when the token is not known), the release decision
-    and the release record's namespace when it does not exist yet.
+def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), moved=None):
+    """Pure: from the member's Secret, the Secret wanted (None when the token is not known), the release decision,
+    the namespaces (release record, token) that do not exist yet, and ``moved``: ``((namespace, name) the installed
+    release reads its token from, (namespace, name) wanted)`` when they differ and the old Secret is the collection's
+    (an agent installed when the token lived in ``default``), else None.
 
     A changed token on a release that Helm leaves alone needs a restart: the refresh-token
     sidecar reads the Secret only every few hours.
     """
-    reasons = []
-    if missing_namespace:
-        reasons.append("the namespace %s for the release record does not exist on the member" % missing_namespace)
+    reasons = ["the namespace %s does not exist on the member" % namespace for namespace in missing_namespaces]
+    if moved:
+        reasons.append("the member agent reads its token from %s/%s, which moves to %s/%s" % (moved[0] + moved[1]))
     if desired_secret is None:
         action, patch = "predict", ({} if secret is not None else None)
         reasons.append("the identity token does not exist yet (check mode), so %s will be written" % (
@@ -286,7 +297,8 @@ def plan_agent(secret, desired_secret, release_plan, missing_namespace=None):
             reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
     reasons.extend(release_plan.reasons)
     restart = action == "update" and release_plan.action == "none"
-    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespace)
+    stale = moved[0] if moved and release_plan.action != "none" else None
+    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespaces, stale)
 
 
 def desired_namespace(name):
