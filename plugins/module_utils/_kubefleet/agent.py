@@ -21,8 +21,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION, chart_fullname, default_service_account,
-    default_token_secret, validate_member_name,
+    AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
+    chart_fullname, default_service_account, default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
