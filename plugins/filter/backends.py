@@ -30,26 +30,36 @@ def _names(value, variable):
         raise AnsibleFilterError(exc.message())
 
 
-def requested_backends(asks, chosen=None, hostvars=None):
-    """The fleet managers needed, in the registry's order (Rancher Fleet first).
+def backend_request(asks, chosen=None, hostvars=None, served=None):
+    """Which fleet managers a run acts in: ``{"backends": [...], "detect": bool}``, in the registry's order.
 
-    ``chosen`` (a survey's answer) wins when it is not blank; otherwise each item of ``asks`` (a member's
-    ``fleetops_backends``, or with ``hostvars`` a member's name) adds what it asks for, and a blank one (not set,
-    ``""`` as AWX injects an empty field) asks for every manager.
+    ``chosen`` (a survey's answer) wins when it is not blank. Otherwise each item of ``asks`` (a member's
+    ``fleetops_backends``, or with ``hostvars`` a member's name) adds what it asks for; a blank one (not set, or
+    ``""`` as AWX injects an empty field) asks for each fleet manager the hub serves: ``served`` when it is known
+    (hub_prepare's ``backends``), else ``detect`` is true and the modules find out (``detect_backends``).
     """
     if hostvars is not None:
         asks = [hostvars[name].get("fleetops_backends") for name in asks or []]
     picked = _names(chosen, "fleetops_survey_backends")
     if picked:
-        return [name for name in ORDER if name in picked]
-    wanted = set()
+        return {"backends": [name for name in ORDER if name in picked], "detect": False}
+    wanted, detect = set(), False
     for ask in asks or []:
-        wanted.update(_names(ask, "fleetops_backends") or ORDER)
-    return [name for name in ORDER if name in wanted]
+        named = _names(ask, "fleetops_backends")
+        if named is None and served is None:
+            detect = True
+        wanted.update(named or served or [])
+    return {"backends": [name for name in ORDER if name in wanted], "detect": detect}
+
+
+def requested_backends(asks, chosen=None, hostvars=None):
+    """The fleet managers ``backend_request`` names, a blank ask counting as every manager (no detection)."""
+    request = backend_request(asks, chosen, hostvars)
+    return ORDER if request["detect"] else request["backends"]
 
 
 class FilterModule:
     """fleetops.registration filters."""
 
     def filters(self):
-        return {"requested_backends": requested_backends}
+        return {"backend_request": backend_request, "requested_backends": requested_backends}

@@ -71,17 +71,23 @@ class HubPrepare:
         self.check_mode = module.check_mode
         self.kube = module.kube()
         self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
-        per_backend = self.params.get("backend_namespaces") or {}
-        for name in per_backend:
+        # With detect_backends, every other manager too, where the hub serves its API (decided in run()).
+        self.candidates = self.backends + ([name for name in registry.MANAGERS if name not in self.backends]
+                                           if self.params.get("detect_backends") else [])
+        for name in self.params.get("backend_namespaces") or {}:
             registry.manager(name, param="backend_namespaces")
-        chosen = [per_backend[name] for name in self.backends if per_backend.get(name)]
-        self.namespaces = list(dict.fromkeys(chosen + list(self.params.get("namespaces") or [])))
+        self.namespaces = self.namespaces_of(self.candidates)
         for name in self.namespaces:
             validate_dns_label(name, "namespaces")
 
+    def namespaces_of(self, backends):
+        per_backend = self.params.get("backend_namespaces") or {}
+        chosen = [per_backend[name] for name in backends if per_backend.get(name)]
+        return list(dict.fromkeys(chosen + list(self.params.get("namespaces") or [])))
+
     def apis(self):
         report = {}
-        for backend in self.backends:
+        for backend in self.candidates:
             manager = registry.manager(backend)
             try:
                 resource_list = self.kube.request("GET", "/apis/" + manager.group_version)
@@ -134,16 +140,24 @@ class HubPrepare:
 
     def run(self):
         apis = self.apis()
-        problem = describe_missing(apis)
+        required = dict((name, apis[name]) for name in self.backends)
+        problem = describe_missing(required)
         if problem:
             raise NotFoundError("the hub does not serve the APIs the collection needs - %s" % problem,
-                                hint=missing_api_hint(apis),
+                                hint=missing_api_hint(required),
                                 apis=apis)
+        self.backends = [name for name in self.candidates if name in required or not apis[name]["missing"]]
+        if not self.backends and self.candidates:
+            raise NotFoundError("the hub serves no fleet manager's API - %s" % describe_missing(apis),
+                                hint="Point the connection options at the fleet manager's hub, or %s" % install_hints(apis),
+                                apis=apis)
+        self.namespaces = self.namespaces_of(self.backends)
         controllers = self.controllers() if self.params.get("check_controllers") else {}
         existing, created = self.ensure_namespaces()
         tidied = self.tidy() if self.params.get("tidy") else {}
         result = {
             "changed": bool(created) or any(tidied.values()),
+            "backends": self.backends,
             "tidied": tidied,
             "apis": apis,
             "controllers": controllers,

@@ -148,10 +148,7 @@ def read_one(reader, listed):
     try:
         found = {}
         for manager, namespace in reader.hub_reads():
-            hub_objects = listed[(connection_key(reader.params, "hub_"), manager, namespace)]
-            if isinstance(hub_objects, FleetOpsError):
-                raise hub_objects
-            found[manager] = hub_objects
+            found[manager] = listed[(connection_key(reader.params, "hub_"), manager, namespace)]  # or its error
         return reader.run(found)
     except FleetOpsError as exc:
         return {"name": reader.name, "error": exc.message()}

@@ -16,7 +16,7 @@ import secrets
 import string
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -81,6 +81,9 @@ class MemberInfo:
         self.backends = list(dict.fromkeys(self.params.get("backends") or []))
         for name in self.backends:
             registry.manager(name)
+        # With detect_backends, the other managers too, where the hub serves their API (a member that names none).
+        self.candidates = self.backends + ([name for name in registry.MANAGERS if name not in self.backends]
+                                           if self.params.get("detect_backends") else [])
         for name in (self.params.get("force") or []):
             registry.manager(name, param="force")
         check_distinct_connections(self.params)
@@ -98,7 +101,7 @@ class MemberInfo:
 
     def hub_reads(self):
         """``(manager, namespace)`` of each hub LIST this member's state needs."""
-        return [(name, self.params.get("fleet_namespace")) for name in self.backends]
+        return [(name, self.params.get("fleet_namespace")) for name in self.candidates]
 
     def state(self, name, listed=None):
         """``listed``: ``{member name: hub object}`` of manager ``name`` already read for the batch."""
@@ -112,11 +115,27 @@ class MemberInfo:
         return manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
 
     def run(self, listed=None):
-        """``listed``: ``{manager name: {member name: hub object}}`` the batch read (each manager reads its own when None)."""
-        states = [self.state(name, None if listed is None else listed[name]) for name in self.backends]
-        result = dict(changed=False, name=self.name, run_id=new_run_id(), labels=self.params.get("labels") or {},
-                      **summarize(states))
-        return result
+        """``listed``: ``{manager name: {member name: hub object} or the error of that LIST}`` the batch read (each
+        manager reads its own when None). A manager found by detection whose API the hub does not serve is left out."""
+        states, unserved = [], []
+        for name in self.candidates:
+            try:
+                hub_objects = None if listed is None else listed[name]
+                if isinstance(hub_objects, FleetOpsError):
+                    raise hub_objects
+                states.append(self.state(name, hub_objects))
+            except ApiNotServed as exc:
+                if name in self.backends:
+                    raise ApiNotServed(exc.msg, status=404, reason="ApiNotServed", hint=(
+                        "Install %s on the hub, or leave %s out of backends (with the roles: the member's fleetops_backends "
+                        "or the survey's fleetops_survey_backends; unset, a member joins what the hub serves)"
+                        % (registry.manager(name).title, name)))
+                unserved.append(name)
+        if self.candidates and not states:
+            raise ApiNotServed("the hub serves no fleet manager's API (%s)" % ", ".join(unserved),
+                               hint="Point hub_kubeconfig/hub_context at the fleet manager's hub, or install a fleet manager there")
+        return dict(changed=False, name=self.name, run_id=new_run_id(), labels=self.params.get("labels") or {},
+                    backends=[state.manager for state in states], unserved=unserved, **summarize(states))
 
 
 def member_info_argument_spec():
@@ -124,6 +143,7 @@ def member_info_argument_spec():
         name=dict(type="str"),
         members=dict(type="list", elements="dict"),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
+        detect_backends=dict(type="bool", default=False),
         labels=dict(type="raw", default={}),
         labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
         stale_after=dict(type="int", default=3600),

@@ -40,6 +40,12 @@ options:
     elements: str
     choices: [kubefleet, rancher_fleet]
     default: [kubefleet, rancher_fleet]
+  detect_backends:
+    description:
+      - Also prepare every other fleet manager whose API the hub serves (RV(backends) says which); the task fails only
+        when the hub serves none. For a hub that runs one fleet manager, with members that do not say which.
+    type: bool
+    default: false
   backend_namespaces:
     description:
       - Per fleet manager, the namespace where it registers members (for example C(fleet-default) for Rancher Fleet
@@ -85,6 +91,14 @@ EXAMPLES = r'''
     context: hub
     backends: [kubefleet]
     namespaces: [fleet-system]
+
+- name: Whichever fleet managers the hub runs
+  fleetops.registration.hub_prepare:
+    context: hub
+    backends: []
+    detect_backends: true
+    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleet-system}
+  register: hub
 '''
 
 RETURN = r'''
@@ -100,6 +114,12 @@ controllers:
   returned: always
   type: dict
   sample: {"kubefleet": {"namespace": "fleet-system", "deployment": "hub-agent", "found": true, "available": true}}
+backends:
+  description: The fleet managers prepared - O(backends), and with O(detect_backends) those the hub serves too.
+  returned: success
+  type: list
+  elements: str
+  sample: [rancher_fleet]
 namespaces:
   description: The namespaces of O(backend_namespaces) for the chosen managers, then those of O(namespaces).
   returned: always
@@ -132,6 +152,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 def main():
     module = FleetModule(argument_spec=merge(AUTH, dict(
         backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
+        detect_backends=dict(type="bool", default=False),
         backend_namespaces=dict(type="dict", default={}),
         namespaces=dict(type="list", elements="str", default=[]),
         check_controllers=dict(type="bool", default=True),

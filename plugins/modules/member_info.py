@@ -62,6 +62,13 @@ options:
     type: list
     elements: str
     default: [kubefleet, rancher_fleet]
+  detect_backends:
+    description:
+      - Also read the member's state in every other fleet manager whose API the hub serves (RV(backends) says which,
+        RV(unserved) which not). A manager in O(backends) that the hub does not serve still fails. For a member that
+        does not say which fleet managers it belongs to, on a hub that may run only one; costs no request more.
+    type: bool
+    default: false
   labels:
     description:
       - The labels the member should carry; drift gives the action C(relabel).
@@ -160,6 +167,19 @@ unreadable:
   type: list
   elements: str
   sample: ["edge-08"]
+backends:
+  description: The fleet managers the member's state was read in - O(backends), and with O(detect_backends) those the
+    hub serves too.
+  returned: without O(members)
+  type: list
+  elements: str
+  sample: ["rancher_fleet"]
+unserved:
+  description: With O(detect_backends), the fleet managers left out because the hub does not serve their API.
+  returned: without O(members)
+  type: list
+  elements: str
+  sample: ["kubefleet"]
 actions:
   description: Per fleet manager, the action the member needs.
   returned: without O(members)

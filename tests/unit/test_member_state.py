@@ -92,3 +92,36 @@ def test_status_labels_shown_per_manager_when_they_disagree():
              "kubefleet": {"b": {"state": "joined", "labels": {"env": "b"}}}}
     line = table(merge_rows(views), ["rancher_fleet", "kubefleet"])[1]
     assert line.endswith("rancher_fleet: env=a; kubefleet: env=b")
+
+
+def detecting_reader(backends, detect=True):
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo
+    params = {"name": "edge-1", "backends": backends, "detect_backends": detect, "kubeconfig": "/k", "context": "edge-1",
+              "hub_kubeconfig": "/k", "hub_context": "hub", "labels": {}}
+    reader = MemberInfo(object(), params)
+    reader.state = lambda name, listed: MemberState(name, "edge-1", None, None, "join", ["not a member yet"])
+    return reader
+
+
+def test_detection_reads_every_manager_and_leaves_out_what_the_hub_does_not_serve():
+    from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed
+    reader = detecting_reader([])
+    assert [manager for manager, _ns in reader.hub_reads()] == ["rancher_fleet", "kubefleet"]
+    result = reader.run({"rancher_fleet": {}, "kubefleet": ApiNotServed("the hub does not serve cluster.kubernetes-fleet.io/v1beta1")})
+    assert result["backends"] == ["rancher_fleet"] and result["unserved"] == ["kubefleet"]
+    assert result["pending"] == ["rancher_fleet"] and list(result["managers"]) == ["rancher_fleet"]
+
+
+def test_a_manager_asked_for_by_name_still_fails_when_the_hub_does_not_serve_it():
+    from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed
+    with pytest.raises(ApiNotServed) as err:
+        detecting_reader(["kubefleet"]).run({"kubefleet": ApiNotServed("the hub does not serve it"), "rancher_fleet": {}})
+    assert "the hub does not serve it" in err.value.message() and "fleetops_backends" in err.value.message()
+    assert [m for m, _ns in detecting_reader(["kubefleet"], detect=False).hub_reads()] == ["kubefleet"]
+
+
+def test_a_hub_serving_no_manager_fails_saying_so():
+    from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed
+    with pytest.raises(ApiNotServed) as err:
+        detecting_reader([]).run({"rancher_fleet": ApiNotServed("no"), "kubefleet": ApiNotServed("no")})
+    assert "serves no fleet manager's API (rancher_fleet, kubefleet)" in err.value.message()

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import requested_backends
+from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request, requested_backends
 from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary, leave_summary
 from ansible_collections.fleetops.registration.plugins.filter.survey_labels import survey_labels
 
@@ -136,3 +136,22 @@ def test_an_unknown_manager_is_refused_naming_the_variable(asks, chosen, variabl
     with pytest.raises(AnsibleFilterError) as err:
         requested_backends(asks, chosen)
     assert variable in str(err.value) and "rancher_fleet" in str(err.value)
+
+
+@pytest.mark.parametrize("asks, chosen, served, expected", [
+    ([["rancher_fleet"]], None, None, {"backends": ["rancher_fleet"], "detect": False}),
+    ([None], None, None, {"backends": [], "detect": True}),  # a member that asks for nothing: what the hub serves
+    ([""], None, None, {"backends": [], "detect": True}),  # AWX's empty field
+    ([["kubefleet"], None], None, None, {"backends": ["kubefleet"], "detect": True}),  # the hub: kubefleet, and what it serves
+    ([None], None, ["kubefleet"], {"backends": ["kubefleet"], "detect": False}),  # the hub said what it serves
+    ([["rancher_fleet"]], None, ["kubefleet"], {"backends": ["rancher_fleet"], "detect": False}),  # an explicit ask stays
+    ([None], "rancher_fleet", None, {"backends": ["rancher_fleet"], "detect": False}),  # a survey's choice wins
+    ([], None, None, {"backends": [], "detect": False}),
+])
+def test_backend_request(asks, chosen, served, expected):
+    assert backend_request(asks, chosen, served=served) == expected
+
+
+def test_backend_request_of_members_named_in_hostvars():
+    hostvars = {"a": {"fleetops_backends": ["kubefleet"]}, "c": {"fleetops_backends": ""}}
+    assert backend_request(["a", "c"], None, hostvars) == {"backends": ["kubefleet"], "detect": True}
