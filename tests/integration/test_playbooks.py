@@ -310,3 +310,135 @@ def test_join_rerun_status_and_leave_with_the_least_privilege_hub_credential(lab
     # and the lab is left as the tests before found it: member2 in no fleet
     playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", *as_joiner, tmp_path=tmp_path)
     assert_left(hub, ["member2"])
+
+
+@pytest.fixture
+def hub_without_kubefleet(lab_controllers, hub):
+    """The lab hub as a Rancher-Fleet-only hub: KubeFleet's cluster.kubernetes-fleet.io CRDs removed (so that API
+    group is not served at all), restored afterwards with the hub agent restarted on them."""
+    api = client.ApiextensionsV1Api(lab_controllers.api_client("hub"))
+    crds = [crd for crd in api.list_custom_resource_definition().items if crd.spec.group == KUBEFLEET[0]]
+    assert [crd.spec.names.plural for crd in crds if crd.spec.names.plural == "memberclusters"], "the lab hub has no KubeFleet"
+    assert not hub.custom.list_cluster_custom_object(*KUBEFLEET, "memberclusters")["items"], \
+        "MemberClusters exist (a test before left them): removing the CRDs would delete them"
+    saved = [api.api_client.sanitize_for_serialization(crd) for crd in crds]
+    groups = client.ApisApi(lab_controllers.api_client("hub"))
+
+    def served():
+        return KUBEFLEET[0] in [group.name for group in groups.get_api_versions().groups]
+    for crd in crds:
+        api.delete_custom_resource_definition(crd.metadata.name)
+    try:
+        wait_for(lambda: not served(), 120, "the hub to stop serving %s" % KUBEFLEET[0])
+        yield
+    finally:
+        for body in saved:
+            name = body["metadata"]["name"]
+            wait_for(lambda n=name: read_or_none(lambda: api.read_custom_resource_definition(n)) is None, 120,
+                     "CRD %s to be deleted" % name)
+            body["metadata"] = dict((k, v) for k, v in body["metadata"].items() if k in ("name", "labels", "annotations"))
+            body.pop("status", None)
+            api.create_custom_resource_definition(body)
+        wait_for(served, 120, "the hub to serve %s again" % KUBEFLEET[0])
+        # Its informers lost the resources they watch: a restarted hub agent starts over on the restored APIs.
+        lab_controllers.kill("hub/fleet-system/hub-agent-*/hub-agent")
+        wait_for(lambda: [name for name, state in lab_controllers.components().items()
+                          if "/hub-agent-" in name and name.endswith("/hub-agent") and state == "running"], 120, "the hub agent to run again")
+
+
+def test_a_rancher_fleet_only_hub_joins_and_leaves_members_that_name_no_manager(lab_controllers, hub, hub_without_kubefleet, tmp_path):
+    """The lab's members set no fleetops_backends: on a hub that serves Rancher Fleet only, they join and leave that
+    one (the hub role, member_info and the leave detect it); a member that names KubeFleet fails, naming the variable."""
+    lab = lab_controllers
+    joined = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    assert joined.changed("member2") > 0
+    assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
+    assert "member-agent" not in hub.releases("member2") and "fleet-agent" in hub.releases("member2")
+    line = [text for text in joined.output.splitlines() if '"msg": "member2: ' in text]
+    assert line and "rancher_fleet" in line[0] and "kubefleet" not in line[0], line
+    again = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    assert again.unchanged({"fleet-hub", "member2"}), again.recap
+
+    named = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_backends=kubefleet",
+                     tmp_path=tmp_path, fails=True)
+    assert "cluster.kubernetes-fleet.io" in named.output and "fleetops_backends" in named.output
+    assert named.recap.get("member2", {}).get("changed", 0) == 0
+    assert hub.fleet_cluster("member2") is not None, "the failed run changed member2"
+
+    left = playbook(lab, "leave_cluster.yml", "--limit", "member2", tmp_path=tmp_path)
+    assert left.changed("member2") > 0
+    assert hub.fleet_cluster("member2") is None
+    assert [r for r in hub.releases("member2") if r.startswith(("fleet-agent", "member-agent"))] == []
+
+
+def awx_extra_vars(credential_type, filename, **inputs):
+    """The extra vars an AWX credential of ``credential_type`` (extensions/awx/credential_types) injects, its file
+    written at ``filename`` and its optional fields left blank unless given."""
+    from jinja2 import Environment  # pylint: disable=import-outside-toplevel
+    spec = yaml.safe_load((REPO / "extensions" / "awx" / "credential_types" / credential_type).read_text())
+    fields = dict((field["id"], inputs.get(field["id"], "")) for field in spec["inputs"]["fields"])
+    context = dict(fields, tower={"filename": {"kubeconfig": str(filename)}})
+    return dict((name, Environment().from_string(template).render(**context))
+                for name, template in spec["injectors"]["extra_vars"].items())
+
+
+def awx_survey_answers(survey):
+    """Every question of an extensions/awx survey answered with its default, as a job launched without changes sends."""
+    spec = json.loads((REPO / "extensions" / "awx" / "surveys" / survey).read_text())["spec"]
+    return dict((question["variable"], question.get("default", "")) for question in spec)
+
+
+def ansible_runner_job(lab, tmp_path, playbook_name, extra_vars, limit):
+    """One job as AWX runs it: ansible-runner over a private data directory (inventory/, env/extravars, env/envvars),
+    credentials written 0600 into it; returns (status, rc, stdout, the job's artifacts as set_stats left them)."""
+    data = tmp_path / ("awx-" + playbook_name.split(".")[-1])
+    for folder in ("inventory", "env", "project"):
+        (data / folder).mkdir(parents=True, exist_ok=True)
+    inventory = yaml.safe_load(lab.inventory.read_text())
+    for group in inventory["all"]["children"].values():
+        for host in group["hosts"].values():
+            host.pop("fleetops_kubeconfig", None)  # an AWX inventory holds no local paths: the credentials give them
+    (data / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (data / "env" / "extravars").write_text(json.dumps(extra_vars))
+    (data / "env" / "envvars").write_text(json.dumps({"ANSIBLE_COLLECTIONS_PATH": str(collections_root()), "ANSIBLE_NOCOLOR": "1",
+                                                      "ANSIBLE_DEPRECATION_WARNINGS": "0"}))
+    runner = os.path.join(os.path.dirname(sys.executable), "ansible-runner")
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run([runner, "run", str(data), "-p", playbook_name, "--limit", limit, "--ident", "job"],
+                          capture_output=True, text=True, env=env, timeout=900, check=False)
+    artifacts = data / "artifacts" / "job"
+    stats = [json.loads(path.read_text()) for path in sorted((artifacts / "job_events").glob("*.json"))]
+    stats = [event["event_data"] for event in stats if event.get("event") == "playbook_on_stats"]
+    status = (artifacts / "status").read_text().strip() if (artifacts / "status").exists() else None
+    return status, (artifacts / "rc").read_text().strip() if (artifacts / "rc").exists() else None, \
+        (artifacts / "stdout").read_text() if (artifacts / "stdout").exists() else proc.stdout + proc.stderr, \
+        (stats[-1].get("artifact_data") if stats else None) or {}
+
+
+def test_join_and_leave_as_awx_runs_them(lab_controllers, hub, tmp_path):
+    """join_cluster and leave_cluster through ansible-runner, with extra vars as the three credential types and the
+    surveys inject them - the contexts blank, every survey question at its default (the backends blank) - and an
+    inventory without kubeconfig paths; the per-member summary is read from the job's artifacts."""
+    lab = lab_controllers
+    kubeconfig = tmp_path / "credential-kubeconfig"
+    kubeconfig.write_text(lab.kubeconfig.read_text())
+    os.chmod(kubeconfig, 0o600)
+    credentials = dict(awx_extra_vars("fleet_hub_kubeconfig.yml", kubeconfig),
+                       **awx_extra_vars("fleet_member_kubeconfig.yml", kubeconfig))
+    assert credentials["fleetops_hub_context"] == "" and credentials["fleetops_hub_kubeconfig"] == str(kubeconfig)
+
+    status, rc, stdout, artifacts = ansible_runner_job(lab, tmp_path, "fleetops.registration.join_cluster",
+                                                       dict(credentials, **awx_survey_answers("join_cluster.json")),
+                                                       "fleet-hub,member2")
+    assert (status, rc) == ("successful", "0"), stdout[-4000:]
+    summary = artifacts["fleetops_members"]["member2"]
+    assert summary["line"].startswith("member2: ") and "rancher_fleet" in summary and "kubefleet" in summary, summary
+    assert condition(hub.member_cluster("member2"), "Joined") == "True"
+    assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
+    assert "api_server_ca" not in json.dumps(artifacts) and "BEGIN" not in stdout
+
+    status, rc, stdout, artifacts = ansible_runner_job(lab, tmp_path, "fleetops.registration.leave_cluster",
+                                                       dict(credentials, **awx_survey_answers("leave_cluster.json")), "member2")
+    assert (status, rc) == ("successful", "0"), stdout[-4000:]
+    assert artifacts["fleetops_left"]["member2"]["line"].startswith("member2: "), artifacts
+    assert_left(hub, ["member2"])
