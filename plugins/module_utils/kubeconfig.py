@@ -84,6 +84,11 @@ def _with_absolute_paths(section, item, base_dir):
         value = entry.get(field)
         if isinstance(value, str) and value and not os.path.isabs(os.path.expanduser(value)):
             entry[field] = os.path.join(base_dir, value)
+    command = (entry.get("exec") or {}).get("command") if section == "users" else None
+    if isinstance(command, str) and os.sep in command and not os.path.isabs(os.path.expanduser(command)):
+        # As kubectl: an exec plugin named by a relative path (./bin/token) is found from the file's directory;
+        # a bare name (aws, gke-gcloud-auth-plugin) is looked up on PATH.
+        entry["exec"] = dict(entry["exec"], command=os.path.join(base_dir, command))
     return dict(item, **{key: entry})
 
 

@@ -79,3 +79,14 @@ def test_the_kubeconfig_option_takes_a_list_of_files_as_kubernetes_core_does(hom
     merged = k8s_auth.ConnectionSettings({"kubeconfig": os.pathsep.join([first, second])}).kubeconfig
     assert [c["name"] for c in merged["contexts"]] == ["hub", "edge"] and merged["current-context"] == "hub"
     assert k8s_auth.ConnectionSettings({"kubeconfig": first + os.pathsep + str(home / "missing.yaml")}).kubeconfig == first
+
+
+def test_an_exec_plugin_named_by_a_relative_path_is_found_from_its_file(home):
+    path = home / "c" / "exec.yaml"
+    path.parent.mkdir(parents=True)
+    users = [{"name": "rel", "user": {"exec": {"command": "./bin/token", "apiVersion": "client.authentication.k8s.io/v1"}}},
+             {"name": "onpath", "user": {"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1"}}}]
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": users}))
+    merged = merged_kubeconfig([write(home / "a.yaml", {"x": "x"}), str(path)])
+    commands = dict((u["name"], u["user"].get("exec", {}).get("command")) for u in merged["users"])
+    assert os.path.normpath(commands["rel"]) == str(home / "c" / "bin" / "token") and commands["onpath"] == "aws"
