@@ -318,12 +318,13 @@ class MemberAgent(KubeFleetRunner):
         if moved:  # an agent installed before the token had a namespace of its own
             self.kube.delete(SECRET, moved[0][1], moved[0][0], dry_run=self.check_mode)
         removed = self._remove_release_namespace() + self._remove_token_namespace()
-        if release is not None and not self.check_mode and self.params["wait"]:
+        going = ([self.agent_namespace] if release is not None else []) + removed
+        if going and not self.check_mode and self.params["wait"]:
             try:
                 self.module.waiter.until(
-                    lambda: self.kube.get(NAMESPACE, self.agent_namespace), "absent",
-                    "namespace %s on the member to be deleted after the uninstall" % self.agent_namespace,
-                    "kube-controller-manager finishes namespace deletion; check for objects with finalizers in it",
+                    lambda: [ns for ns in going if self.kube.get(NAMESPACE, ns) is not None] or None, "absent",
+                    "namespaces %s on the member to be deleted after the leave" % ", ".join(going),
+                    "kube-controller-manager finishes namespace deletion; check for objects with finalizers in them",
                 )
             except FleetOpsError as exc:
                 raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
