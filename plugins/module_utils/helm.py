@@ -158,11 +158,6 @@ class Helm:
                         "revision": int(item.get("revision") or 0)}
         return None
 
-    def values(self, name, namespace):
-        """The user-supplied values of a release (the caller treats them as secret)."""
-        _rc, out, _err = self.run(["get", "values", name, "--namespace", namespace, "--output", "json"])
-        return json.loads(out or "{}") or {}
-
     def upgrade_install(self, name, chart, namespace, values, create_namespace=True, wait=False, timeout=300,
                         dry_run=False):
         tmpdir = tempfile.mkdtemp(prefix="fleetops-helm-")
@@ -184,10 +179,6 @@ class Helm:
         if wait:
             args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
         self.run(args)
-
-    def show_chart(self, chart):
-        _rc, out, _err = self.run(["show", "chart"] + chart.args())
-        return load_yaml(out) or {}
 
 
 def _ref_name(ref):

@@ -13,7 +13,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
@@ -60,13 +60,12 @@ def connection_key(params, prefix=""):
 class FleetModule(AnsibleModule):
     """AnsibleModule plus the collection's shared options and clients.
 
-    ``argument_spec`` is built with ``argspec.merge(AUTH, HUB_AUTH, WAIT, HELM, own_options)``.
-    The target's auth options are always there. The ``hub_auth``/``wait``/``helm`` flags are the
-    older way of adding fragments, kept until every module builds its spec with ``merge``.
+    ``argument_spec`` is built with ``argspec.merge(AUTH, HUB_AUTH, WAIT, HELM, own_options)``; the target's auth
+    options are always there.
     """
 
-    def __init__(self, argument_spec, hub_auth=False, wait=False, helm=False, **kwargs):
-        spec = merge(AUTH, HUB_AUTH if hub_auth else None, WAIT if wait else None, HELM if helm else None, argument_spec)
+    def __init__(self, argument_spec, **kwargs):
+        spec = merge(AUTH, argument_spec)
         kwargs.setdefault("supports_check_mode", True)
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
         unset_empty_strings(self.params, spec)

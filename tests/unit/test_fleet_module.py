@@ -5,6 +5,7 @@ environment Helm runs in."""
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import HELM, HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule
@@ -28,7 +29,7 @@ def logged(monkeypatch):
 
 def start(args, spec):
     with patch_module_args(args):
-        return FleetModule(argument_spec=spec, hub_auth=True)
+        return FleetModule(argument_spec=merge(HUB_AUTH, spec))
 
 
 def test_kubeconfig_mappings_are_masked_before_the_invocation_is_logged(logged):
@@ -62,7 +63,7 @@ def test_helm_runs_with_the_users_configuration_and_the_given_registry_and_repos
     monkeypatch.delenv("HELM_DRIVER", raising=False)
     with patch_module_args({"host": "https://hub.example:6443", "helm_binary": "/bin/true",
                             "helm_registry_config": "/home/me/registry.json", "helm_repository_config": "/home/me/repos.yaml"}):
-        module = FleetModule(argument_spec={}, helm=True)
+        module = FleetModule(argument_spec=HELM)
     env = module.helm().env
     assert env["HELM_REGISTRY_CONFIG"] == "/home/me/registry.json" and env["HELM_REPOSITORY_CONFIG"] == "/home/me/repos.yaml"
     assert "HELM_CONFIG_HOME" not in env, "a private HELM_CONFIG_HOME hides the user's registry logins and repositories"
@@ -83,7 +84,7 @@ def test_helm_storage_drivers_other_than_secrets_are_refused(monkeypatch, driver
 
 def test_a_no_log_task_returns_no_kubeconfig_credential_either(logged, monkeypatch, capsys):
     with patch_module_args({"kubeconfig": KUBECONFIG, "_ansible_no_log": True}):
-        module = FleetModule(argument_spec={}, hub_auth=True)
+        module = FleetModule(argument_spec=HUB_AUTH)
         assert logged == []  # AnsibleModule does not log a no_log task's invocation
         with pytest.raises(SystemExit):
             module.exit_json(changed=False)
