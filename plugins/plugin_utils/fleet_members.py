@@ -11,8 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
-import re
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 
 RANCHER_FLEET = "rancher_fleet"
 KUBEFLEET = "kubefleet"
@@ -22,18 +21,8 @@ HUB_GROUP = "hub"
 # A host's health, worst first: the first that applies is its fleetops_health and its group.
 HEALTH_STATES = ("leaving", "not_joined", "stale", "unhealthy", "healthy")
 DEFAULT_STALE_AFTER = {RANCHER_FLEET: 3600, KUBEFLEET: 180}
-_FRACTION = re.compile(r"\.\d+")
-
-
-def parse_timestamp(text):
-    """A Kubernetes timestamp (``2026-11-23T05:41:23Z``, optionally with a fraction) as aware UTC, or None."""
-    if not text:
-        return None
-    plain = _FRACTION.sub("", str(text).strip()).replace("+00:00", "Z")
-    try:
-        return datetime.datetime.strptime(plain, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
+# The one RFC 3339 parser (module_utils/times): fractions and any offset, aware UTC, None for garbage.
+parse_timestamp = parse_time
 
 
 def age_seconds(timestamp, now):

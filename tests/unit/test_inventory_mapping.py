@@ -152,8 +152,10 @@ def test_server_from_kubeconfig_without_current_context_uses_the_only_cluster():
 
 
 def test_timestamps_with_fractions_and_offsets_parse_and_garbage_does_not():
-    assert m.parse_timestamp("2026-11-23T11:59:00.123456Z") == NOW - datetime.timedelta(seconds=60)
+    assert m.parse_timestamp("2026-11-23T11:59:00.123456Z") == NOW - datetime.timedelta(seconds=60) + datetime.timedelta(microseconds=123456)
     assert m.parse_timestamp("2026-11-23T11:59:00+00:00") == NOW - datetime.timedelta(seconds=60)
+    assert m.parse_timestamp("2026-11-23T13:59:00+02:00") == NOW - datetime.timedelta(seconds=60)  # an offset, not garbage
+    assert m.age_seconds("2026-11-23T13:59:00+02:00", NOW) == 60
     assert m.parse_timestamp("yesterday") is None and m.parse_timestamp("") is None
     assert m.age_seconds(None, NOW) is None
     assert m.age_seconds("2026-11-23T12:00:30Z", NOW) == 0  # clock skew never gives a negative age
