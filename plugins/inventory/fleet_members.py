@@ -116,14 +116,14 @@ options:
     type: str
   stale_after:
     description:
-      - Seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent heartbeat
-        (C(kubefleet)) after which a joined member counts as stale.
-      - The Fleet agent checks in every 15 minutes by default; KubeFleet agents send a heartbeat every
-        C(heartbeatPeriodSeconds) (60 by default) and the hub calls a member unhealthy after 3 minutes without one.
+      - Per manager, seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent
+        heartbeat (C(kubefleet)) after which a joined member counts as stale.
+      - Unset, each manager's own rule applies - the one M(fleetops.registration.fleet_status) and
+        M(fleetops.registration.member_info) apply too - 3600 seconds for Rancher Fleet (its agent checks in every
+        15 minutes by default), three C(heartbeatPeriodSeconds) for KubeFleet. For KubeFleet a value can only make
+        that rule stricter.
     type: dict
-    default:
-      rancher_fleet: 3600
-      kubefleet: 180
+    default: {}
   read_kubeconfig_secrets:
     description:
       - Read the kubeconfig Secret of imported Fleet clusters (C(spec.kubeConfigSecret)) for the member's API server

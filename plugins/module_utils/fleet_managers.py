@@ -103,6 +103,12 @@ class FleetManager:
         """Pure: a ``MemberState`` with the action the member needs and the reasons."""
         raise NotImplementedError
 
+    def stale_problem(self, hub_view, stale_after=None):
+        """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
+        manager's one staleness rule, used by ``decide``, ``status_row`` and the inventory plugin alike.
+        ``stale_after`` (seconds) is the user's bound where the manager takes one."""
+        raise NotImplementedError
+
     def tidy_hub(self, hub, namespace, dry_run=False):
         """Remove what the collection left on the hub that can no longer serve (``hub_prepare`` with ``tidy``).
 

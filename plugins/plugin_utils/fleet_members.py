@@ -11,7 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import member_agent_status, member_healthy
 
 RANCHER_FLEET = "rancher_fleet"
 KUBEFLEET = "kubefleet"
@@ -20,7 +22,9 @@ MEMBERS_GROUP = "members"
 HUB_GROUP = "hub"
 # A host's health, worst first: the first that applies is its fleetops_health and its group.
 HEALTH_STATES = ("leaving", "not_joined", "stale", "unhealthy", "healthy")
-DEFAULT_STALE_AFTER = {RANCHER_FLEET: 3600, KUBEFLEET: 180}
+# None: the manager's own staleness rule (FleetManager.stale_problem) - Rancher Fleet 3600 s after the last check-in,
+# KubeFleet three heartbeat periods - the same that fleet_status and member_info apply.
+DEFAULT_STALE_AFTER = {RANCHER_FLEET: None, KUBEFLEET: None}
 # The one RFC 3339 parser (module_utils/times): fractions and any offset, aware UTC, None for garbage.
 parse_timestamp = parse_time
 
@@ -37,6 +41,12 @@ def condition_status(conditions, cond_type):
         if cond.get("type") == cond_type:
             return {"True": True, "False": False}.get(cond.get("status"))
     return None
+
+
+def _stale(manager_name, obj, now, stale_after, joined, age):
+    """The manager's own staleness rule (a joined member whose last contact does not parse counts as stale)."""
+    manager = registry.manager(manager_name)
+    return joined and (age is None or manager.stale_problem(manager.hub_view(obj, now), stale_after) is not None)
 
 
 def fleet_view(obj, now, stale_after, member_url=None):
@@ -56,7 +66,7 @@ def fleet_view(obj, now, stale_after, member_url=None):
         "heartbeat_age_seconds": age,
         "joined": joined,
         "healthy": condition_status(status.get("conditions"), "Ready"),
-        "stale": joined and (age is None or age > stale_after),
+        "stale": _stale(RANCHER_FLEET, obj, now, stale_after, joined, age),
         "leaving": bool(metadata.get("deletionTimestamp")),
         "state": (status.get("display") or {}).get("state"),
         "bundles_ready": (status.get("display") or {}).get("readyBundles"),
@@ -66,24 +76,13 @@ def fleet_view(obj, now, stale_after, member_url=None):
     }
 
 
-def _member_agent(status):
-    for agent in status.get("agentStatus") or []:
-        if agent.get("type") == "MemberAgent":
-            return agent
-    return {}
-
-
 def kubefleet_view(obj, now, stale_after):
     """A KubeFleet ``MemberCluster`` as one manager's view of a member."""
     metadata = obj.get("metadata") or {}
     status = obj.get("status") or {}
-    agent = _member_agent(status)
-    heartbeat = agent.get("lastReceivedHeartbeat") or None
+    heartbeat = member_agent_status(obj).get("lastReceivedHeartbeat") or None
     age = age_seconds(heartbeat, now)
     joined = condition_status(status.get("conditions"), "Joined") is True
-    healthy = condition_status(status.get("conditions"), "Healthy")
-    if healthy is None:  # v0.14's hub leaves Healthy on the member agent's status, not on the MemberCluster
-        healthy = condition_status(agent.get("conditions"), "Healthy")
     return {
         "manager": KUBEFLEET,
         "name": metadata.get("name"),
@@ -92,8 +91,8 @@ def kubefleet_view(obj, now, stale_after):
         "heartbeat_age_seconds": age,
         "heartbeat_period_seconds": (obj.get("spec") or {}).get("heartbeatPeriodSeconds"),
         "joined": joined,
-        "healthy": healthy,
-        "stale": joined and (age is None or age > stale_after),
+        "healthy": member_healthy(obj),
+        "stale": _stale(KUBEFLEET, obj, now, stale_after, joined, age),
         "leaving": bool(metadata.get("deletionTimestamp")),
         "ready_to_join": condition_status(status.get("conditions"), "ReadyToJoin"),
         "properties": status.get("properties") or {},

@@ -167,3 +167,34 @@ def test_cache_copy_drops_managed_fields_and_annotations_but_keeps_status():
     stripped = m.strip_object(obj)
     assert "managedFields" not in stripped["metadata"] and "annotations" not in stripped["metadata"]
     assert stripped["status"] == obj["status"] and obj["metadata"]["managedFields"]  # the input is not changed
+
+
+@pytest.mark.parametrize("fleet, member, health", [
+    (fleet_cluster("e", last_seen=ago(30)), member_cluster("e", heartbeat=ago(20)), "healthy"),
+    (fleet_cluster("e", last_seen=ago(4000)), member_cluster("e", heartbeat=ago(20)), "stale"),  # Fleet: past 3600 s
+    (fleet_cluster("e", last_seen=ago(30)), member_cluster("e", heartbeat=ago(200)), "stale"),  # KubeFleet: 3 x 60 s
+    (fleet_cluster("e", last_seen=ago(30)), member_cluster("e", heartbeat=ago(20), healthy="False", on_agent=True), "unhealthy"),
+    (fleet_cluster("e", last_seen=ago(30), ready="False"), member_cluster("e", heartbeat=ago(20)), "unhealthy"),
+    (fleet_cluster("e"), member_cluster("e", heartbeat=None, joined="False"), "not_joined"),
+])
+def test_the_inventory_and_fleet_status_judge_health_alike(fleet, member, health):
+    """One staleness and health rule per manager (FleetManager.stale_problem): the inventory's fleetops_health and
+    fleet_status's rows (state, healthy) of the same hub objects agree."""
+    from ansible_collections.fleetops.registration.plugins.module_utils import registry
+    hosts = m.build_hosts([fleet], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
+    assert hosts["e"]["vars"]["fleetops_health"] == health
+    rows = [registry.manager(name).status_row(registry.manager(name).hub_view(obj, NOW))
+            for name, obj in (("rancher_fleet", fleet), ("kubefleet", member))]
+    stale = any(row["state"] == "silent" for row in rows)
+    assert stale == (health == "stale"), rows
+    assert all(row["healthy"] is True for row in rows) == (health == "healthy"), rows
+
+
+def test_a_shorter_heartbeat_period_makes_a_kubefleet_member_stale_sooner_in_both():
+    member = member_cluster("e", heartbeat=ago(40))
+    member["spec"]["heartbeatPeriodSeconds"] = 10
+    hosts = m.build_hosts([], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
+    assert hosts["e"]["vars"]["fleetops_health"] == "stale"
+    from ansible_collections.fleetops.registration.plugins.module_utils import registry
+    kubefleet = registry.manager("kubefleet")
+    assert kubefleet.status_row(kubefleet.hub_view(member, NOW))["state"] == "silent"

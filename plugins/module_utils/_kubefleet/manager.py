@@ -237,6 +237,9 @@ class KubeFleet(FleetManager):
                 return MemberState(self.name, name, hub_view, member_view, action, reasons)
         return MemberState(self.name, name, hub_view, member_view, "none", [])
 
+    def stale_problem(self, hub_view, stale_after=None):
+        return heartbeat_problem(hub_view or {}, stale_after)
+
     def status_row(self, hub_view):
         if hub_view is None:
             return None

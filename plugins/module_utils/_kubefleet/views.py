@@ -42,6 +42,15 @@ def member_agent_status(obj):
     return _find(((obj or {}).get("status") or {}).get("agentStatus"), "MemberAgent")
 
 
+def member_healthy(obj):
+    """True, False or None: the MemberCluster's Healthy condition, else (v0.14's hub does not aggregate it onto the
+    MemberCluster) the member agent's own."""
+    healthy = _find(((obj or {}).get("status") or {}).get("conditions"), "Healthy")
+    if not healthy:
+        healthy = _find(member_agent_status(obj).get("conditions"), "Healthy")
+    return _tri(healthy.get("status"))
+
+
 def member_agent_heartbeat(obj):
     """``lastReceivedHeartbeat`` of the MemberAgent in a MemberCluster's status, or None."""
     return member_agent_status(obj).get("lastReceivedHeartbeat") or None
@@ -70,10 +79,6 @@ def describe_member(obj, now=None):
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     conditions = status.get("conditions") or []
-    healthy = _find(conditions, "Healthy")
-    if not healthy:
-        # v0.14's hub does not aggregate Healthy onto the MemberCluster; the member agent reports it.
-        healthy = _find(member_agent_status(obj).get("conditions"), "Healthy")
     usage = status.get("resourceUsage") or {}
     return {
         "name": metadata.get("name"),
@@ -87,7 +92,7 @@ def describe_member(obj, now=None):
         "created": metadata.get("creationTimestamp"),
         "ready_to_join": _tri(_find(conditions, "ReadyToJoin").get("status")),
         "joined": _tri(_find(conditions, "Joined").get("status")),
-        "healthy": _tri(healthy.get("status")),
+        "healthy": member_healthy(obj),
         "conditions": _conditions(conditions),
         "resource_usage": {
             "capacity": usage.get("capacity") or {},

@@ -46,10 +46,9 @@ def _hub_reasons(name, hub, desired):
     if not hub.get("checked_in"):
         return [("join", "the agent of Cluster %s has never checked in" % name)]
     found = []
-    stale_after = desired.get("stale_after")
-    age = hub.get("seen_age_seconds")
-    if stale_after and age is not None and age > int(stale_after):
-        found.append(("reregister", "the agent last checked in %ds ago, more than stale_after (%ds)" % (age, int(stale_after))))
+    stale = views.stale_problem(hub, desired.get("stale_after"))
+    if stale:
+        found.append(("reregister", stale))
     if hub.get("deleting"):
         found.append(("join", "Cluster %s is being deleted" % name))
     return found
@@ -139,6 +138,9 @@ class RancherFleet(FleetManager):
 
     def status_row(self, hub_view):
         return views.status_row(hub_view)
+
+    def stale_problem(self, hub_view, stale_after=None):
+        return views.stale_problem(hub_view, stale_after)
 
     def tidy_hub(self, hub, namespace, dry_run=False):
         """The collection's registration tokens in ``namespace`` that expired (their runs are over), deleted."""

@@ -79,14 +79,28 @@ def hub_view(obj, now=None):
     return view
 
 
+# Seconds after the agent's last check-in after which it counts as silent, unless the user gives stale_after.
+DEFAULT_STALE_AFTER = 3600
+
+
+def stale_problem(view, stale_after=None):
+    """Why the agent's last check-in is too old (None when fresh, never checked in, or ``stale_after`` is 0)."""
+    limit = DEFAULT_STALE_AFTER if stale_after is None else int(stale_after)
+    age = (view or {}).get("seen_age_seconds")
+    if not (view or {}).get("checked_in") or age is None or stale_after == 0 or age <= limit:
+        return None
+    return "the agent last checked in %ds ago, more than stale_after (%ds)" % (age, limit)
+
+
 def status_row(view):
     """One row of the fleet status table from a hub view (None: the hub has no Cluster for the member)."""
     if view is None:
         return None
+    stale = stale_problem(view) is not None
     state = ("deleting" if view["deleting"] else "namespace-" + view["cluster_namespace_problem"][0]
-             if view.get("cluster_namespace_problem") else "checked-in" if view["checked_in"] else "waiting")
+             if view.get("cluster_namespace_problem") else "silent" if stale else "checked-in" if view["checked_in"] else "waiting")
     return {
-        "state": state, "healthy": bool(view["ready"]) if view["checked_in"] else None,
+        "state": state, "healthy": (bool(view["ready"]) and not stale) if view["checked_in"] else None,
         "last_contact_age_seconds": view["seen_age_seconds"], "labels": view["labels"],
         "checked_in": view["checked_in"], "ready": view["ready"], "fleet_state": view["state"], "last_seen": view["last_seen"],
         "bundles_ready": view["bundles_ready"], "deleting": view["deleting"],
