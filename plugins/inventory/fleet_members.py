@@ -201,12 +201,10 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
 
-try:
-    import yaml
-    from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client
-    IMPORT_ERROR = None if k8s_client.HAS_KUBERNETES else k8s_client.KUBERNETES_IMPORT_ERROR
-except ImportError as exc:
-    IMPORT_ERROR = exc
+from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import KUBERNETES_IMPORT_ERROR, yaml
+
+IMPORT_ERROR = KUBERNETES_IMPORT_ERROR
 
 try:
     from ansible.template import trust_as_template

@@ -25,10 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 
 class ChartSource:

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import (
     StaticConfiguration, proxy_from_environment, proxy_header_values, proxy_headers_from_environment,
 )
@@ -206,8 +207,6 @@ class ConnectionSettings:
         """
         if isinstance(self.kubeconfig, str) and self.kubeconfig and not self._overrides():
             return self.kubeconfig, self.context
-        import yaml
-
         cluster = {"server": configuration.host}
         if configuration.ssl_ca_cert:
             cluster["certificate-authority"] = configuration.ssl_ca_cert

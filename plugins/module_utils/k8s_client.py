@@ -15,19 +15,10 @@ __metaclass__ = type
 import json
 import re
 
-try:
-    from importlib.util import find_spec
-except ImportError:  # pragma: no cover - Python 2
-    find_spec = None
-
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, ApiNotServed, ConnectionFailure, NotFoundError, ParameterError,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import Unreachable, transport_for
-
-# Found, not imported: only connections that need its loader (exec plugins, auth providers) import it.
-HAS_KUBERNETES = bool(find_spec and find_spec("kubernetes"))
-KUBERNETES_IMPORT_ERROR = None if HAS_KUBERNETES else ImportError("No module named 'kubernetes'")
 
 
 _UNSAFE_IN_PATH = re.compile(r"[/?#%\\\s]")

@@ -21,13 +21,7 @@ import os
 from urllib.parse import quote, unquote, urlencode, urlparse
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-
-try:
-    import urllib3
-    from urllib3._collections import HTTPHeaderDict  # urllib3 1.26 does not export it at the top
-    HAS_URLLIB3 = True
-except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes package
-    HAS_URLLIB3 = False
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import HTTPHeaderDict, urllib3
 
 REQUEST_TIMEOUT = (10, 60)
 

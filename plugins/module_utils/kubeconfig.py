@@ -14,10 +14,7 @@ import os
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 CREDENTIAL_KEYS = ("token", "client-key-data", "password")
 
@@ -104,20 +101,31 @@ def check_context(config, context, param="context"):
                              "Use one of: %s" % ", ".join(names) if names else "The kubeconfig defines no contexts")
 
 
-def _named(items, name, what, param):
+def _named(items, name, what, param, hint, required=True):
     for item in items or []:
-        if item.get("name") == name:
+        if isinstance(item, dict) and item.get("name") == name:
             return item.get(what) or {}
-    raise ParameterError(param, "kubeconfig has no %s named %r" % (what, name), "Check the context name and the kubeconfig")
+    if not required:
+        return {}
+    raise ParameterError(param, "the kubeconfig has no %s named %r" % (what, name), hint)
+
+
+def resolve_context(config, context=None, param="kubeconfig", hint="Check the context name and the kubeconfig", user_required=True):
+    """``(context name, context entry, cluster entry, user entry)`` of the given (or current) context: the one way the collection
+    reads a kubeconfig's context; a name that does not resolve fails naming ``param``. The user is {} when the
+    context names none (or, without ``user_required``, one that is not there, as kubectl takes it)."""
+    ctx_name = context or config.get("current-context")
+    if not ctx_name:
+        raise ParameterError(param, "the kubeconfig has no current-context", hint)
+    ctx = _named(config.get("contexts"), ctx_name, "context", param, hint)
+    cluster = _named(config.get("clusters"), ctx.get("cluster"), "cluster", param, hint)
+    user = _named(config.get("users"), ctx.get("user"), "user", param, hint, user_required) if ctx.get("user") else {}
+    return ctx_name, ctx, cluster, user
 
 
 def kubeconfig_cluster(config, context=None, param="kubeconfig"):
     """The ``cluster`` entry the given (or current) context points at."""
-    ctx_name = context or config.get("current-context")
-    if not ctx_name:
-        raise ParameterError(param, "kubeconfig has no current-context", "Name a context")
-    ctx = _named(config.get("contexts"), ctx_name, "context", param)
-    return _named(config.get("clusters"), ctx.get("cluster"), "cluster", param)
+    return resolve_context(config, context, param)[2]
 
 
 def kubeconfig_server(config, context=None, param="kubeconfig"):
@@ -155,27 +163,18 @@ def kubeconfig_ca_pem(config, context=None, base_dir=None, param="kubeconfig"):
 
 
 def kubeconfig_entries(config, context=None):
-    """``(cluster, user)`` entries of the given (or current) context, or None when the kubeconfig does not resolve."""
-    ctx_name = context or config.get("current-context")
-    for ctx in config.get("contexts") or []:
-        if ctx.get("name") == ctx_name:
-            names = ctx.get("context") or {}
-            clusters = [c.get("cluster") or {} for c in config.get("clusters") or [] if c.get("name") == names.get("cluster")]
-            users = [u.get("user") or {} for u in config.get("users") or [] if u.get("name") == names.get("user")]
-            if clusters:
-                return clusters[0], users[0] if users else {}
-    return None
+    """``(cluster, user)`` entries of the given (or current) context, or None when the kubeconfig does not resolve
+    (a context naming a user that is not there counts as having no user, as kubectl takes it)."""
+    try:
+        return resolve_context(config, context, user_required=False)[2:]
+    except ParameterError:
+        return None
 
 
 def kubeconfig_token(config, context=None):
     """The bearer token of the context's user (inline ``token``), or None."""
-    ctx_name = context or config.get("current-context")
-    for ctx in config.get("contexts") or []:
-        if ctx.get("name") == ctx_name:
-            for user in config.get("users") or []:
-                if user.get("name") == (ctx.get("context") or {}).get("user"):
-                    return (user.get("user") or {}).get("token")
-    return None
+    entries = kubeconfig_entries(config, context)
+    return (entries[1].get("token") if entries else None) or None
 
 
 # An auth-provider's config keys that are not credentials (every other value there is masked).

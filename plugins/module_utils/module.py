@@ -17,10 +17,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.argspec impo
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
-    HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, KubeClient,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
 

@@ -18,12 +18,10 @@ import re
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import DNS_SUBDOMAIN
 
-try:
-    import yaml
-    # libyaml's loader: a kubeconfig of a dozen clusters takes ~45 ms to parse in pure Python, ~4 ms in C.
-    _YAML_LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
+
+# libyaml's loader: a kubeconfig of a dozen clusters takes ~45 ms to parse in pure Python, ~4 ms in C.
+_YAML_LOADER = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader) if yaml else None
 
 REDACTED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 

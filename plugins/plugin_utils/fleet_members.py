@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_entries
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import member_agent_status, member_healthy
 
@@ -188,12 +189,11 @@ def server_from_kubeconfig(config):
     """The API server URL of a kubeconfig mapping's current context (or its only cluster), or None."""
     if not isinstance(config, dict):
         return None
-    clusters = dict((c.get("name"), c.get("cluster") or {}) for c in config.get("clusters") or [] if isinstance(c, dict))
-    contexts = dict((c.get("name"), c.get("context") or {}) for c in config.get("contexts") or [] if isinstance(c, dict))
-    cluster_name = contexts.get(config.get("current-context"), {}).get("cluster")
-    if cluster_name is None and len(clusters) == 1:
-        cluster_name = list(clusters)[0]
-    return clusters.get(cluster_name, {}).get("server")
+    entries = kubeconfig_entries(config)
+    if entries is not None:
+        return entries[0].get("server")
+    clusters = [c.get("cluster") or {} for c in config.get("clusters") or [] if isinstance(c, dict)]
+    return clusters[0].get("server") if len(clusters) == 1 else None
 
 
 def strip_object(obj):

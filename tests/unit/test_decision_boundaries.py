@@ -145,9 +145,13 @@ def test_kubefleet_token_secret_and_taints_refused_on_either_side():
 
 
 def test_kubeconfig_entries_found_by_exact_name_in_any_order():
-    items = [{"name": "zeta", "context": {"cluster": "z"}}, {"name": "alpha", "context": {"cluster": "a"}}]
-    assert fleet_rules._find(items, "alpha", "context", "cluster_kubeconfig") == {"cluster": "a"}
-    assert fleet_rules._find(list(reversed(items)), "zeta", "context", "cluster_kubeconfig") == {"cluster": "z"}
+    from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import resolve_context
+    contexts = [{"name": "zeta", "context": {"cluster": "z"}}, {"name": "alpha", "context": {"cluster": "a"}}]
+    clusters = [{"name": "z", "cluster": {"server": "https://z"}}, {"name": "a", "cluster": {"server": "https://a"}}]
+    for order in (1, -1):
+        config = {"contexts": contexts[::order], "clusters": clusters[::order]}
+        assert resolve_context(config, "alpha")[2] == {"server": "https://a"}
+        assert resolve_context(config, "zeta")[2] == {"server": "https://z"}
 
 
 def test_namespace_keepers_keep_tls_secrets():

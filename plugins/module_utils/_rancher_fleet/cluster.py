@@ -28,10 +28,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, registration_summary
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 
 def run_fleet_cluster(module):

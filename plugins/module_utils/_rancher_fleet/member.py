@@ -21,10 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     AGENT_POD_SELECTOR, AGENT_RELEASE,
 )
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 
 def split_releases(releases):

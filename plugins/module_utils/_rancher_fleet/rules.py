@@ -16,7 +16,7 @@ import secrets
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, resolve_context
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
     MANAGED_BY, MANAGED_BY_LABEL, label_patch, label_value_problem, normalize_labels, reconcile_labels,
 )
@@ -27,10 +27,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     OWNER_CLUSTER_LABEL, RUN_LABEL, SECRET_VALUE_KEYS, VALUES_KEY, VALUES_SECRET_TYPE,
 )
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 # The CRD's own rule for spec.ttl (Fleet v0.16.0), so bad input fails before any API call.
 _TTL_PATTERN = re.compile(u"^([0-9]+([.][0-9]+)?(ns|us|\u00b5s|ms|s|m|h))+$")
@@ -211,12 +208,8 @@ def portable_kubeconfig(config, base_dir=None, context=None, param="cluster_kube
     """
     if not isinstance(config, dict):
         raise ParameterError(param, "is not a kubeconfig mapping")
-    ctx_name = context or config.get("current-context")
-    if not ctx_name:
-        raise ParameterError(param, "the kubeconfig has no current-context", "Set cluster_kubeconfig_context")
-    ctx = _find(config.get("contexts"), ctx_name, "context", param)
-    cluster = dict(_find(config.get("clusters"), ctx.get("cluster"), "cluster", param))
-    user = dict(_find(config.get("users"), ctx.get("user"), "user", param)) if ctx.get("user") else {}
+    ctx_name, ctx, cluster, user = resolve_context(config, context, param, "Check cluster_kubeconfig_context and the kubeconfig's contexts")
+    cluster, user = dict(cluster), dict(user)
     if not cluster.get("server"):
         raise ParameterError(param, "the context %r points at a cluster without a server URL" % ctx_name)
     warnings = []
@@ -243,14 +236,6 @@ def portable_kubeconfig(config, base_dir=None, context=None, param="cluster_kube
         "contexts": [{"name": ctx_name, "context": context_entry}],
     }
     return doc, warnings
-
-
-def _find(items, name, what, param):
-    for item in items or []:
-        if item.get("name") == name:
-            return item.get(what) or {}
-    raise ParameterError(param, "the kubeconfig has no %s named %r" % (what, name),
-                         "Check cluster_kubeconfig_context and the kubeconfig's contexts")
 
 
 def dump_yaml(data):

@@ -24,10 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
 )
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    yaml = None
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 # Without its values Secret this long, the token is touched (and again as long again) so that Fleet handles it anew.
 NUDGE_SECONDS = 20
