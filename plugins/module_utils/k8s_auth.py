@@ -56,6 +56,8 @@ class ConnectionSettings:
         if self.impersonate_groups and not self.impersonate_user:
             raise ParameterError(self.param("impersonate_groups"), "groups are impersonated only with a user",
                                  "Set %s too (the API server refuses groups without a user)" % self.param("impersonate_user"))
+        for key in ("ca_cert", "client_cert", "client_key"):
+            check_readable_file(getattr(self, key), self.param(key))
         if self.proxy_headers is None and not prefix:
             self.proxy_headers = proxy_headers_from_environment()
         self.proxy_headers = dict((k, v) for k, v in (self.proxy_headers or {}).items() if v not in (None, ""))
@@ -232,6 +234,20 @@ class ConnectionSettings:
         }
         path = write_private_file(os.path.join(tmpdir, "kubeconfig-%s" % (self.prefix or "target")), yaml.safe_dump(doc))
         return path, "fleetops"
+
+
+# Where the roles take each file option from, for a message a role user can act on.
+ROLE_SOURCES = {"hub_ca_cert": "fleetops_ca_file of the hub host"}
+
+
+def check_readable_file(path, param):
+    """A file option that names no readable file fails here, naming the option and the file (and the inventory
+    variable it comes from through the roles), not later as an unreachable API server."""
+    if path in (None, "") or os.access(path, os.R_OK) and os.path.isfile(path):
+        return
+    source = ROLE_SOURCES.get(param)
+    raise ParameterError(param, "%s %s" % (path, "is not a file" if os.path.exists(path) else "does not exist"),
+                         "Give the path of a readable PEM file%s" % (" (through the roles: %s)" % source if source else ""))
 
 
 def _with_proxy_credentials(proxy_url, basic_auth):

@@ -99,3 +99,18 @@ def test_helm_gets_the_proxy_credentials_in_a_private_kubeconfig(tmp_path):
     path, _context = given.helm_kubeconfig(given.client_configuration(tmpdir=lambda: str(tmp_path)), str(tmp_path))
     assert yaml.safe_load(open(path))["clusters"][0]["cluster"]["proxy-url"] == "http://u:p%40ss@proxy:3128"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("option", ["ca_cert", "client_cert", "client_key", "hub_ca_cert"])
+def test_a_file_option_naming_no_file_fails_naming_the_option_and_the_file(tmp_path, option):
+    missing = str(tmp_path / "nowhere" / "ca.crt")
+    prefix = "hub_" if option.startswith("hub_") else ""
+    with pytest.raises(ParameterError) as err:
+        ConnectionSettings({prefix + "kubeconfig": kubeconfig({"token": "t"}), option: missing}, prefix)
+    message = err.value.message()
+    assert message.startswith(option + ": ") and missing in message and "does not exist" in message
+    if option == "hub_ca_cert":
+        assert "fleetops_ca_file" in message  # the inventory variable the roles take it from
+    with pytest.raises(ParameterError) as err:
+        ConnectionSettings({prefix + "kubeconfig": kubeconfig({"token": "t"}), option: str(tmp_path)}, prefix)
+    assert "is not a file" in err.value.message()

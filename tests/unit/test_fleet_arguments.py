@@ -147,3 +147,19 @@ def test_agent_local_chart_checks(nowhere, tmp_path):
     chart.mkdir()
     (chart / "Chart.yaml").write_text("name: fleet-agent\nversion: 0.16.0\n")
     _fails(run_module("fleet_agent", dict(base, chart_ref=str(chart), chart_version="0.17.0")), "chart_version:", "0.16.0")
+
+
+def test_a_missing_hub_ca_file_is_reported_as_that_file_not_as_an_unreachable_hub(nowhere, tmp_path):
+    """What member_join passes from the hub host's fleetops_ca_file: a batch item names the file and the variable."""
+    missing = str(tmp_path / "pki" / "hub-ca.crt")
+    hub = tmp_path / "hub-kubeconfig"
+    hub.write_text(open(nowhere).read())
+    result = run_module("member_info", {"members": [{"name": "edge-1", "kubeconfig": nowhere, "context": "x",
+                                                     "hub_kubeconfig": str(hub), "hub_context": "x", "hub_ca_cert": missing}],
+                                        "backends": ["kubefleet"]})
+    assert not result.failed and result["unreadable"] == ["edge-1"], result
+    error = result["members"]["edge-1"]["error"]
+    assert error.startswith("hub_ca_cert: %s does not exist" % missing) and "fleetops_ca_file" in error
+    assert "cannot reach" not in error
+    single = run_module("fleet_cluster_info", {"kubeconfig": nowhere, "ca_cert": missing})
+    _fails(single, "ca_cert:", missing)

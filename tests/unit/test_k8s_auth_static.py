@@ -63,10 +63,12 @@ def test_exec_plugins_and_auth_providers_go_through_the_kubernetes_package(tmp_p
 
 
 def test_module_options_override_the_kubeconfig(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text(PEM)
     conf = configuration(kubeconfig({"token": "t0k"}), tmp_path, host="https://other:6443/", api_key="k2",
-                         validate_certs=False, ca_cert="/etc/ca.pem", proxy="http://proxy:3128")
+                         validate_certs=False, ca_cert=str(ca), proxy="http://proxy:3128")
     assert (conf.host, conf.api_key["authorization"], conf.verify_ssl, conf.ssl_ca_cert, conf.ca_cert_data, conf.proxy) == (
-        "https://other:6443", "Bearer k2", False, "/etc/ca.pem", None, "http://proxy:3128")
+        "https://other:6443", "Bearer k2", False, str(ca), None, "http://proxy:3128")
 
 
 def test_host_and_api_key_alone_are_static(tmp_path):
