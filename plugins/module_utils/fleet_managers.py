@@ -103,6 +103,10 @@ class FleetManager:
         """Pure: a ``MemberState`` with the action the member needs and the reasons."""
         raise NotImplementedError
 
+    def check_member_name(self, name, param="name"):
+        """Raise ParameterError naming ``param`` when ``name`` cannot name a member in this manager."""
+        raise NotImplementedError
+
     def stale_problem(self, hub_view, stale_after=None):
         """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
         manager's one staleness rule, used by ``decide``, ``status_row`` and the inventory plugin alike.

@@ -106,6 +106,7 @@ class MemberInfo:
     def state(self, name, listed=None):
         """``listed``: ``{member name: hub object}`` of manager ``name`` already read for the batch."""
         manager = registry.manager(name)
+        manager.check_member_name(self.name)  # before a request: a bad name must not read as "not a member yet"
         hub = self.hub()
         if listed is None:
             listed = manager.read_hub(hub, names=[self.name], namespace=self.params.get("fleet_namespace"))

@@ -442,3 +442,19 @@ def test_join_and_leave_as_awx_runs_them(lab_controllers, hub, tmp_path):
     assert (status, rc) == ("successful", "0"), stdout[-4000:]
     assert artifacts["fleetops_left"]["member2"]["line"].startswith("member2: "), artifacts
     assert_left(hub, ["member2"])
+
+
+def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers, hub, tmp_path):
+    """Through the roles an input error names the variable the user set and its value, before anything changes; a
+    missing CA file is reported as that file, not as an unreachable hub."""
+    lab = lab_controllers
+    named = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_cluster_name=Member_2",
+                     tmp_path=tmp_path, fails=True)
+    assert "name (from fleetops_cluster_name" in named.output and "'Member_2' is not a valid name" in named.output
+    assert named.recap.get("member2", {}).get("changed", 0) == 0 and hub.fleet_cluster("Member_2") is None
+    missing = str(tmp_path / "pki" / "hub-ca.crt")
+    no_ca = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_ca_file=%s" % missing,
+                     tmp_path=tmp_path, fails=True)
+    assert "hub_ca_cert (from the hub host's fleetops_ca_file" in no_ca.output and "%s does not exist" % missing in no_ca.output
+    assert "cannot reach" not in no_ca.output
+    assert no_ca.recap.get("member2", {}).get("changed", 0) == 0

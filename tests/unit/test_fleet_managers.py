@@ -14,7 +14,7 @@ ATTRIBUTES = ["name", "title", "group_version", "hub_resources", "controller", "
 
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
-    assert sorted(METHODS) == ["decide", "hub_view", "member_view", "read_hub", "stale_problem", "status_row"]
+    assert sorted(METHODS) == ["check_member_name", "decide", "hub_view", "member_view", "read_hub", "stale_problem", "status_row"]
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

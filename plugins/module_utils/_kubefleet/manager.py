@@ -22,7 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig i
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
-    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
+    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
@@ -239,6 +239,9 @@ class KubeFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return heartbeat_problem(hub_view or {}, stale_after)
+
+    def check_member_name(self, name, param="name"):
+        validate_member_name(name, param)
 
     def status_row(self, hub_view):
         if hub_view is None:

@@ -15,7 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES, TOKEN,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens, validate_name
 
 
 def _release_reasons(member):
@@ -141,6 +141,9 @@ class RancherFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return views.stale_problem(hub_view, stale_after)
+
+    def check_member_name(self, name, param="name"):
+        validate_name(name, param)
 
     def tidy_hub(self, hub, namespace, dry_run=False):
         """The collection's registration tokens in ``namespace`` that expired (their runs are over), deleted."""

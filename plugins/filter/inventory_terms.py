@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A module's message in the words a role user wrote: the option it names, followed by the variable it came from."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+# Per role: the module option (as member_info's batch items name it) -> the inventory variable behind it, then the
+# role variable that carries it (a user may have set either).
+SOURCES = {
+    "member_join": {
+        "name": "fleetops_cluster_name, or the inventory host name (member_join_cluster_name)",
+        "kubeconfig": "fleetops_kubeconfig, or the member credential's fleetops_member_kubeconfig (member_join_kubeconfig)",
+        "context": "fleetops_context (member_join_context)",
+        "hub_kubeconfig": "the hub host's fleetops_kubeconfig, or the hub credential's fleetops_hub_kubeconfig "
+                          "(member_join_hub_kubeconfig)",
+        "hub_context": "the hub host's fleetops_context, or the hub credential's fleetops_hub_context (member_join_hub_context)",
+        "hub_ca_cert": "the hub host's fleetops_ca_file (member_join_hub_ca_file)",
+        "hub_url": "the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
+        "labels": "fleetops_labels (member_join_labels)",
+        "backends": "fleetops_backends, or the survey's fleetops_survey_backends (member_join_backends)",
+        "fleet_namespace": "fleetops_fleet_namespace (member_join_fleet_namespace)",
+        "stale_after": "member_join_fleet_agent_stale_after",
+    },
+}
+_LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?: ")
+
+
+def inventory_terms(message, role):
+    """``message`` with a leading ``option: `` (how the modules name what is wrong) followed by where a user of
+    ``role`` set it, e.g. ``name (from fleetops_cluster_name, ...): 'Member_2' is not a valid name``."""
+    if role not in SOURCES:
+        raise AnsibleFilterError("inventory_terms: unknown role %r; use one of %s" % (role, ", ".join(sorted(SOURCES))))
+    text = str(message or "")
+    match = _LEADING_OPTION.match(text)
+    source = SOURCES[role].get(match.group("option")) if match else None
+    if not source:
+        return text
+    return "%s (from %s): %s" % (match.group("option"), source, text[match.end():])
+
+
+class FilterModule:
+    """fleetops.registration filters."""
+
+    def filters(self):
+        return {"inventory_terms": inventory_terms}
