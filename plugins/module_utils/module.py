@@ -79,6 +79,14 @@ class FleetModule(AnsibleModule):
         # Again here: AnsibleModule skips _log_invocation for a no_log task, whose registered result still holds them.
         self._hide_invocation_secrets()
 
+    def _load_params(self):
+        # A blank mapping option ("" from a survey or module_defaults) would fail validation as "dictionary requested"
+        # before unset_empty_strings could treat it as not set: drop it first.
+        super(FleetModule, self)._load_params()
+        for name, option in (getattr(self, "argument_spec", None) or {}).items():
+            if option.get("type") == "dict" and self.params.get(name) == "":
+                del self.params[name]
+
     def _hide_invocation_secrets(self):
         secret_options = [name for name, option in (getattr(self, "argument_spec", None) or {}).items() if option.get("no_log")]
         self.hide(*invocation_secrets(getattr(self, "params", None) or {}, secret_options))

@@ -91,3 +91,11 @@ def test_a_no_log_task_returns_no_kubeconfig_credential_either(logged, monkeypat
     result = capsys.readouterr().out
     for number in range(1, 5):
         assert "SECRET-%d" % number not in result
+
+
+def test_a_blank_mapping_option_counts_as_not_set(logged):
+    with patch_module_args({"host": "https://hub.example:6443", "proxy_headers": "", "hub_proxy_headers": "",
+                            "impersonate_groups": ""}):
+        module = FleetModule(argument_spec=HUB_AUTH)
+    assert module.params["proxy_headers"] is None and module.params["hub_proxy_headers"] is None
+    assert module.settings().proxy_headers == {} and module.settings().impersonate_groups == []
