@@ -59,10 +59,12 @@ def registration(lab, name, wait, tmp_path):
         return secret if (secret.data or {}).get('values') else None
     secret = wait(values_secret, 90, 'the registration token Secret with values')
     assert secret.type == 'fleet.cattle.io/cluster-registration-values'
+
     # Fleet writes the Secret before it records it in the token's status: under load the two are seconds apart.
-    token = wait(lambda: (lambda t: t if (t.get('status') or {}).get('secretName') else None)(
-        custom.get_namespaced_custom_object(GROUP, VERSION, namespace, 'clusterregistrationtokens', 'proof-token')),
-        60, "the token's status.secretName")
+    def recorded_token():
+        token = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, 'clusterregistrationtokens', 'proof-token')
+        return token if (token.get('status') or {}).get('secretName') else None
+    token = wait(recorded_token, 60, "the token's status.secretName")
     assert token['status']['secretName'] == 'proof-token'
 
     values = yaml.safe_load(base64.b64decode(secret.data['values']))
