@@ -111,15 +111,18 @@ def check_unique_names(items):
         seen.add(name)
 
 
-def prepare(module, items):
-    """``(readers, errors)``: a connected MemberInfo per readable item, and ``{name: message}`` for the others."""
-    spec = item_spec(module.argument_spec)
+def prepare(module, items, spec=None, member=True):
+    """``(readers, errors)``: a connected MemberInfo per readable item, and ``{name: message}`` for the others. ``spec``:
+    an item's argument spec (default: the module's own options but ``members``); ``member``: whether to connect to the
+    member too (not only to the hub)."""
+    spec = spec or item_spec(module.argument_spec)
     readers, errors = [], {}
     for index, item in enumerate(items):
         try:
             reader = MemberInfo(module, item_params(module, spec, index, item))
             reader.hub()
-            reader.member()  # clients are built here, one at a time, before the reads run side by side
+            if member:
+                reader.member()  # clients are built here, one at a time, before the reads run side by side
             readers.append(reader)
         except FleetOpsError as exc:
             name = item.get("name") if isinstance(item, dict) else None
@@ -170,4 +173,5 @@ def read_members(module):
         "changed": False,
         "members": members,
         "unreadable": sorted(name for name, result in members.items() if "error" in result),
+        "changing": sorted(name for name, result in members.items() if "error" not in result and result.get("pending")),
     }

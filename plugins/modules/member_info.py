@@ -167,6 +167,12 @@ unreadable:
   type: list
   elements: str
   sample: ["edge-08"]
+changing:
+  description: With O(members), the names of the readable members that need a step (a non-empty RV(pending)).
+  returned: with O(members)
+  type: list
+  elements: str
+  sample: ["edge-07"]
 backends:
   description: The fleet managers the member's state was read in - O(backends), and with O(detect_backends) those the
     hub serves too.

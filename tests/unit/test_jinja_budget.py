@@ -20,8 +20,11 @@ BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # the calls of requested_backends (which managers a run needs, decided in Python), so the budget moved to 6,950.
 # Then ~300 for a member that names no fleet manager (issue 20, item 2): each role passes backend_request's
 # ``detect`` on to its module, and member_leave reads once per batch what the hub serves - so 7,300. The call that puts
-# member_join's errors in the inventory's words (issue 19, the wording decided in Python) made it 7,350.
-TOTAL_BUDGET = 7350
+# member_join's errors in the inventory's words (issue 19, the wording decided in Python) made it 7,350. The per-member
+# hub lock (issue 19, item 1; which members to lock and when to read one again are decided in member_lock) added ~940
+# of plumbing to both roles: the batch's requests, the lock and release tasks with their guards, who runs the run, and
+# member_leave's note of each member and its check of the member's lock - so 8,300.
+TOTAL_BUDGET = 8300
 LONGEST = 200
 
 

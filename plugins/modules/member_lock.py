@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: member_lock
+short_description: Take or release the hub lock of the members a run is about to change
+version_added: 0.3.0
+description:
+  - One C(coordination.k8s.io/v1) Lease per member on the hub (C(fleetops-member-<name>) in O(lock_namespace)) says
+    which run is changing that member. Two runs for the same member - an AWX job launched twice, a schedule that
+    overlaps a manual run, a workflow that retries - would otherwise both register it and undo each other's steps.
+  - With O(state=present), takes the lock of every member of O(states) (the C(members) result of
+    M(fleetops.registration.member_info)) that needs a step, in one process. A member another run holds is waited
+    for, side by side with the others, within O(wait_timeout); once this run holds its lock, that member's state is
+    read again (the other run has usually done the work), and a member that no longer needs a step is released at
+    once. Past O(wait_timeout) the member's entry holds C(error) naming the other run, since when it holds the lock
+    and when the lock expires; the other members go on.
+  - A lock lives O(lock_duration) seconds. A run that dies releases nothing; its lock expires and the next run takes
+    it over.
+  - With O(state=absent), releases the locks O(states) (this module's own RV(members) result) says this run holds.
+    A lock another run took over is left alone.
+  - The role C(member_join) takes the locks after its batch read and releases them at the end, also on failure; the
+    role C(member_leave) locks each member it removes the same way.
+    Members that need no step take no lock, so a re-run that changes nothing sends no request for it. Check mode
+    takes no lock.
+author:
+  - fleetops.registration contributors (@fleetops)
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+  - fleetops.registration.k8s_auth.HUB
+attributes:
+  check_mode:
+    support: full
+    description: Takes and releases no lock, and returns O(states) as given.
+  diff_mode:
+    support: none
+    description: A lock is not part of the member's configuration.
+options:
+  state:
+    description:
+      - C(present) takes the locks, C(absent) releases them.
+    type: str
+    choices: [present, absent]
+    default: present
+  members:
+    description:
+      - The members, each a mapping of M(fleetops.registration.member_info) options (the same items that module read),
+        for the hub connection and for the second read of a member whose lock had to be waited for.
+    type: list
+    elements: dict
+    required: true
+  states:
+    description:
+      - With O(state=present), the C(members) result of M(fleetops.registration.member_info) - a member with
+        C(pending) steps is locked under its C(run_id).
+      - Without it, every member of O(members) is locked (as the role C(member_leave) does) and none is read again
+        (there is no state to renew).
+      - With O(state=absent), the RV(members) result of this module's O(state=present) task; required then.
+    type: dict
+  lock_namespace:
+    description:
+      - The hub namespace of the lock Leases. It must exist; C(kube-system), where leader-election Leases live, does on
+        every cluster.
+    type: str
+    default: kube-system
+  lock_duration:
+    description:
+      - Seconds a lock lives after it was taken; a run that died leaves it to expire.
+      - Default - three times O(wait_timeout), the lifetime of the role C(member_join)'s registration token (a join's
+        token, install and check-in waits each take up to O(wait_timeout)).
+    type: int
+  run_by:
+    description:
+      - Who runs this run, written on the lock for whoever waits for it (for example C(AWX job 42)).
+      - Default - the controller's user and host name.
+    type: str
+  wait_timeout:
+    description:
+      - Seconds to wait, for all the members together, for locks other runs hold.
+    type: int
+    default: 300
+  wait_sleep:
+    description:
+      - Seconds between attempts while waiting.
+    type: int
+    default: 2
+notes:
+  - The hub credential needs C(get), C(create), C(update) and C(delete) on C(leases) in O(lock_namespace)
+    (C(extensions/rbac/hub.yml)).
+seealso:
+  - module: fleetops.registration.member_info
+'''
+
+EXAMPLES = r'''
+- name: Read the members' states
+  fleetops.registration.member_info:
+    members: "{{ member_requests }}"
+  register: batch
+
+- name: Lock the members this run changes (waiting for another run that changes them)
+  fleetops.registration.member_lock:
+    members: "{{ member_requests }}"
+    states: "{{ batch.members }}"
+    run_by: "AWX job {{ awx_job_id | default('manual') }}"
+  register: locks
+
+- name: Release them
+  fleetops.registration.member_lock:
+    state: absent
+    members: "{{ member_requests }}"
+    states: "{{ locks.members }}"
+'''
+
+RETURN = r'''
+members:
+  description:
+    - With O(state=present), O(states) with the members read again after their wait, each locked member with C(lock)
+      (the Lease's C(namespace) and C(name), and the C(holder) - the member's C(run_id)), and a member whose lock could
+      not be taken with C(error).
+  returned: state=present
+  type: dict
+  sample: {"edge-07": {"name": "edge-07", "pending": ["kubefleet"], "run_id": "k3v9x0a7qp",
+           "lock": {"namespace": "kube-system", "name": "fleetops-member-edge-07", "holder": "k3v9x0a7qp"}}}
+locked:
+  description: The members this run now holds the lock of.
+  returned: state=present
+  type: list
+  elements: str
+  sample: ["edge-07"]
+waited:
+  description: The members whose lock another run held first (their state was read again).
+  returned: state=present
+  type: list
+  elements: str
+  sample: []
+released:
+  description: The members whose lock this task released.
+  returned: state=absent
+  type: list
+  elements: str
+  sample: ["edge-07"]
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import lock_argument_spec, lock_members, release_members
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+
+
+def main():
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, lock_argument_spec()), required_if=[("state", "absent", ["states"])])
+    run_module(module, lambda m: lock_members(m) if m.params["state"] == "present" else release_members(m))
+
+
+if __name__ == "__main__":
+    main()

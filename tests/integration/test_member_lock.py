@@ -1,0 +1,127 @@
+"""The per-member lock on the lab's hub: two joins of the same new member launched together (an AWX job launched
+twice), and a lock left by a run that died, taken over once it expired."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from kubernetes import client
+
+from kube_helpers import read_or_none, unique
+from modrun import run_module
+from test_playbooks import Hub, assert_left, playbook
+
+pytestmark = pytest.mark.lab
+
+LOCK_NAMESPACE = "kube-system"
+
+
+def lock_lease(lab, member):
+    leases = client.CoordinationV1Api(lab.api_client("hub"))
+    return read_or_none(lambda: leases.read_namespaced_lease("fleetops-member-" + member, LOCK_NAMESPACE))
+
+
+def task_result(run, task):
+    """The status line ansible-playbook printed for member2 under ``task``."""
+    after = run.output.split(task, 1)[1]
+    return next(line.split(":")[0] for line in after.splitlines() if line.endswith("[member2]"))
+
+
+def test_two_joins_of_the_same_new_member_at_once_both_succeed_and_join_it_once(lab_controllers, tmp_path):
+    lab, hub = lab_controllers, Hub(lab_controllers)
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    assert_left(hub, ["member2"])
+    runs_dirs = [tmp_path / "first", tmp_path / "second"]
+    for path in runs_dirs:
+        path.mkdir()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(playbook, lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=runs_dirs[0])
+        time.sleep(1)
+        second = pool.submit(playbook, lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=runs_dirs[1])
+        runs = [first.result(), second.result()]  # each raises unless its run exited 0
+    # One run joined member2; the other found it locked, waited, read it again and had nothing left to do.
+    assert sorted(run.changed("member2") > 0 for run in runs) == [False, True], [run.recap for run in runs]
+    lock_task = "Lock on the hub each member that needs a step"
+    assert sorted(task_result(run, lock_task) for run in runs) == ["changed", "ok"], [run.output[-3000:] for run in runs]
+
+    cluster = hub.fleet_cluster("member2")
+    client_id = cluster["spec"]["clientID"]
+    registrations = [r for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") == client_id]
+    assert len(registrations) == 1, registrations
+    assert (cluster.get("status") or {}).get("agent", {}).get("lastSeen")
+    assert hub.member_cluster("member2") is not None
+    tokens = [t["metadata"]["name"] for t in hub.fleet_list("clusterregistrationtokens")
+              if t["metadata"]["name"].startswith("fleetops-join-")]
+    assert tokens == []
+    assert lock_lease(lab, "member2") is None
+
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    assert_left(hub, ["member2"], [client_id])
+
+
+def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_controllers):
+    lab = lab_controllers
+    name = unique("locked")
+    item = {"name": name, "kubeconfig": str(lab.kubeconfig), "context": "member2", "hub_kubeconfig": str(lab.kubeconfig),
+            "hub_context": "hub", "backends": ["kubefleet"]}
+
+    def states(run_id):
+        return {name: {"name": name, "pending": ["kubefleet"], "run_id": run_id}}
+
+    died = run_module("member_lock", {"members": [item], "states": states("diedrun001"), "lock_duration": 4,
+                                      "run_by": "a run that dies"})
+    assert not died.failed and died["locked"] == [name] and died["changed"] is True, died
+    lease = lock_lease(lab, name)
+    assert lease.spec.holder_identity == "diedrun001" and lease.spec.lease_duration_seconds == 4
+
+    # The run died without releasing: another run waits, and past its wait_timeout fails naming the holder.
+    blocked = run_module("member_lock", {"members": [item], "states": states("nextrun002"), "wait_timeout": 1})
+    assert not blocked.failed and blocked["locked"] == [], blocked
+    error = blocked["members"][name]["error"]
+    assert "%s is being changed by another run (holder diedrun001, run by a run that dies" % name in error
+    assert "kube-system/fleetops-member-%s" % name in error
+
+    taken = run_module("member_lock", {"members": [item], "states": states("nextrun002"), "wait_timeout": 60})
+    assert not taken.failed and taken["waited"] == [name] and taken["locked"] == [name], taken
+    # Read again under the lock: the member still needs its join, under this run's name.
+    state = taken["members"][name]
+    assert state["pending"] == ["kubefleet"] and state["run_id"] == "nextrun002" and state["lock"]["holder"] == "nextrun002"
+    assert lock_lease(lab, name).spec.holder_identity == "nextrun002"
+
+    # A release by the run that died (it came back) leaves the new holder's lock alone; the holder's own release ends it.
+    stale = run_module("member_lock", {"state": "absent", "members": [item], "states": died["members"]})
+    assert not stale.failed and stale["released"] == [] and lock_lease(lab, name) is not None
+    released = run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
+    assert not released.failed and released["released"] == [name] and released["changed"] is True
+    assert lock_lease(lab, name) is None
+
+
+def test_check_mode_takes_no_lock(lab):
+    name = unique("locked")
+    item = {"name": name, "kubeconfig": str(lab.kubeconfig), "context": "member2", "hub_kubeconfig": str(lab.kubeconfig),
+            "hub_context": "hub"}
+    result = run_module("member_lock", {"members": [item], "states": {name: {"name": name, "pending": ["kubefleet"],
+                                                                             "run_id": "checkrun01"}}}, check=True)
+    assert not result.failed and result["locked"] == [] and result["changed"] is False
+    assert lock_lease(lab, name) is None
+
+
+def test_a_leave_waits_for_the_run_that_holds_the_member_s_lock(lab_controllers, tmp_path):
+    lab = lab_controllers
+    item = {"name": "member2", "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
+    joining = run_module("member_lock", {"members": [item], "lock_duration": 600, "run_by": "a join of member2"})
+    assert not joining.failed and joining["locked"] == ["member2"], joining
+    refused = playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_leave_wait_timeout=2",
+                       tmp_path=tmp_path, fails=True)
+    assert "member2 is being changed by another run (holder %s, run by a join of member2" % (
+        joining["members"]["member2"]["lock"]["holder"]) in refused.output
+    assert refused.recap["member2"]["changed"] == 0
+    assert lock_lease(lab, "member2").spec.holder_identity == joining["members"]["member2"]["lock"]["holder"]
+
+    released = run_module("member_lock", {"state": "absent", "members": [item], "states": joining["members"]})
+    assert released["released"] == ["member2"]
+    brief = run_module("member_lock", {"members": [item], "lock_duration": 3, "run_by": "a join that died"})
+    assert brief["locked"] == ["member2"]
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    # The leave took the expired lock over and released it at its end.
+    assert lock_lease(lab, "member2") is None

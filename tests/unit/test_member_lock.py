@@ -1,0 +1,92 @@
+"""The per-member lock's rules: what a lock Lease says, when it counts as live, and how a batch waits (no API involved;
+taking and releasing Leases on a real hub is tested in tests/integration/test_member_lock.py)."""
+
+import datetime
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
+    SKEW_SECONDS, LockHeld, describe_lock, held_message, lock_body, lock_duration, take_locks,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
+
+NOW = datetime.datetime(2026, 11, 24, 17, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def test_a_lock_names_its_member_holder_and_runner_and_lives_its_duration():
+    body = lock_body("edge-07", "k3v9x0a7qp", "AWX job 42", 900, NOW)
+    assert body["metadata"]["name"] == "fleetops-member-edge-07"
+    assert body["metadata"]["labels"]["fleetops.registration/member"] == "edge-07"
+    assert body["spec"] == {"holderIdentity": "k3v9x0a7qp", "leaseDurationSeconds": 900,
+                            "acquireTime": "2026-11-24T17:00:00.000000Z", "renewTime": "2026-11-24T17:00:00.000000Z"}
+    assert "resourceVersion" not in body["metadata"]
+    lock = describe_lock(body, NOW + datetime.timedelta(seconds=899))
+    assert lock == {"holder": "k3v9x0a7qp", "by": "AWX job 42", "since": "2026-11-24T17:00:00.000000Z",
+                    "expires": "2026-11-24T17:15:00Z", "live": True}
+    assert "edge-07 is being changed by another run (holder k3v9x0a7qp, run by AWX job 42" in held_message("edge-07", lock)
+
+
+def test_a_lock_is_taken_over_only_past_its_expiry_and_the_allowed_clock_skew():
+    body = lock_body("edge-07", "k3v9x0a7qp", "me@host", 60, NOW)
+    assert describe_lock(body, NOW + datetime.timedelta(seconds=60 + SKEW_SECONDS - 1))["live"] is True
+    assert describe_lock(body, NOW + datetime.timedelta(seconds=60 + SKEW_SECONDS + 1))["live"] is False
+    current = dict(body, metadata=dict(body["metadata"], resourceVersion="41"))
+    assert lock_body("edge-07", "other", "me@host", 60, NOW, current=current)["metadata"]["resourceVersion"] == "41"
+
+
+def test_a_lease_without_a_holder_is_no_lock():
+    assert describe_lock(None) is None
+    assert describe_lock({"spec": {"leaseDurationSeconds": 60}}) is None
+
+
+def test_the_lock_lives_as_long_as_the_run_s_registration_token_unless_told():
+    assert lock_duration({"wait_timeout": 300, "lock_duration": None}) == 900
+    assert lock_duration({"wait_timeout": 300, "lock_duration": 120}) == 120
+
+
+class FakeLock:
+    """A MemberLock whose hub answers from a script: each try_take pops the next answer (None: taken)."""
+
+    def __init__(self, member, answers):
+        self.member = member
+        self.namespace = "kube-system"
+        self.answers = list(answers)
+        self.tries = 0
+
+    def try_take(self):
+        self.tries += 1
+        answer = self.answers.pop(0) if self.answers else None
+        if isinstance(answer, ApiError):
+            raise ApiError(answer.msg, status=answer.status)
+        return answer
+
+
+def clock():
+    """A Waiter whose clock advances by each sleep, so waits take no real time."""
+    now = [0.0]
+    return Waiter(10, sleep=2, clock=lambda: now[0], sleeper=lambda s: now.__setitem__(0, now[0] + s))
+
+
+OTHER = {"holder": "other", "by": "AWX job 7", "since": "t0", "expires": "t1", "live": True}
+
+
+def test_free_locks_are_taken_at_once_and_held_ones_are_waited_for_side_by_side():
+    free, busy, busier = FakeLock("a", [None]), FakeLock("b", [OTHER, OTHER, None]), FakeLock("c", [OTHER, None])
+    waited, failed = take_locks([free, busy, busier], clock())
+    assert waited == ["b", "c"] and failed == {}
+    assert (free.tries, busy.tries, busier.tries) == (1, 3, 2)
+
+
+def test_a_lock_held_past_the_wait_fails_that_member_alone_naming_the_other_run():
+    stuck, free = FakeLock("a", [OTHER] * 100), FakeLock("b", [None])
+    waited, failed = take_locks([stuck, free], clock())
+    assert waited == [] and list(failed) == ["a"]
+    assert isinstance(failed["a"], LockHeld)
+    message = failed["a"].message()
+    assert "a is being changed by another run (holder other, run by AWX job 7, since t0, expires t1)" in message
+    assert "kube-system/fleetops-member-a" in message
+
+
+def test_a_request_error_fails_that_member_with_its_own_message():
+    denied = FakeLock("a", [ApiError("forbidden", status=403)])
+    waited, failed = take_locks([denied, FakeLock("b", [None])], clock())
+    assert waited == [] and failed["a"].msg == "forbidden"
