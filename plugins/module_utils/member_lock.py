@@ -99,6 +99,7 @@ class MemberLock:
         self.holder = holder
         self.description = description
         self.duration = duration
+        self.version = None
 
     def _read(self):
         return self.kube.get(LEASE, lease_name(self.member), self.namespace)
@@ -107,7 +108,8 @@ class MemberLock:
         """``None`` when this run now holds the lock, else the live lock of the other run (``describe_lock``)."""
         now = now or utcnow()
         try:
-            self.kube.create(LEASE, lock_body(self.member, self.holder, self.description, self.duration, now), self.namespace)
+            self._taken(self.kube.create(LEASE, lock_body(self.member, self.holder, self.description, self.duration, now),
+                                         self.namespace))
             return None
         except ApiError as exc:
             if exc.status != 409:
@@ -115,6 +117,7 @@ class MemberLock:
         current = self._read()
         lock = describe_lock(current, now)
         if lock is not None and lock["holder"] == self.holder:
+            self._taken(current)
             return None
         if lock is not None and lock["live"]:
             return lock
@@ -122,22 +125,27 @@ class MemberLock:
         body = lock_body(self.member, self.holder, self.description, self.duration, now, current=current)
         try:
             if current is None:
-                self.kube.create(LEASE, body, self.namespace)
+                self._taken(self.kube.create(LEASE, body, self.namespace))
             else:
-                self.kube.request("PUT", LEASE.path(self.namespace, lease_name(self.member)), body=body)
+                self._taken(self.kube.request("PUT", LEASE.path(self.namespace, lease_name(self.member)), body=body))
             return None
         except ApiError as exc:
             if exc.status in (404, 409):  # another run took it, or its holder released it, meanwhile
                 return describe_lock(self._read(), now) or self.try_take()
             raise self._explain(exc)
 
-    def release(self):
-        """Delete the lock if this run holds it (exactly the version read). Whether it was ours."""
-        current = self._read()
-        if (describe_lock(current) or {}).get("holder") != self.holder:
-            return False
-        options = {"kind": "DeleteOptions", "apiVersion": "v1",
-                   "preconditions": {"resourceVersion": current["metadata"]["resourceVersion"]}}
+    def _taken(self, lease):
+        self.version = ((lease or {}).get("metadata") or {}).get("resourceVersion")
+
+    def release(self, version=None):
+        """Delete the lock if this run holds it: the ``version`` this run wrote (one request; a lock taken over since has
+        another), else the version read if its holder is this run. Whether it was ours."""
+        if version is None:
+            current = self._read()
+            if (describe_lock(current) or {}).get("holder") != self.holder:
+                return False
+            version = current["metadata"]["resourceVersion"]
+        options = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": version}}
         try:
             self.kube.request("DELETE", LEASE.path(self.namespace, lease_name(self.member)), body=options)
         except ApiError as exc:
@@ -234,7 +242,7 @@ def _lock(module, reader, holder):
 
 
 def _lock_view(lock):
-    return {"namespace": lock.namespace, "name": lease_name(lock.member), "holder": lock.holder}
+    return {"namespace": lock.namespace, "name": lease_name(lock.member), "holder": lock.holder, "version": lock.version}
 
 
 def _reread(reader, lock):
@@ -277,7 +285,7 @@ def lock_members(module):
         reader, lock = locks[name]
         states[name] = _reread(reader, lock)
         if states[name].get("error") or not states[name].get("pending"):
-            lock.release()
+            lock.release(lock.version)
             released.add(name)
     locked = sorted(name for name in locks if name not in failed and name not in released)
     for name in locked:
@@ -287,12 +295,13 @@ def lock_members(module):
 
 def release_members(module):
     """member_lock state=absent: release the locks ``states`` (member_lock's own ``members`` result) say this run holds."""
-    held = dict((name, state["lock"]["holder"]) for name, state in (module.params["states"] or {}).items()
+    held = dict((name, state["lock"]) for name, state in (module.params["states"] or {}).items()
                 if isinstance(state, dict) and isinstance(state.get("lock"), dict) and state["lock"].get("holder"))
     if module.check_mode or not held:
         return {"changed": False, "released": []}
     readers, errors = _readers(module, held)
-    released = sorted(reader.name for reader in readers if _lock(module, reader, held[reader.name]).release())
+    released = sorted(reader.name for reader in readers
+                      if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")))
     for name, message in sorted(errors.items()):
         module.warn("could not release the lock of %s (it expires on its own): %s" % (name, message))
     return {"changed": bool(released), "released": released}

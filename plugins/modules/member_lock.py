@@ -121,12 +121,13 @@ RETURN = r'''
 members:
   description:
     - With O(state=present), O(states) with the members read again after their wait, each locked member with C(lock)
-      (the Lease's C(namespace) and C(name), and the C(holder) - the member's C(run_id)), and a member whose lock could
-      not be taken with C(error).
+      (the Lease's C(namespace) and C(name), the C(holder) - the member's C(run_id) - and the C(version) this run wrote,
+      which the release deletes in one request), and a member whose lock could not be taken with C(error).
   returned: state=present
   type: dict
   sample: {"edge-07": {"name": "edge-07", "pending": ["kubefleet"], "run_id": "k3v9x0a7qp",
-           "lock": {"namespace": "kube-system", "name": "fleetops-member-edge-07", "holder": "k3v9x0a7qp"}}}
+           "lock": {"namespace": "kube-system", "name": "fleetops-member-edge-07", "holder": "k3v9x0a7qp",
+                    "version": "48213"}}}
 locked:
   description: The members this run now holds the lock of.
   returned: state=present

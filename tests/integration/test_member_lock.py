@@ -96,6 +96,18 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     assert lock_lease(lab, name) is None
 
 
+def test_runs_for_different_members_never_wait_for_each_other(lab):
+    """AWX job slices: each slice locks its own members, however long another slice holds its own."""
+    first, second = unique("slice"), unique("slice")
+    items = [{"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"} for name in (first, second)]
+    one = run_module("member_lock", {"members": items[:1], "lock_duration": 600})
+    other = run_module("member_lock", {"members": items[1:], "wait_timeout": 1})
+    assert one["locked"] == [first] and other["locked"] == [second] and other["waited"] == [], other
+    for result, item in ((one, items[0]), (other, items[1])):
+        released = run_module("member_lock", {"state": "absent", "members": [item], "states": result["members"]})
+        assert released["released"] == [item["name"]] and lock_lease(lab, item["name"]) is None
+
+
 def test_check_mode_takes_no_lock(lab):
     name = unique("locked")
     item = {"name": name, "kubeconfig": str(lab.kubeconfig), "context": "member2", "hub_kubeconfig": str(lab.kubeconfig),
