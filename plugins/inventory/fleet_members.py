@@ -25,7 +25,9 @@ description:
     C(fleetops_fleet_namespace), C(fleetops_cluster_name), C(fleetops_last_seen) and C(fleetops_heartbeat_age_seconds)
     (per manager - Fleet agent check-in, KubeFleet member agent heartbeat), C(fleetops_joined), C(fleetops_healthy),
     C(fleetops_stale), C(fleetops_health), C(fleetops_member_api_server_url) (with O(read_kubeconfig_secrets), where the hub
-    knows it - an imported Fleet cluster's kubeconfig Secret), and C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
+    knows it - an imported Fleet cluster's kubeconfig Secret), C(fleetops_lock) (null, or the run changing the member
+    now - C(holder), C(by), C(since), C(expires); see M(fleetops.registration.member_lock)), and
+    C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
   - The hub does not know how to reach a member with credentials, so the member's connection
     (C(fleetops_kubeconfig), C(fleetops_context)) is yours to map in with O(compose), which applies to the members
     only (the hub host gets the plugin's own O(kubeconfig) and O(context)).
@@ -124,6 +126,12 @@ options:
         that rule stricter.
     type: dict
     default: {}
+  lock_namespace:
+    description:
+      - The hub namespace of the per-member locks (M(fleetops.registration.member_lock)), read for C(fleetops_lock) with
+        one LIST. Without the right to list Leases there, no lock is shown.
+    type: str
+    default: kube-system
   read_kubeconfig_secrets:
     description:
       - Read the kubeconfig Secret of imported Fleet clusters (C(spec.kubeConfigSecret)) for the member's API server
@@ -201,7 +209,7 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
 
-from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client
+from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client, member_lock
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import KUBERNETES_IMPORT_ERROR, yaml
 
 IMPORT_ERROR = KUBERNETES_IMPORT_ERROR
@@ -265,9 +273,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             fleet = self._list_fleet(client) if mapping.RANCHER_FLEET in managers else []
             members = self._list(client, MEMBER_CLUSTER, None) if mapping.KUBEFLEET in managers else []
             urls = self._member_urls(client, fleet) if self.get_option("read_kubeconfig_secrets") else {}
+            locks = member_lock.live_locks(client, self.get_option("lock_namespace"))
         except (k8s_client.ApiError, k8s_client.ConnectionFailure) as exc:
             raise AnsibleParserError("%s: %s" % (self.NAME, exc.message()))
-        return {"fleet_clusters": fleet, "member_clusters": members, "member_urls": urls}
+        return {"fleet_clusters": fleet, "member_clusters": members, "member_urls": urls, "locks": locks}
 
     def _list_fleet(self, client):
         namespaces = self.get_option("fleet_namespaces") or [None]
@@ -312,7 +321,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                                      % (self.NAME, ", ".join(unknown)))
         hosts = mapping.build_hosts(objects.get("fleet_clusters") or [], objects.get("member_clusters") or [], now,
                                     link_label=self.get_option("link_label"), stale_after=stale_after,
-                                    member_urls=objects.get("member_urls"))
+                                    member_urls=objects.get("member_urls"), locks=objects.get("locks"))
         for group in (mapping.MEMBERS_GROUP, mapping.HUB_GROUP) + mapping.MANAGERS + mapping.HEALTH_STATES:
             self.inventory.add_group(group)
         self._add_hub()

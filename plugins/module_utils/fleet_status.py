@@ -8,19 +8,21 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import DEFAULT_NAMESPACE as LOCK_NAMESPACE, live_locks
 
 NAME_WIDTH = 16
 
 
-def merge_rows(views_by_manager, inventory_names=()):
-    """One row per member name known to a manager or listed in the inventory, sorted by name."""
+def merge_rows(views_by_manager, inventory_names=(), locks=None):
+    """One row per member name known to a manager or listed in the inventory, sorted by name; ``locks`` (member_lock's
+    ``live_locks``) adds the run that is changing a member."""
     inventory = [name for name in inventory_names or [] if name]
     names = set(inventory)
     for rows in views_by_manager.values():
         names.update(rows)
     merged = []
     for name in sorted(names):
-        row = {"name": name, "in_inventory": name in inventory}
+        row = {"name": name, "in_inventory": name in inventory, "lock": (locks or {}).get(name)}
         for manager_name, rows in views_by_manager.items():
             row[manager_name] = rows.get(name)
         merged.append(row)
@@ -55,7 +57,8 @@ def table(rows, manager_names):
     header = ["%-*s %-4s" % (width, "MEMBER", "INV")]
     for name in manager_names:
         header.append("%-14s %-7s %-9s" % (name.upper(), "HEALTHY", "CONTACT"))
-    lines = [" | ".join(header + ["LABELS"])]
+    locked = any(row.get("lock") for row in rows)
+    lines = [" | ".join(header + ["LABELS"] + (["BEING CHANGED BY"] if locked else []))]
     for row in rows:
         cells = ["%-*s %-4s" % (width, row["name"], "yes" if row["in_inventory"] else "no")]
         for name in manager_names:
@@ -65,7 +68,9 @@ def table(rows, manager_names):
             else:
                 cells.append("%-14s %-7s %-9s" % (status.get("state") or "-", _yes_no(status.get("healthy")),
                                                   _age_text(status.get("last_contact_age_seconds"))))
-        lines.append(" | ".join(cells + [shown_labels(row, manager_names)]))
+        lock = row.get("lock")
+        changing = ["%s (run %s, until %s)" % (lock["by"], lock["holder"], lock["expires"]) if lock else "-"] if locked else []
+        lines.append(" | ".join(cells + [shown_labels(row, manager_names)] + changing))
     return lines
 
 
@@ -86,7 +91,7 @@ class FleetStatus:
 
     def run(self):
         views = dict((name, self.rows_of(name)) for name in self.backends)
-        rows = merge_rows(views, self.params.get("inventory_names"))
+        rows = merge_rows(views, self.params.get("inventory_names"), live_locks(self.module.kube(), self.params["lock_namespace"]))
         return {"changed": False, "rows": rows, "table": table(rows, self.backends),
                 "members": dict((row["name"], row) for row in rows)}
 
@@ -97,4 +102,5 @@ def fleet_status_argument_spec():
         fleet_namespace=dict(type="str", default="fleet-default"),
         label_selector=dict(type="str"),
         inventory_names=dict(type="list", elements="str", default=[]),
+        lock_namespace=dict(type="str", default=LOCK_NAMESPACE),
     )

@@ -89,6 +89,24 @@ def held_message(member, lock):
         member, lock["holder"], lock["by"], lock["since"], lock["expires"])
 
 
+def live_locks(kube, namespace, now=None):
+    """``{member: describe_lock}`` of the members a run is changing now, read with one LIST; empty when the credential
+    may not list Leases there or the namespace does not exist (who holds a lock is shown where it can be)."""
+    try:
+        leases = kube.list(LEASE, namespace, label_selector="app.kubernetes.io/managed-by=%s,%s" % (MANAGED_BY, MEMBER_LABEL))
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return {}
+        raise
+    locks = {}
+    for lease in leases:
+        member = ((lease.get("metadata") or {}).get("labels") or {}).get(MEMBER_LABEL)
+        lock = describe_lock(lease, now)
+        if member and lock and lock["live"]:
+            locks[member] = dict((key, value) for key, value in lock.items() if key != "live")
+    return locks
+
+
 class MemberLock:
     """The lock of one member on one hub: ``kube`` the hub client, ``namespace`` where the Leases live."""
 

@@ -50,6 +50,13 @@ options:
     type: list
     elements: str
     default: []
+  lock_namespace:
+    description:
+      - The hub namespace of the per-member locks (M(fleetops.registration.member_lock)). A member a run is changing now
+        shows that run - its C(lock) in RV(rows) and a C(BEING CHANGED BY) column in RV(table). Without the right to list
+        Leases there, no lock is shown.
+    type: str
+    default: kube-system
 seealso:
   - module: fleetops.registration.member_info
 '''
@@ -69,8 +76,9 @@ EXAMPLES = r'''
 RETURN = r'''
 rows:
   description:
-    - One row per member name, sorted - C(name), C(in_inventory), and per fleet manager its cell (null when that
-      manager does not know the member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels) and more.
+    - One row per member name, sorted - C(name), C(in_inventory), C(lock) (null, or the run changing the member now -
+      C(holder), C(by), C(since), C(expires)), and per fleet manager its cell (null when that manager does not know the
+      member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels) and more.
   returned: always
   type: list
   elements: dict

@@ -157,12 +157,23 @@ def _fleet_host_names(fleet_views, link_label):
     return [key if keys.count(key) == 1 else "%s.%s" % (view["namespace"], key) for key, view in zip(keys, fleet_views)]
 
 
-def build_hosts(fleet_clusters, member_clusters, now, link_label=None, stale_after=None, member_urls=None):
+def lock_of(views, locks, now):
+    """The lock (member_lock's ``live_locks`` entry) of the member ``views`` show, if it has not expired by ``now``."""
+    for view in views:
+        lock = (locks or {}).get(view["name"])
+        expires = parse_time((lock or {}).get("expires"))
+        if expires is not None and expires > now:
+            return lock
+    return None
+
+
+def build_hosts(fleet_clusters, member_clusters, now, link_label=None, stale_after=None, member_urls=None, locks=None):
     """``{host: {"vars": {...}, "groups": [...]}}`` for the hub's Fleet Clusters and KubeFleet MemberClusters.
 
     One host per member cluster: a Fleet Cluster and a MemberCluster with the same key (name, or the value of
     ``link_label``) are one host. ``member_urls`` maps ``namespace/name`` of a Fleet Cluster to the member API
-    server URL the hub knows (from an imported cluster's kubeconfig Secret).
+    server URL the hub knows (from an imported cluster's kubeconfig Secret). ``locks``: the runs changing members
+    (member_lock's ``live_locks``, perhaps from the cache: expired ones are left out).
     """
     limits = dict(DEFAULT_STALE_AFTER, **(stale_after or {}))
     member_urls = member_urls or {}
@@ -179,7 +190,7 @@ def build_hosts(fleet_clusters, member_clusters, now, link_label=None, stale_aft
     hosts = {}
     for name, views in sorted(grouped.items()):
         views.sort(key=lambda v: MANAGERS.index(v["manager"]))
-        hostvars = host_vars(views)
+        hostvars = dict(host_vars(views), fleetops_lock=lock_of(views, locks, now))
         groups = [MEMBERS_GROUP] + hostvars["fleetops_managers"] + [hostvars["fleetops_health"]]
         hosts[name] = {"vars": hostvars, "groups": groups}
     return hosts

@@ -50,7 +50,7 @@ def test_fleet_status_lists_inventory_members_even_when_no_manager_knows_them(la
                                          "inventory_names": [name]})
     assert not result.failed, result
     row = result["members"][name]
-    assert row == {"name": name, "in_inventory": True, "rancher_fleet": None, "kubefleet": None}
+    assert row == {"name": name, "in_inventory": True, "lock": None, "rancher_fleet": None, "kubefleet": None}
     assert result["table"][0].startswith("MEMBER") and any(line.startswith(name) for line in result["table"])
 
 

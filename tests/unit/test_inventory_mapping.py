@@ -121,6 +121,16 @@ def test_stale_after_is_per_manager_and_configurable():
     assert hv["fleetops_stale"] is True and hv["fleetops_rancher_fleet"]["stale"] and not hv["fleetops_kubefleet"]["stale"]
 
 
+def test_a_member_a_run_is_changing_shows_that_run_until_its_lock_expires():
+    lock = {"holder": "k3v9x0a7qp", "by": "AWX job 42", "since": "t0", "expires": "2030-01-01T00:00:00Z"}
+    gone = dict(lock, expires="2000-01-01T00:00:00Z")  # read into the cache long ago
+    hosts = m.build_hosts([fleet_cluster("a", last_seen=ago(1)), fleet_cluster("b", last_seen=ago(1))],
+                          [member_cluster("c")], NOW, locks={"a": lock, "b": gone, "c": lock})
+    assert hosts["a"]["vars"]["fleetops_lock"] == lock and hosts["c"]["vars"]["fleetops_lock"] == lock
+    assert hosts["b"]["vars"]["fleetops_lock"] is None
+    assert m.build_hosts([fleet_cluster("a", last_seen=ago(1))], [], NOW)["a"]["vars"]["fleetops_lock"] is None
+
+
 def test_member_url_comes_from_the_imported_clusters_secret_only():
     hosts = m.build_hosts([fleet_cluster("imp", last_seen=ago(1), secret="imp-kubeconfig")], [], NOW,
                           member_urls={"fleet-default/imp": "https://imp:6443"})

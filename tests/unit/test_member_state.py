@@ -79,7 +79,7 @@ def test_status_rows_merge_managers_and_inventory_by_name():
                            "c": {"state": "leaving", "healthy": None, "last_contact_age_seconds": None, "labels": {}}}}
     rows = merge_rows(views, ["a", "b", ""])
     assert [r["name"] for r in rows] == ["a", "b", "c"]
-    assert rows[0] == {"name": "a", "in_inventory": True, "rancher_fleet": None, "kubefleet": None}
+    assert rows[0] == {"name": "a", "in_inventory": True, "lock": None, "rancher_fleet": None, "kubefleet": None}
     lines = table(rows, ["rancher_fleet", "kubefleet"])
     assert lines[0].split() == ["MEMBER", "INV", "|", "RANCHER_FLEET", "HEALTHY", "CONTACT", "|", "KUBEFLEET", "HEALTHY", "CONTACT",
                                 "|", "LABELS"]
@@ -92,6 +92,17 @@ def test_status_labels_shown_per_manager_when_they_disagree():
              "kubefleet": {"b": {"state": "joined", "labels": {"env": "b"}}}}
     line = table(merge_rows(views), ["rancher_fleet", "kubefleet"])[1]
     assert line.endswith("rancher_fleet: env=a; kubefleet: env=b")
+
+
+def test_status_shows_the_run_changing_a_member_only_when_one_is():
+    views = {"rancher_fleet": {"b": {"state": "checked-in"}, "c": {"state": "checked-in"}}}
+    assert "BEING CHANGED BY" not in table(merge_rows(views), ["rancher_fleet"])[0]
+    lock = {"holder": "k3v9x0a7qp", "by": "AWX job 42", "since": "2026-11-24T17:00:00.000000Z", "expires": "2026-11-24T17:15:00Z"}
+    rows = merge_rows(views, locks={"c": lock})
+    assert rows[1]["lock"] == lock and rows[0]["lock"] is None
+    lines = table(rows, ["rancher_fleet"])
+    assert lines[0].endswith("| BEING CHANGED BY") and lines[1].endswith("| -")
+    assert lines[2].endswith("| AWX job 42 (run k3v9x0a7qp, until 2026-11-24T17:15:00Z)")
 
 
 def detecting_reader(backends, detect=True):
