@@ -26,4 +26,12 @@ options:
       - Seconds between checks while waiting.
     type: int
     default: 2
+  member_lock:
+    description:
+      - The lock this run holds on the member, as M(fleetops.registration.member_lock) returns it (the C(lock) of the
+        member's entry). When it was taken O(wait_timeout) seconds ago or more, the module renews it on the hub before
+        it acts (one request), so a long run keeps the member; if another run has taken it over meanwhile, the module
+        fails before it changes anything.
+      - The roles pass it; leave it unset otherwise.
+    type: dict
 '''

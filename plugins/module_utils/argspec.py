@@ -61,6 +61,7 @@ WAIT = {
     "wait": dict(type="bool", default=True),
     "wait_timeout": dict(type="int", default=300),
     "wait_sleep": dict(type="int", default=2),
+    "member_lock": dict(type="dict"),
 }
 # A Helm chart (fleetops.registration.helm).
 HELM = {

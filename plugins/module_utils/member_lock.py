@@ -9,7 +9,9 @@ that member's Lease first; a second run waits until it is released (or has expir
 then reads the member again and usually finds nothing left to do. Runs for different members never meet.
 
 The Lease's holder is the run's ``run_id`` (the label its registration token carries); the annotation says who runs it.
-Taking a free lock is one request (a create); expiry is judged from ``renewTime`` + ``leaseDurationSeconds``.
+Taking a free lock is one request (a create), releasing it one more; expiry is judged from ``renewTime`` +
+``leaseDurationSeconds``. The lock lives three waits; a step that starts a wait's time or more after the lock was taken
+renews it first (one request), so a run that is still working keeps its member, and a fast run pays nothing for it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,14 +19,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import getpass
-import socket
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
-from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
@@ -39,6 +36,10 @@ DEFAULT_NAMESPACE = "kube-system"
 
 class LockHeld(FleetOpsError):
     """Another run holds the member's lock past our wait."""
+
+
+class LockLost(FleetOpsError):
+    """The run's lock expired and another run took it, or it was released, before the run was done."""
 
 
 def lease_name(member):
@@ -118,6 +119,7 @@ class MemberLock:
         self.description = description
         self.duration = duration
         self.version = None
+        self.taken = None
 
     def _read(self):
         return self.kube.get(LEASE, lease_name(self.member), self.namespace)
@@ -154,11 +156,13 @@ class MemberLock:
 
     def _taken(self, lease):
         self.version = ((lease or {}).get("metadata") or {}).get("resourceVersion")
+        self.taken = micro_time(utcnow())
 
     def release(self, version=None):
         """Delete the lock if this run holds it: the ``version`` this run wrote (one request; a lock taken over since has
         another), else the version read if its holder is this run. Whether it was ours."""
-        if version is None:
+        given = version is not None
+        if not given:
             current = self._read()
             if (describe_lock(current) or {}).get("holder") != self.holder:
                 return False
@@ -167,6 +171,8 @@ class MemberLock:
         try:
             self.kube.request("DELETE", LEASE.path(self.namespace, lease_name(self.member)), body=options)
         except ApiError as exc:
+            if exc.status == 409 and given:
+                return self.release()  # renewed by a step since (or taken over): look whose it is now
             if exc.status in (404, 409):
                 return False
             raise
@@ -219,107 +225,24 @@ def take_locks(locks, waiter):
     return sorted(waited - set(failed)), failed
 
 
-def lock_argument_spec():
-    return dict(
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        members=dict(type="list", elements="dict", required=True),
-        states=dict(type="dict"),
-        lock_namespace=dict(type="str", default=DEFAULT_NAMESPACE),
-        lock_duration=dict(type="int"),
-        run_by=dict(type="str"),
-        wait_timeout=dict(type="int", default=300),
-        wait_sleep=dict(type="int", default=2),
-    )
+def renewal_due(lock, wait_timeout, now=None):
+    """Whether a step should renew ``lock`` (member_lock's view of it) before it acts: once a wait's time has passed since
+    it was taken. Until then the lock outlives any one step (it lives three waits); from then on each step renews it."""
+    taken = parse_time((lock or {}).get("taken"))
+    return taken is None or ((now or utcnow()) - taken).total_seconds() >= wait_timeout
 
 
-def lock_duration(params):
-    """How long a lock lives without its run: as long as the run's registration token (three of a join's waits)."""
-    return params.get("lock_duration") or 3 * params["wait_timeout"]
-
-
-def run_by(params):
-    if params.get("run_by"):
-        return params["run_by"]
+def renew(kube, lock, now=None):
+    """Extend ``lock`` from now, in one request that first tests that this run still holds it (a JSON patch)."""
+    patch = [{"op": "test", "path": "/spec/holderIdentity", "value": lock["holder"]},
+             {"op": "add", "path": "/spec/renewTime", "value": micro_time(now or utcnow())}]
     try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return "%s@%s" % (user, socket.gethostname())
-
-
-def _readers(module, names, member=False):
-    """``(readers, errors)`` of member_batch.prepare for the items named ``names`` only; connected to the member too
-    when ``member`` (to read it again)."""
-    items = [item for item in module.params[ITEMS] if isinstance(item, dict) and item.get("name") in names]
-    return prepare(module, items, spec=item_spec(merge(AUTH, HUB_AUTH, member_info_argument_spec())), member=member)
-
-
-def _lock(module, reader, holder):
-    return MemberLock(reader.hub(), module.params["lock_namespace"], reader.name, holder, run_by(module.params),
-                      lock_duration(module.params))
-
-
-def _lock_view(lock):
-    return {"namespace": lock.namespace, "name": lease_name(lock.member), "holder": lock.holder, "version": lock.version}
-
-
-def _reread(reader, lock):
-    """The member's state read again now that this run holds its lock (another run may have done the work)."""
-    try:
-        state = reader.run()
-    except FleetOpsError as exc:
-        state = {"name": reader.name, "error": exc.message()}
-    state["run_id"] = lock.holder  # what this run creates carries the lock holder's name
-    return state
-
-
-def _wanted(module):
-    """``(states, {member: holder})``: with ``states``, the members that need a step, under their run_id; without, every
-    member (a leave), under a new run id each."""
-    if module.params["states"] is None:
-        names = [item.get("name") for item in module.params[ITEMS] if isinstance(item, dict) and item.get("name")]
-        return dict((name, {"name": name}) for name in names), dict((name, new_run_id()) for name in names)
-    states = dict(module.params["states"])
-    return states, dict((name, state["run_id"]) for name, state in states.items()
-                        if isinstance(state, dict) and not state.get("error") and state.get("pending") and state.get("run_id"))
-
-
-def lock_members(module):
-    """member_lock state=present: lock every member of ``states`` that needs a step (every member without ``states``);
-    read again those that waited, when there is a state to renew."""
-    states, wanted = _wanted(module)
-    read_again = module.params["states"] is not None
-    if module.check_mode or not wanted:
-        return {"changed": False, "members": states, "locked": [], "waited": []}
-    readers, errors = _readers(module, wanted, member=read_again)
-    locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name]))) for reader in readers)
-    waited, failed = take_locks([lock for _reader, lock in locks.values()], module.waiter)
-    for name, message in errors.items():
-        states[name] = {"name": name, "error": message}
-    for name, exc in failed.items():
-        states[name] = {"name": name, "error": exc.message()}
-    released = set()
-    for name in (waited if read_again else []):
-        reader, lock = locks[name]
-        states[name] = _reread(reader, lock)
-        if states[name].get("error") or not states[name].get("pending"):
-            lock.release(lock.version)
-            released.add(name)
-    locked = sorted(name for name in locks if name not in failed and name not in released)
-    for name in locked:
-        states[name] = dict(states[name], lock=_lock_view(locks[name][1]))
-    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited}
-
-
-def release_members(module):
-    """member_lock state=absent: release the locks ``states`` (member_lock's own ``members`` result) say this run holds."""
-    held = dict((name, state["lock"]) for name, state in (module.params["states"] or {}).items()
-                if isinstance(state, dict) and isinstance(state.get("lock"), dict) and state["lock"].get("holder"))
-    if module.check_mode or not held:
-        return {"changed": False, "released": []}
-    readers, errors = _readers(module, held)
-    released = sorted(reader.name for reader in readers
-                      if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")))
-    for name, message in sorted(errors.items()):
-        module.warn("could not release the lock of %s (it expires on its own): %s" % (name, message))
-    return {"changed": bool(released), "released": released}
+        kube.request("PATCH", LEASE.path(lock["namespace"], lock["name"]), body=patch, content_type="application/json-patch+json")
+    except ApiError as exc:
+        if exc.status in (404, 422):
+            held = describe_lock(kube.get(LEASE, lock["name"], lock["namespace"]))
+            raise LockLost("this run no longer holds the lock %s/%s of the member (%s)" % (
+                lock["namespace"], lock["name"], "taken over by run %s, run by %s" % (held["holder"], held["by"]) if held else "released"),
+                hint="The run took longer than its lock lives (lock_duration, three times the wait timeout by default), so "
+                     "another run may be changing the member; nothing was changed by this step. Run again when that run is done")
+        raise

@@ -14,11 +14,12 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import renew, renewal_due
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
@@ -160,6 +161,21 @@ class FleetModule(AnsibleModule):
                                   on_wait=self._forget_listed)
         return self._waiter
 
+    def keep_member_lock(self):
+        """Renew the run's lock of the member (option ``member_lock``) when it is due, before the module acts; on the
+        hub, which is the ``hub_`` connection for a module that has one."""
+        lock = self.params.get("member_lock")
+        if not lock or self.check_mode or not renewal_due(lock, self.params.get("wait_timeout") or 300):
+            return
+        if not all(isinstance(lock.get(key), str) and lock[key] for key in ("namespace", "name", "holder")):
+            raise ParameterError("member_lock", "needs namespace, name and holder",
+                                 "Pass the lock member_lock returned for the member (its entry's lock), or leave it unset")
+        prefix = "hub_" if "hub_kubeconfig" in self.argument_spec else ""
+        if prefix and not any(self.params.get(prefix + key) for key in ("kubeconfig", "context", "host")):
+            raise ParameterError("member_lock", "the lock is on the hub, and no hub connection is given",
+                                 "Give hub_kubeconfig/hub_context (or hub_host) with member_lock, or leave member_lock unset")
+        renew(self.kube(prefix), lock)
+
     def hide(self, *values):
         """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere."""
         for value in values:
@@ -213,6 +229,8 @@ def run_module(module, action):
     failed raises with ``changed=True`` (and names what it left in the message).
     """
     try:
+        if isinstance(module, FleetModule):
+            module.keep_member_lock()
         result = action(module)
     except FleetOpsError as exc:
         details = dict((k, v) for k, v in exc.details.items() if v is not None)

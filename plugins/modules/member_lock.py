@@ -149,7 +149,7 @@ released:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import lock_argument_spec, lock_members, release_members
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_argument_spec, lock_members, release_members
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 

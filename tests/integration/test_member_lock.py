@@ -143,3 +143,27 @@ def test_a_leave_waits_for_the_run_that_holds_the_member_s_lock(lab_controllers,
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     # The leave took the expired lock over and released it at its end.
     assert lock_lease(lab, "member2") is None
+
+
+def test_a_step_late_in_a_long_run_renews_the_lock_and_one_whose_lock_was_taken_over_changes_nothing(lab):
+    name = unique("renew")
+    item = {"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
+    taken = run_module("member_lock", {"members": [item], "lock_duration": 600})
+    lock = taken["members"][name]["lock"]
+    renewed_at = lock_lease(lab, name).spec.renew_time
+    step = {"kubeconfig": str(lab.kubeconfig), "context": "hub", "name": name, "state": "absent"}
+
+    early = run_module("kubefleet_member_identity", dict(step, member_lock=lock))
+    assert not early.failed and lock_lease(lab, name).spec.renew_time == renewed_at  # a fast run pays nothing
+
+    late = dict(lock, taken="2000-01-01T00:00:00.000000Z")  # as if taken a long wait ago
+    assert not run_module("kubefleet_member_identity", dict(step, member_lock=late)).failed
+    assert lock_lease(lab, name).spec.renew_time > renewed_at
+
+    lost = run_module("kubefleet_member_identity", dict(step, member_lock=dict(late, holder="otherrun01")))
+    assert lost.failed and "no longer holds the lock kube-system/fleetops-member-%s" % name in lost["msg"]
+    assert "taken over by run %s" % lock["holder"] in lost["msg"]
+
+    # The release still finds its lock after the renewals changed its version.
+    released = run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
+    assert released["released"] == [name] and lock_lease(lab, name) is None

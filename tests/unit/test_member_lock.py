@@ -5,8 +5,9 @@ import datetime
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    SKEW_SECONDS, LockHeld, describe_lock, held_message, lock_body, lock_duration, take_locks,
+    SKEW_SECONDS, LockHeld, describe_lock, held_message, lock_body, renewal_due, take_locks,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
 NOW = datetime.datetime(2026, 11, 24, 17, 0, 0, tzinfo=datetime.timezone.utc)
@@ -41,6 +42,13 @@ def test_a_lease_without_a_holder_is_no_lock():
 def test_the_lock_lives_as_long_as_the_run_s_registration_token_unless_told():
     assert lock_duration({"wait_timeout": 300, "lock_duration": None}) == 900
     assert lock_duration({"wait_timeout": 300, "lock_duration": 120}) == 120
+
+
+def test_a_step_renews_the_lock_once_a_wait_s_time_has_passed_since_it_was_taken():
+    lock = {"holder": "k3v9x0a7qp", "taken": "2026-11-24T17:00:00.000000Z"}
+    assert renewal_due(lock, 300, NOW + datetime.timedelta(seconds=299)) is False
+    assert renewal_due(lock, 300, NOW + datetime.timedelta(seconds=300)) is True
+    assert renewal_due({"holder": "k3v9x0a7qp"}, 300, NOW) is True  # no time known: renew rather than risk it
 
 
 class FakeLock:

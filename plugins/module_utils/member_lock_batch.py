@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""member_lock's runner: take the locks of a batch's members that need a step (reading again those another run held),
+or release them. The lock itself - its Lease, who holds it, when it expires - is member_lock.py's."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import getpass
+import socket
+
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
+    DEFAULT_NAMESPACE, MemberLock, lease_name, take_locks,
+)
+from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
+
+
+def lock_argument_spec():
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        members=dict(type="list", elements="dict", required=True),
+        states=dict(type="dict"),
+        lock_namespace=dict(type="str", default=DEFAULT_NAMESPACE),
+        lock_duration=dict(type="int"),
+        run_by=dict(type="str"),
+        wait_timeout=dict(type="int", default=300),
+        wait_sleep=dict(type="int", default=2),
+    )
+
+
+def lock_duration(params):
+    """How long a lock lives without its run: as long as the run's registration token (three of a join's waits)."""
+    return params.get("lock_duration") or 3 * params["wait_timeout"]
+
+
+def run_by(params):
+    if params.get("run_by"):
+        return params["run_by"]
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return "%s@%s" % (user, socket.gethostname())
+
+
+def _readers(module, names, member=False):
+    """``(readers, errors)`` of member_batch.prepare for the items named ``names`` only; connected to the member too
+    when ``member`` (to read it again)."""
+    items = [item for item in module.params[ITEMS] if isinstance(item, dict) and item.get("name") in names]
+    return prepare(module, items, spec=item_spec(merge(AUTH, HUB_AUTH, member_info_argument_spec())), member=member)
+
+
+def _lock(module, reader, holder):
+    return MemberLock(reader.hub(), module.params["lock_namespace"], reader.name, holder, run_by(module.params),
+                      lock_duration(module.params))
+
+
+def _lock_view(lock):
+    return {"namespace": lock.namespace, "name": lease_name(lock.member), "holder": lock.holder, "version": lock.version,
+            "taken": lock.taken}
+
+
+def _reread(reader, lock):
+    """The member's state read again now that this run holds its lock (another run may have done the work)."""
+    try:
+        state = reader.run()
+    except FleetOpsError as exc:
+        state = {"name": reader.name, "error": exc.message()}
+    state["run_id"] = lock.holder  # what this run creates carries the lock holder's name
+    return state
+
+
+def _wanted(module):
+    """``(states, {member: holder})``: with ``states``, the members that need a step, under their run_id; without, every
+    member (a leave), under a new run id each."""
+    if module.params["states"] is None:
+        names = [item.get("name") for item in module.params[ITEMS] if isinstance(item, dict) and item.get("name")]
+        return dict((name, {"name": name}) for name in names), dict((name, new_run_id()) for name in names)
+    states = dict(module.params["states"])
+    return states, dict((name, state["run_id"]) for name, state in states.items()
+                        if isinstance(state, dict) and not state.get("error") and state.get("pending") and state.get("run_id"))
+
+
+def lock_members(module):
+    """member_lock state=present: lock every member of ``states`` that needs a step (every member without ``states``);
+    read again those that waited, when there is a state to renew."""
+    states, wanted = _wanted(module)
+    read_again = module.params["states"] is not None
+    if module.check_mode or not wanted:
+        return {"changed": False, "members": states, "locked": [], "waited": []}
+    readers, errors = _readers(module, wanted, member=read_again)
+    locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name]))) for reader in readers)
+    waited, failed = take_locks([lock for _reader, lock in locks.values()], module.waiter)
+    for name, message in errors.items():
+        states[name] = {"name": name, "error": message}
+    for name, exc in failed.items():
+        states[name] = {"name": name, "error": exc.message()}
+    released = set()
+    for name in (waited if read_again else []):
+        reader, lock = locks[name]
+        states[name] = _reread(reader, lock)
+        if states[name].get("error") or not states[name].get("pending"):
+            lock.release(lock.version)
+            released.add(name)
+    locked = sorted(name for name in locks if name not in failed and name not in released)
+    for name in locked:
+        states[name] = dict(states[name], lock=_lock_view(locks[name][1]))
+    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited}
+
+
+def release_members(module):
+    """member_lock state=absent: release the locks ``states`` (member_lock's own ``members`` result) say this run holds."""
+    held = dict((name, state["lock"]) for name, state in (module.params["states"] or {}).items()
+                if isinstance(state, dict) and isinstance(state.get("lock"), dict) and state["lock"].get("holder"))
+    if module.check_mode or not held:
+        return {"changed": False, "released": []}
+    readers, errors = _readers(module, held)
+    released = sorted(reader.name for reader in readers
+                      if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")))
+    for name, message in sorted(errors.items()):
+        module.warn("could not release the lock of %s (it expires on its own): %s" % (name, message))
+    return {"changed": bool(released), "released": released}
