@@ -125,6 +125,13 @@ def _removed(pairs):
     return ", ".join(name for name, done in pairs if done) or "nothing left to remove"
 
 
+def _kept(agent_result):
+    """What a Rancher Fleet leave could not remove: the agent namespace, with what it was kept for."""
+    kept_for = agent_result.get("namespace_kept_for") or []
+    return ["namespace %s (kept for %s)" % ((agent_result.get("release") or {}).get("namespace") or "cattle-fleet-system",
+                                            ", ".join(kept_for))] if kept_for else []
+
+
 def leave_summary(host_vars, backends):
     """The member's leave summary from the member_leave role's registered step results (``LEAVE_RESULTS``)."""
     results = dict((manager, dict((step, _registered(host_vars, name)) for step, name in steps.items()))
@@ -140,6 +147,7 @@ def leave_summary(host_vars, backends):
                                 "forced": member_cluster.get("forced") or [], "agent_removed": bool(agent.get("changed")),
                                 "identity_removed": bool(identity.get("changed"))}
         forced = summary["kubefleet"]["forced"]
+        summary["kubefleet"]["removed_leases"] = agent.get("removed_leases") or []
         lines.append("kubefleet removed: " + _removed([("MemberCluster", member_cluster.get("changed")), ("agent", agent.get("changed")),
                                                        ("identity", identity.get("changed"))])
                      + (" (forced: %s)" % ", ".join(forced) if forced else ""))
@@ -153,12 +161,13 @@ def leave_summary(host_vars, backends):
                                     "agent_credential_removed": bool(agent.get("removed_credential")),
                                     "managed_agent_releases_removed": managed,
                                     "cluster_removed": bool(cluster_result.get("changed")), "removed_registrations": registrations,
-                                    "removed_tokens": tokens}
+                                    "removed_tokens": tokens, "kept": _kept(agent)}
         lines.append("rancher_fleet removed: " + _removed([
             ("agent", agent.get("changed")), ("agent credential", agent.get("removed_credential")),
             ("Fleet-managed agent release " + ", ".join(managed), managed), ("Cluster", cluster_result.get("changed")),
             ("%d ClusterRegistration(s)" % registrations, registrations),
-            ("%d registration token(s) of a failed join" % tokens, tokens)]))
+            ("%d registration token(s) of a failed join" % tokens, tokens)])
+            + ("; kept: %s" % ", ".join(summary["rancher_fleet"]["kept"]) if summary["rancher_fleet"]["kept"] else ""))
     summary["line"] = "%s: %s" % (host or cluster, " | ".join(lines) if lines else "failed before a summary")
     return summary
 

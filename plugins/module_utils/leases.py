@@ -66,3 +66,14 @@ def release_departed(kube, lease_namespace, names, pods_namespace, pods_selector
     pods = kube.list(POD, pods_namespace, label_selector=pods_selector)
     return [lease["spec"]["holderIdentity"] for lease in found
             if lease_holder_departed(lease, pods) and delete_read_version(kube, lease)]
+
+
+def remove_orphaned(kube, lease_namespace, names, pods_namespace, pods_selector, dry_run=False):
+    """After a leave: delete the Leases ``names`` when no pod of the agent is left to hold them (they would otherwise
+    outlive the agent on the member, and a later agent would wait for their holder). Returns the deleted names."""
+    if kube.list(POD, pods_namespace, label_selector=pods_selector):
+        return []
+    found = [lease for lease in (kube.get(LEASE, name, lease_namespace) for name in names) if lease is not None]
+    if dry_run:
+        return [lease["metadata"]["name"] for lease in found]
+    return [lease["metadata"]["name"] for lease in found if delete_read_version(kube, lease)]

@@ -126,6 +126,7 @@ options:
       - When the task installed or upgraded the agent, only a check-in newer than the previous agent's last one counts,
         so a re-registration is not reported done on the old agent's word.
       - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
+      - With O(state=absent), wait until the deleted namespace C(cattle-fleet-system) is gone (the role C(member_leave) does).
     type: bool
     default: false
   preflight:

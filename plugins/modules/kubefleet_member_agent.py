@@ -308,6 +308,14 @@ removed_namespaces:
   type: list
   elements: str
   sample: [member-agent-release]
+removed_leases:
+  description:
+    - The agent's leader-election Leases in C(kube-system) that O(state=absent) removed once no agent pod was left to hold
+      them (they are not in a namespace the leave deletes).
+  returned: with O(state=absent)
+  type: list
+  elements: str
+  sample: [136224848560.member.fleet.azure.com, 136224848560.hub.fleet.azure.com]
 diff:
   description: Secret (token hidden) and release before and after.
   returned: in diff mode

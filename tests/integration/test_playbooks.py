@@ -120,6 +120,12 @@ def hub(lab_controllers):
     return Hub(lab_controllers)
 
 
+# What the joins create on a member (namespaces; the KubeFleet agent's leader-election Leases in kube-system), which
+# a finished leave leaves no trace of.
+MEMBER_NAMESPACES = ("cattle-fleet-system", "fleet-system", "fleet-hub-credentials")
+AGENT_LEASES = ("136224848560.member.fleet.azure.com", "136224848560.hub.fleet.azure.com")
+
+
 def assert_left(hub, members, client_ids=()):
     for member in members:
         assert hub.fleet_cluster(member) is None
@@ -127,6 +133,10 @@ def assert_left(hub, members, client_ids=()):
         assert hub.namespace("fleet-member-" + member) is None
         assert hub.service_account(member + "-hub-cluster-access") is None
         assert [r for r in hub.releases(member) if r.startswith(("fleet-agent", "member-agent"))] == []
+        core = client.CoreV1Api(hub.lab.api_client(member))
+        leases = client.CoordinationV1Api(hub.lab.api_client(member))
+        assert [ns for ns in MEMBER_NAMESPACES if hub._get(lambda n=ns: core.read_namespace(n)) is not None] == []
+        assert [name for name in AGENT_LEASES if hub._get(lambda n=name: leases.read_namespaced_lease(n, "kube-system")) is not None] == []
     leftovers = [r["metadata"]["name"] for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") in client_ids]
     assert leftovers == [], "ClusterRegistrations of the removed clusters were left behind: %s" % leftovers
 

@@ -105,6 +105,17 @@ def test_leave_summary_names_what_was_removed_per_manager():
     assert again["line"] == "member1: rancher_fleet removed: nothing left to remove" and "kubefleet" not in again
 
 
+def test_leave_summary_lists_what_the_leave_could_not_remove_and_the_leases_it_did():
+    host_vars = {"inventory_hostname": "member1", "member_leave_cluster_name": "member1",
+                 "member_leave__kf_agent": {"changed": True, "removed_leases": ["136224848560.member.fleet.azure.com"]},
+                 "member_leave__fleet_agent": {"changed": True, "namespace_kept_for": ["Deployment other"],
+                                               "release": {"name": "fleet-agent", "namespace": "cattle-fleet-system"}}}
+    summary = leave_summary(host_vars, ["kubefleet", "rancher_fleet"])
+    assert summary["rancher_fleet"]["kept"] == ["namespace cattle-fleet-system (kept for Deployment other)"]
+    assert summary["line"].endswith("rancher_fleet removed: agent; kept: namespace cattle-fleet-system (kept for Deployment other)")
+    assert summary["kubefleet"]["removed_leases"] == ["136224848560.member.fleet.azure.com"]
+
+
 BOTH = ["rancher_fleet", "kubefleet"]
 
 

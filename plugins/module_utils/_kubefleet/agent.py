@@ -328,10 +328,22 @@ class MemberAgent(KubeFleetRunner):
                 )
             except FleetOpsError as exc:
                 raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
-        result = {"changed": release is not None or secret is not None or bool(moved) or bool(removed), "release": None,
-                  "secret": {"name": self.secret_name, "namespace": self.secret_namespace}, "removed_namespaces": removed}
+        removed_leases = self._remove_agent_leases()
+        result = {"changed": release is not None or secret is not None or bool(moved) or bool(removed) or bool(removed_leases),
+                  "release": None, "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
+                  "removed_namespaces": removed, "removed_leases": removed_leases}
         before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
         return self.finish(result, before, {"secret": {}, "release": {}})
+
+    def _remove_agent_leases(self):
+        """The agent's leader-election Leases (in kube-system, not in a namespace the leave deletes), once no agent pod is
+        left to hold them. Best effort: without RBAC on them they stay, as they did before."""
+        try:
+            return leases.remove_orphaned(self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace,
+                                          AGENT_POD_SELECTOR, dry_run=self.check_mode)
+        except FleetOpsError as exc:
+            self.warn("the agent's leader-election Leases in %s stay: %s" % (AGENT_LEASE_NAMESPACE, exc.msg))
+            return []
 
     def _remove_token_namespace(self):
         """The token's namespace, when this collection made it and it holds no other Secret."""
