@@ -29,17 +29,45 @@ SOURCES = {
         "stale_after": "member_join_fleet_agent_stale_after",
     },
 }
+# Per role and module: what a later step's module names differently, or only it names (a module's action, short or FQCN).
+MODULE_SOURCES = {
+    "member_join": {
+        "fleet_cluster": {"client_id": "fleetops_fleet_client_id (member_join_fleet_client_id)",
+                          "namespace": "fleetops_fleet_namespace (member_join_fleet_namespace)"},
+        "fleet_registration_token": {"ttl": "member_join_fleet_token_ttl", "name": "member_join_fleet_token_name",
+                                     "namespace": "fleetops_fleet_namespace (member_join_fleet_namespace)",
+                                     "values_dest": "member_join_fleet_values_dest"},
+        "fleet_agent": {"chart_ref": "fleetops_fleet_agent_chart (member_join_fleet_agent_chart_ref)",
+                        "chart_version": "fleetops_fleet_agent_chart_version (member_join_fleet_agent_chart_version)",
+                        "chart_repo_url": "fleetops_fleet_agent_chart_repo_url (member_join_fleet_agent_chart_repo_url)",
+                        "client_id": "fleetops_fleet_client_id (member_join_fleet_client_id)",
+                        "api_server_url": "the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
+                        "api_server_ca": "the hub host's fleetops_ca_file (member_join_hub_ca_file)",
+                        "values": "member_join_fleet_agent_values"},
+        "kubefleet_member_identity": {"namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)"},
+        "kubefleet_member_cluster": {"identity_namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)",
+                                     "taints": "fleetops_kubefleet_taints (member_join_kubefleet_taints)"},
+        "kubefleet_member_agent": {
+            "chart_ref": "fleetops_kubefleet_member_agent_chart (member_join_kubefleet_agent_chart_ref)",
+            "chart_version": "fleetops_kubefleet_member_agent_chart_version (member_join_kubefleet_agent_chart_version)",
+            "chart_repo_url": "fleetops_kubefleet_member_agent_chart_repo_url (member_join_kubefleet_agent_chart_repo_url)",
+            "identity_namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)",
+            "values": "member_join_kubefleet_agent_values"},
+    },
+}
 _LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?: ")
 
 
-def inventory_terms(message, role):
+def inventory_terms(message, role, module=None):
     """``message`` with a leading ``option: `` (how the modules name what is wrong) followed by where a user of
-    ``role`` set it, e.g. ``name (from fleetops_cluster_name, ...): 'Member_2' is not a valid name``."""
+    ``role`` set it, e.g. ``name (from fleetops_cluster_name, ...): 'Member_2' is not a valid name``. ``module``: the
+    module that failed (a task's action), whose own options are looked up first."""
     if role not in SOURCES:
         raise AnsibleFilterError("inventory_terms: unknown role %r; use one of %s" % (role, ", ".join(sorted(SOURCES))))
     text = str(message or "")
     match = _LEADING_OPTION.match(text)
-    source = SOURCES[role].get(match.group("option")) if match else None
+    sources = dict(SOURCES[role], **MODULE_SOURCES.get(role, {}).get(str(module or "").rsplit(".", 1)[-1], {}))
+    source = sources.get(match.group("option")) if match else None
     if not source:
         return text
     return "%s (from %s): %s" % (match.group("option"), source, text[match.end():])

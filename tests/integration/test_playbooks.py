@@ -468,3 +468,13 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
     assert "hub_ca_cert (from the hub host's fleetops_ca_file" in no_ca.output and "%s does not exist" % missing in no_ca.output
     assert "cannot reach" not in no_ca.output
     assert no_ca.recap.get("member2", {}).get("changed", 0) == 0
+    # A later step's module error too: the KubeFleet identity namespace member2's inventory names is not on the hub.
+    elsewhere = tmp_path / "member2-namespace.yml"
+    elsewhere.write_text(yaml.safe_dump({"all": {"hosts": {"member2": {"fleetops_kubefleet_namespace": "no-such-namespace"}}}}))
+    no_ns = playbook(lab, "join_cluster.yml", "-i", str(elsewhere), "--limit", "fleet-hub,member2", "-e",
+                     json.dumps({"fleetops_survey_backends": ["kubefleet"]}), tmp_path=tmp_path, fails=True)
+    assert "namespace (from fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)): namespace " \
+           "no-such-namespace does not exist on the hub" in no_ns.output, no_ns.output[-3000:]
+    assert no_ns.recap["member2"]["changed"] == 0 and hub.member_cluster("member2") is None
+    leases = client.CoordinationV1Api(lab.api_client("hub"))
+    assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", "kube-system")) is None  # released

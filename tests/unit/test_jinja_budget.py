@@ -24,7 +24,9 @@ BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # hub lock (issue 19, item 1; which members to lock and when to read one again are decided in member_lock) added ~940
 # of plumbing to both roles: the batch's requests, the lock and release tasks with their guards, who runs the run, and
 # member_leave's note of each member and its check of the member's lock, and the lock each step may renew - so 8,400.
-TOTAL_BUDGET = 8400
+# member_join's rescue that names the variable behind a later step's failed option (issue 19, item 3), and the lock's
+# release for the hosts that failed out of the batch, made it 8,600.
+TOTAL_BUDGET = 8600
 LONGEST = 200
 
 

@@ -177,3 +177,25 @@ def test_errors_name_the_inventory_variable_a_role_user_set():
     assert inventory_terms("wait_sleep: bad", "member_join") == "wait_sleep: bad"  # no role variable behind it
     with pytest.raises(AnsibleFilterError):
         inventory_terms("x", "member_dance")
+
+
+def test_a_later_step_s_error_names_the_variable_behind_that_module_s_option():
+    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    chart = "chart_version: the local chart /c is version 0.16.0, not 9.9.9"
+    assert inventory_terms(chart, "member_join", "fleetops.registration.fleet_agent").startswith(
+        "chart_version (from fleetops_fleet_agent_chart_version (member_join_fleet_agent_chart_version)): the local chart")
+    assert "fleetops_kubefleet_member_agent_chart_version" in inventory_terms(chart, "member_join", "kubefleet_member_agent")
+    missing = "namespace: namespace nope does not exist on the hub"
+    assert "(from fleetops_kubefleet_namespace" in inventory_terms(missing, "member_join", "fleetops.registration.kubefleet_member_identity")
+    assert "(from fleetops_fleet_namespace" in inventory_terms(missing, "member_join", "fleetops.registration.fleet_cluster")
+    # The role's own options keep their words; an already translated message (the state check's) stays as it is.
+    assert inventory_terms("name: bad", "member_join", "fleet_agent").startswith("name (from fleetops_cluster_name")
+    said = inventory_terms("name: bad", "member_join")
+    assert inventory_terms(said, "member_join", "ansible.builtin.assert") == said
+
+
+def test_host_facts_collects_what_each_host_noted_in_order_and_skips_the_others():
+    from ansible_collections.fleetops.registration.plugins.filter.host_facts import host_facts
+    hostvars = {"a": {"req": {"name": "a"}}, "b": {}, "c": {"req": {"name": "c"}}}
+    assert host_facts(["c", "b", "a", "gone"], hostvars, "req") == [{"name": "c"}, {"name": "a"}]
+    assert host_facts([], hostvars, "req") == []

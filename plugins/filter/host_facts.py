@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What each host of a batch noted for a run_once task: one fact per host, in the hosts' order."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def host_facts(hosts, hostvars, name):
+    """The fact ``name`` of each of ``hosts`` that has it (hosts without it are left out)."""
+    found = []
+    for host in hosts or []:
+        variables = hostvars[host] if host in hostvars else {}
+        if name in variables:
+            found.append(variables[name])
+    return found
+
+
+class FilterModule:
+    """fleetops.registration filters."""
+
+    def filters(self):
+        return {"host_facts": host_facts}
