@@ -120,8 +120,15 @@ def release_members(module):
     if module.check_mode or not held:
         return {"changed": False, "released": []}
     readers, errors = _readers(module, held)
-    released = sorted(reader.name for reader in readers
-                      if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")))
+    released = []
+    for reader in readers:
+        try:
+            if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")):
+                released.append(reader.name)
+        except FleetOpsError as exc:
+            # The run's work is done; a lock it cannot delete (KubeFleet's guard rail denies deletes in kube- namespaces
+            # to users that are not ServiceAccounts or system:masters) only delays the next run until it expires.
+            errors[reader.name] = exc.message()
     for name, message in sorted(errors.items()):
         module.warn("could not release the lock of %s (it expires on its own): %s" % (name, message))
-    return {"changed": bool(released), "released": released}
+    return {"changed": bool(released), "released": sorted(released)}

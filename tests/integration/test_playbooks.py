@@ -184,6 +184,8 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
 
     again = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert again.unchanged({"fleet-hub", "member1", "member2"}), again.recap
+    # A re-run with nothing to change takes no member lock: no process, no request for it.
+    assert re.search(r"Lock on the hub each member that needs a step[^\n]*\n(skipping: \[member1\])", again.output), again.output[-3000:]
     for member in members:
         assert hub.fleet_cluster(member)["spec"]["clientID"] == client_ids[member], "a re-run must keep the client ID"
         assert "%s: rancher_fleet %s/%s: agent unchanged, checked in, ready; labels in sync" % (member, FLEET_NS, member) in again.output
