@@ -13,6 +13,7 @@ from kubernetes import client
 
 from modrun import run_module
 from kube_helpers import ignore_404, read_or_none, unique, wait_for
+from test_playbooks import AGENT_LEASES
 
 pytestmark = pytest.mark.lab
 
@@ -347,6 +348,10 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     assert removed.changed
     assert not hub.release() and hub.member_secret() is None
     assert hub.namespace("fleet-system", hub.member_core) is None
+    # The agent's leader-election Leases (kube-system, not a namespace the leave deletes) go once no agent pod is left.
+    assert sorted(removed["removed_leases"]) == sorted(AGENT_LEASES), removed
+    member_leases = client.CoordinationV1Api(lab.api_client(member))
+    assert [n for n in AGENT_LEASES if read_or_none(lambda n=n: member_leases.read_namespaced_lease(n, "kube-system"))] == []
     assert not ok(run_module("kubefleet_member_agent", dict(args, state="absent"))).changed
 
     # join again, this time with a hub kubeconfig that names its CA file instead of inlining it
@@ -361,8 +366,8 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
     rejoined = ok(run_module("kubefleet_member_agent", dict(args, hub_kubeconfig=str(hub_kubeconfig))))
     assert rejoined.changed and rejoined["member"]["joined"] is True
-    # The agent the leave uninstalled kept its leader-election Leases; they were released for the new agent.
-    assert rejoined["released_leases"], rejoined
+    # The leave removed the old agent's leader-election Leases: the new agent had no departed holder to wait for.
+    assert rejoined["released_leases"] == [], rejoined
     assert base64.b64decode(rejoined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
 
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
