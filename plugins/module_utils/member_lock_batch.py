@@ -12,7 +12,7 @@ import getpass
 import socket
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
     DEFAULT_NAMESPACE, MemberLock, lease_name, take_locks,
@@ -113,6 +113,24 @@ def lock_members(module):
     return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited}
 
 
+def release_retrying(lock, version, waiter):
+    """Release ``lock``, retrying while the hub cannot be reached: a run that failed because the hub went away still
+    frees its members once the hub is back (within the waiter's time), so the plain re-run does not wait for the lock
+    to expire. Whether the lock was this run's."""
+    outcome = {}
+
+    def attempt():
+        try:
+            outcome["released"] = lock.release(version)
+            return True
+        except ConnectionFailure as exc:
+            outcome["error"] = exc
+            return False
+
+    waiter.until(attempt, lambda done: done, "the hub to come back, to release the lock of %s" % lock.member)
+    return outcome["released"]
+
+
 def release_members(module):
     """member_lock state=absent: release the locks ``states`` (member_lock's own ``members`` result) say this run holds."""
     held = dict((name, state["lock"]) for name, state in (module.params["states"] or {}).items()
@@ -123,7 +141,7 @@ def release_members(module):
     released = []
     for reader in readers:
         try:
-            if _lock(module, reader, held[reader.name]["holder"]).release(held[reader.name].get("version")):
+            if release_retrying(_lock(module, reader, held[reader.name]["holder"]), held[reader.name].get("version"), module.waiter):
                 released.append(reader.name)
         except FleetOpsError as exc:
             # The run's work is done; a lock it cannot delete (KubeFleet's guard rail denies deletes in kube- namespaces

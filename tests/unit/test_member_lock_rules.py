@@ -3,11 +3,13 @@ taking and releasing Leases on a real hub is tested in tests/integration/test_me
 
 import datetime
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
     SKEW_SECONDS, LockHeld, describe_lock, held_message, lock_body, renewal_due, take_locks,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration, release_retrying
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
 NOW = datetime.datetime(2026, 11, 24, 17, 0, 0, tzinfo=datetime.timezone.utc)
@@ -98,3 +100,25 @@ def test_a_request_error_fails_that_member_with_its_own_message():
     denied = FakeLock("a", [ApiError("forbidden", status=403)])
     waited, failed = take_locks([denied, FakeLock("b", [None])], clock())
     assert waited == [] and failed["a"].msg == "forbidden"
+
+
+class FlakyHubLock:
+    """A MemberLock whose hub is unreachable for the first ``down`` releases."""
+
+    def __init__(self, down):
+        self.member = "a"
+        self.down = down
+        self.calls = 0
+
+    def release(self, version):
+        self.calls += 1
+        if self.calls <= self.down:
+            raise ConnectionFailure("cannot reach the hub API server")
+        return version == "7"
+
+
+def test_a_release_waits_for_an_unreachable_hub_to_come_back_within_the_wait():
+    lock = FlakyHubLock(down=3)
+    assert release_retrying(lock, "7", clock()) is True and lock.calls == 4
+    with pytest.raises(WaitTimeout):
+        release_retrying(FlakyHubLock(down=100), "7", clock())
