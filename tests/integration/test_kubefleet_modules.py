@@ -350,7 +350,7 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     assert hub.namespace("fleet-system", hub.member_core) is None
     # The agent's leader-election Leases (kube-system, not a namespace the leave deletes) go once no agent pod is left.
     assert sorted(removed["removed_leases"]) == sorted(AGENT_LEASES), removed
-    member_leases = client.CoordinationV1Api(lab.api_client(member))
+    member_leases = client.CoordinationV1Api(hub.member_core.api_client)
     assert [n for n in AGENT_LEASES if read_or_none(lambda n=n: member_leases.read_namespaced_lease(n, "kube-system"))] == []
     assert not ok(run_module("kubefleet_member_agent", dict(args, state="absent"))).changed
 
