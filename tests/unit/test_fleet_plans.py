@@ -43,6 +43,15 @@ def test_token_metadata_labels_new_tokens_only_and_annotates_expiry():
     assert "annotations" not in rules.token_metadata("t", "ns", None, now=NOW)
 
 
+def test_token_expiry_annotation_is_kept_while_the_ttl_stays():
+    # written from the module's clock at creation; the server's creationTimestamp can fall in the next second
+    live = _token("t", created="2026-01-02T11:00:01Z", labels=OURS, ttl="1h",
+                  annotations={"fleetops.registration/expires": "2026-01-02T12:00:00Z"})
+    assert rules.token_metadata("t", "ns", live, ttl="1h")["annotations"] == {"fleetops.registration/expires": "2026-01-02T12:00:00Z"}
+    assert rules.token_metadata("t", "ns", live, ttl="60m")["annotations"] == {"fleetops.registration/expires": "2026-01-02T12:00:00Z"}
+    assert rules.token_metadata("t", "ns", live, ttl="2h")["annotations"] == {"fleetops.registration/expires": "2026-01-02T13:00:01Z"}
+
+
 def test_token_metadata_names_the_member_it_is_for():
     new = rules.token_metadata("t", "ns", None, run_id="r1", cluster="edge-07", now=NOW)
     assert new["labels"] == dict(OURS, **{"fleetops.registration/run": "r1", "fleetops.registration/cluster": "edge-07"})

@@ -294,8 +294,13 @@ def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=Non
             metadata["labels"][OWNER_CLUSTER_LABEL] = cluster
     seconds = parse_duration(ttl) if ttl not in (None, "") else None
     if ours and seconds is not None:
-        born = parse_time(current_meta.get("creationTimestamp")) or now or utcnow()
-        expires = format_time(born + datetime.timedelta(seconds=seconds)) if seconds > 0 else None
+        live_expiry = (current_meta.get("annotations") or {}).get(EXPIRES_ANNOTATION)
+        if live_expiry and same_ttl(((current or {}).get("spec") or {}).get("ttl"), ttl):
+            # written from this machine's clock at creation; the server's creationTimestamp may be a second later
+            expires = live_expiry
+        else:
+            born = parse_time(current_meta.get("creationTimestamp")) or now or utcnow()
+            expires = format_time(born + datetime.timedelta(seconds=seconds)) if seconds > 0 else None
         metadata["annotations"] = {EXPIRES_ANNOTATION: expires}
     return metadata
 
