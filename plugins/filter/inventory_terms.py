@@ -27,6 +27,7 @@ SOURCES = {
         "backends": "fleetops_backends, or the survey's fleetops_survey_backends (member_join_backends)",
         "fleet_namespace": "fleetops_fleet_namespace (member_join_fleet_namespace)",
         "stale_after": "member_join_fleet_agent_stale_after",
+        "replace_rebuilt": "fleetops_replace_rebuilt (member_join_replace_rebuilt)",
     },
 }
 # Per role and module: what a later step's module names differently, or only it names (a module's action, short or FQCN).

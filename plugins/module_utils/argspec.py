@@ -63,6 +63,10 @@ WAIT = {
     "wait_sleep": dict(type="int", default=2),
     "member_lock": dict(type="dict"),
 }
+# Which cluster a member is, recorded on its hub object (fleetops.registration.cluster_identity).
+CLUSTER_IDENTITY = {
+    "cluster_identity": dict(type="dict", options=dict(uid=dict(type="str"), ca_sha256=dict(type="str"))),
+}
 # A Helm chart (fleetops.registration.helm).
 HELM = {
     "chart_ref": dict(type="str"),

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import shared_clusters
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo
@@ -154,9 +155,23 @@ def read_one(reader, listed):
             found[manager] = listed[(connection_key(reader.params, "hub_"), manager, namespace)]  # or its error
         return reader.run(found)
     except FleetOpsError as exc:
-        return {"name": reader.name, "error": exc.message()}
+        failed = {"name": reader.name, "error": exc.message()}
+        if reader.known_identity:
+            failed["identity"] = reader.known_identity  # so two names for one cluster are still found
+        return failed
     except Exception as exc:  # pylint: disable=broad-except
         return {"name": reader.name, "error": "unexpected error: %s" % exc, "exception": traceback.format_exc()}
+
+
+def refuse_shared_clusters(members):
+    """Members whose connections reach the same cluster get an error each, before anything changes: one cluster joined
+    under two names would have one agent taken over by the other registration."""
+    identities = dict((name, result.get("identity")) for name, result in members.items())
+    for name, others in shared_clusters(identities).items():
+        members[name] = {"name": name, "error": ParameterError(
+            "kubeconfig", "member %s reaches the same cluster as %s (kube-system Namespace UID %s)"
+            % (name, ", ".join(others), identities[name]["uid"]),
+            "Point each member at its own cluster (its kubeconfig and context); a cluster joins a fleet under one name").message()}
 
 
 def read_members(module):
@@ -169,6 +184,7 @@ def read_members(module):
         results = list(pool.map(lambda reader: read_one(reader, listed), readers))
     members = dict((name, {"name": name, "error": message}) for name, message in errors.items())
     members.update((result["name"], result) for result in results)
+    refuse_shared_clusters(members)
     return {
         "changed": False,
         "members": members,

@@ -15,7 +15,7 @@ __metaclass__ = type
 import secrets
 import string
 
-from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils import cluster_identity, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 
@@ -87,6 +87,8 @@ class MemberInfo:
         for name in (self.params.get("force") or []):
             registry.manager(name, param="force")
         check_distinct_connections(self.params)
+        self._identity = None
+        self.rebuilt = []
         self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
 
     @property
@@ -113,7 +115,22 @@ class MemberInfo:
         hub_object = listed.get(self.name)
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
         member_view = manager.member_view(self.member(), hub, self.params)
-        return manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
+        state = manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
+        if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
+            self.rebuilt.append(name)
+        return cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
+
+    def identity(self):
+        """The member cluster's identity (read once)."""
+        if self._identity is None:
+            ca_pem = self.module.settings("", self.params if self.item else None).server_and_ca()[1]
+            self._identity = cluster_identity.read_identity(self.member(), ca_pem)
+        return self._identity
+
+    @property
+    def known_identity(self):
+        """The identity if it was read (None otherwise), without reading it."""
+        return self._identity
 
     def run(self, listed=None):
         """``listed``: ``{manager name: {member name: hub object} or the error of that LIST}`` the batch read (each
@@ -136,7 +153,8 @@ class MemberInfo:
             raise ApiNotServed("the hub serves no fleet manager's API (%s)" % ", ".join(unserved),
                                hint="Point hub_kubeconfig/hub_context at the fleet manager's hub, or install a fleet manager there")
         return dict(changed=False, name=self.name, run_id=new_run_id(), labels=self.params.get("labels") or {},
-                    backends=[state.manager for state in states], unserved=unserved, **summarize(states))
+                    backends=[state.manager for state in states], unserved=unserved, identity=self.identity(),
+                    rebuilt=self.rebuilt, **summarize(states))
 
 
 def member_info_argument_spec():
@@ -153,4 +171,5 @@ def member_info_argument_spec():
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),
         force=dict(type="list", elements="str", default=[]),
+        replace_rebuilt=dict(type="bool", default=False),
     )

@@ -29,6 +29,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
+  - fleetops.registration.cluster_identity
 attributes:
   check_mode:
     support: full
@@ -272,14 +273,14 @@ clusters:
   sample: [{"name": "edge-001", "changed": true, "client_id": "3f9c...", "label_changes": {"added": {"site": "a"}, "changed": {}, "removed": []}}]
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, CLUSTER_IDENTITY, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import run_fleet_cluster
 
 
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, WAIT, dict(
+        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, dict(
             name=dict(type="str"),
             clusters=dict(type="list", elements="dict", options=dict(
                 name=dict(type="str", required=True),
@@ -304,7 +305,8 @@ def main():
         # task level: every item would get the same one.
         mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters"), ("clusters", "client_id"),
                             ("clusters", "cluster_kubeconfig"), ("clusters", "cluster_kubeconfig_content"),
-                            ("clusters", "kubeconfig_secret"), ("clusters", "agent_api_server_url"), ("clusters", "agent_api_server_ca")],
+                            ("clusters", "kubeconfig_secret"), ("clusters", "agent_api_server_url"), ("clusters", "agent_api_server_ca"),
+                            ("clusters", "cluster_identity")],
         required_one_of=[("name", "clusters")],
     )
     run_module(module, run_fleet_cluster)

@@ -27,6 +27,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
+  - fleetops.registration.cluster_identity
 attributes:
   check_mode:
     description: Creates, patches and deletes are server-side dry runs; nothing is waited for. When the identity's
@@ -262,7 +263,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import run_member_cluster
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, CLUSTER_IDENTITY, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -294,7 +295,8 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()), mutually_exclusive=[("name", "clusters")],
+    module = FleetModule(argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, argument_spec()),
+                         mutually_exclusive=[("name", "clusters"), ("clusters", "cluster_identity")],
                          required_one_of=[("name", "clusters")])
     run_module(module, run_member_cluster)
 

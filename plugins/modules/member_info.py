@@ -18,7 +18,8 @@ description:
   - Returns, per fleet manager, the action the member needs and the reasons - C(none), C(join) (the hub has no member
     object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
-    (the chart version or the values differ), C(relabel) (only the labels drift).
+    (the chart version or the values differ), C(relabel) (only the labels drift, or the hub does not record the
+    member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
@@ -115,6 +116,17 @@ options:
     type: list
     elements: str
     default: []
+  replace_rebuilt:
+    description:
+      - What to do when the cluster behind the member is not the one that joined - its C(kube-system) Namespace UID
+        differs from the one recorded on the member's hub object (a cluster rebuilt under the same name, or a
+        kubeconfig that now reaches another cluster).
+      - V(false) fails the member with what changed and how to proceed; V(true) gives the action C(reregister) (the
+        role then revokes the old cluster's credentials and registers the new cluster).
+      - With O(members), two members that reach the same cluster are refused too (an C(error) each), whatever this says.
+    type: bool
+    default: false
+    version_added: 0.3.0
 seealso:
   - module: fleetops.registration.fleet_status
   - module: fleetops.registration.fleet_agent
@@ -220,6 +232,21 @@ labels:
   returned: without O(members)
   type: dict
   sample: {"env": "prod"}
+identity:
+  description:
+    - Which cluster the member is - the UID of its C(kube-system) Namespace and the SHA-256 fingerprint of the API
+      server CA its connection trusts (null without one). The member's hub objects record it when it joins; a hub
+      object that does not record it yet gives the action C(relabel).
+  returned: without O(members)
+  type: dict
+  sample: {"uid": "6f1c2a9e-4b7d-4c1e-9a57-0d3e8f2b1c44", "ca_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}
+rebuilt:
+  description: The fleet managers in which the member is re-registered because another cluster now answers to its name
+    (only with O(replace_rebuilt)).
+  returned: without O(members)
+  type: list
+  elements: str
+  sample: ["kubefleet"]
 run_id:
   description: A random name part for what this run creates on the hub for the member (e.g. its registration token).
   returned: without O(members)

@@ -87,3 +87,16 @@ def test_a_name_given_twice_refuses_the_batch():
     with pytest.raises(ParameterError, match=r"members\[2\].name: 'b' is given twice"):
         check_unique_names([{"name": "a"}, {"name": "b"}, {"name": "b"}])
     check_unique_names([{"name": "a"}, {"name": "b"}, "not a mapping"])
+
+
+def test_members_that_reach_one_cluster_each_get_an_error_naming_the_other():
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import refuse_shared_clusters
+    members = {"edge-1": {"name": "edge-1", "identity": {"uid": "u1"}}, "edge-2": {"name": "edge-2", "identity": {"uid": "u1"}},
+               "edge-3": {"name": "edge-3", "identity": {"uid": "u3"}}, "edge-4": {"name": "edge-4", "error": "unreachable"},
+               "edge-5": {"name": "edge-5", "error": "replace_rebuilt: ...", "identity": {"uid": "u3"}}}
+    refuse_shared_clusters(members)
+    assert members["edge-1"]["error"].startswith("kubeconfig: member edge-1 reaches the same cluster as edge-2 (kube-system Namespace UID u1)")
+    assert "edge-1" in members["edge-2"]["error"] and "identity" not in members["edge-2"]
+    assert members["edge-4"]["error"] == "unreachable"
+    # a member whose own read failed still counts: its cluster is the one edge-3 reaches
+    assert "as edge-5" in members["edge-3"]["error"] and "as edge-3" in members["edge-5"]["error"]

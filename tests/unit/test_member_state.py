@@ -111,6 +111,7 @@ def detecting_reader(backends, detect=True):
               "hub_kubeconfig": "/k", "hub_context": "hub", "labels": {}}
     reader = MemberInfo(object(), params)
     reader.state = lambda name, listed: MemberState(name, "edge-1", None, None, "join", ["not a member yet"])
+    reader.identity = lambda: {"uid": "6f1c2a9e", "ca_sha256": None}
     return reader
 
 
@@ -121,6 +122,7 @@ def test_detection_reads_every_manager_and_leaves_out_what_the_hub_does_not_serv
     result = reader.run({"rancher_fleet": {}, "kubefleet": ApiNotServed("the hub does not serve cluster.kubernetes-fleet.io/v1beta1")})
     assert result["backends"] == ["rancher_fleet"] and result["unserved"] == ["kubefleet"]
     assert result["pending"] == ["rancher_fleet"] and list(result["managers"]) == ["rancher_fleet"]
+    assert result["identity"] == {"uid": "6f1c2a9e", "ca_sha256": None} and result["rebuilt"] == []
 
 
 def test_a_manager_asked_for_by_name_still_fails_when_the_hub_does_not_serve_it():

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, NotFoundError, ParameterError, WaitTimeout,
 )
@@ -101,7 +102,8 @@ class MemberCluster(KubeFleetRunner):
         identity = self._identity()
         self._check_identity(identity)
         current = self._current()
-        body, patch = member_cluster_changes(current, self.name, identity, heartbeat, taints, labels, self.params["labels_mode"])
+        body, patch = member_cluster_changes(current, self.name, identity, heartbeat, taints, labels, self.params["labels_mode"],
+                                             identity_annotations(self.params.get("cluster_identity")))
         after = current
         if body is not None:
             after = self.kube.create(MEMBER_CLUSTER, body, dry_run=self.check_mode)

@@ -142,11 +142,12 @@ def wanted_labels(live, labels, labels_mode="merge"):
     return reconcile_labels(live or {}, labels, labels_mode, owned=CONTROLLER_LABEL_PREFIXES)
 
 
-def member_cluster_changes(current, name, identity, heartbeat, taints=None, labels=None, labels_mode="merge"):
+def member_cluster_changes(current, name, identity, heartbeat, taints=None, labels=None, labels_mode="merge", annotations=None):
     """What to send to make the MemberCluster ``name`` match the options.
 
     Returns ``(body, None)`` to create it, ``(None, patch)`` to merge-patch it, or
-    ``(None, None)`` when it already matches. ``taints``/``labels`` of None are left alone.
+    ``(None, None)`` when it already matches. ``taints``/``labels`` of None are left alone; ``annotations`` are set
+    (never removed).
     """
     if current is None:
         spec = {"identity": identity, "heartbeatPeriodSeconds": heartbeat}
@@ -155,6 +156,8 @@ def member_cluster_changes(current, name, identity, heartbeat, taints=None, labe
         metadata = {"name": name}
         if labels:
             metadata["labels"] = dict(labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         return {"metadata": metadata, "spec": spec}, None
     spec = current.get("spec") or {}
     spec_patch = {}
@@ -172,6 +175,10 @@ def member_cluster_changes(current, name, identity, heartbeat, taints=None, labe
         changes = label_patch(live, wanted_labels(live, labels, labels_mode))
         if changes:
             patch["metadata"] = {"labels": changes}
+    live_annotations = (current.get("metadata") or {}).get("annotations") or {}
+    annotation_changes = dict((key, value) for key, value in (annotations or {}).items() if live_annotations.get(key) != value)
+    if annotation_changes:
+        patch.setdefault("metadata", {})["annotations"] = annotation_changes
     return None, patch or None
 
 

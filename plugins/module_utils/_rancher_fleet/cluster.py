@@ -10,6 +10,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, NAMESPACE, SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig, read_pem
@@ -147,7 +148,8 @@ class ClusterRunner(Runner):
         if secret is None and secret_name:
             self._check_referenced_secret(secret_name)
         desired, result_labels = desired_cluster(self.name, self.namespace, current, client_id, labels,
-                                                 self.params.get("labels_mode"), secret_name)
+                                                 self.params.get("labels_mode"), secret_name,
+                                                 identity_annotations(self.params.get("cluster_identity")))
         return {"current": current, "desired": desired, "secret": secret, "secret_name": secret_name, "client_id": client_id,
                 "generated": generated, "labels": labels, "result_labels": result_labels}
 

@@ -423,7 +423,7 @@ def choose_client_id(given, current):
     return generate_client_id(), True
 
 
-def desired_cluster(name, namespace, current, client_id, labels=None, labels_mode="merge", secret_name=None):
+def desired_cluster(name, namespace, current, client_id, labels=None, labels_mode="merge", secret_name=None, annotations=None):
     """``(desired Cluster (a partial object to merge), resulting labels)`` from the live Cluster and the wanted state."""
     current_labels = ((current or {}).get("metadata") or {}).get("labels")
     result_labels, labels_value = desired_cluster_labels(current_labels, labels, labels_mode or "merge")
@@ -434,4 +434,6 @@ def desired_cluster(name, namespace, current, client_id, labels=None, labels_mod
         desired["metadata"]["labels"] = result_labels
     if secret_name:
         desired["spec"]["kubeConfigSecret"] = secret_name
+    if annotations:
+        desired["metadata"]["annotations"] = dict(annotations)
     return desired, result_labels

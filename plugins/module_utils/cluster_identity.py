@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which cluster a member is: recorded on its hub objects at join, compared on every run.
+
+A cluster rebuilt under the same name, or an inventory host whose kubeconfig now reaches another cluster, must not
+be taken for the member that joined: its agents would take over the other cluster's registration. The identity is
+the UID of the cluster's ``kube-system`` Namespace (made once, when the cluster is created, and never deletable)
+and the SHA-256 fingerprint of the API server CA the connection trusts. Only the UID decides; a CA that changed on
+the same cluster (a CA rotation) is recorded again.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import ssl
+
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
+
+UID_ANNOTATION = "fleetops.registration/cluster-uid"
+CA_ANNOTATION = "fleetops.registration/cluster-ca-sha256"
+KEYS = (("uid", UID_ANNOTATION), ("ca_sha256", CA_ANNOTATION))
+
+REPLACE_HINT = ("If the cluster was rebuilt or replaced on purpose, set replace_rebuilt: true to re-register it (the old "
+                "cluster's credentials are revoked first); if not, point the member's kubeconfig/context at the cluster that "
+                "joined")
+
+
+def ca_fingerprint(pem):
+    """SHA-256 of the first certificate of ``pem`` (DER), as lowercase hex; None without one."""
+    if not pem:
+        return None
+    text = pem.decode("utf-8") if isinstance(pem, bytes) else pem
+    start = text.find("-----BEGIN CERTIFICATE-----")
+    end = text.find("-----END CERTIFICATE-----", start)
+    if start < 0 or end < 0:
+        return None
+    try:
+        der = ssl.PEM_cert_to_DER_cert(text[start:end + len("-----END CERTIFICATE-----")])
+    except ValueError:
+        return None
+    return hashlib.sha256(der).hexdigest()
+
+
+def read_identity(member, ca_pem=None):
+    """The member cluster's identity (one GET): ``{uid, ca_sha256}``."""
+    namespace = member.get(NAMESPACE, "kube-system") or {}
+    return {"uid": (namespace.get("metadata") or {}).get("uid"), "ca_sha256": ca_fingerprint(ca_pem)}
+
+
+def recorded_identity(hub_object):
+    """The identity the collection recorded on a hub object, or None when it recorded none."""
+    annotations = ((hub_object or {}).get("metadata") or {}).get("annotations") or {}
+    identity = dict((key, annotations.get(annotation) or None) for key, annotation in KEYS)
+    return identity if identity["uid"] else None
+
+
+def identity_annotations(identity):
+    """The annotations that record ``identity`` (only what is known)."""
+    return dict((annotation, (identity or {}).get(key)) for key, annotation in KEYS if (identity or {}).get(key))
+
+
+def _short(value):
+    return value[:12] if value else "none"
+
+
+def replaced(recorded, live):
+    """What says the cluster behind the member is not the one that joined (``[]`` when it is, or nothing was
+    recorded): a different ``kube-system`` UID."""
+    if not recorded or not (live or {}).get("uid") or recorded["uid"] == live["uid"]:
+        return []
+    changes = ["kube-system Namespace UID %s -> %s" % (recorded["uid"], live["uid"])]
+    if recorded.get("ca_sha256") != live.get("ca_sha256"):
+        changes.append("API server CA sha256 %s -> %s" % (_short(recorded.get("ca_sha256")), _short(live.get("ca_sha256"))))
+    return changes
+
+
+def needs_recording(recorded, live):
+    """Whether the hub object should record ``live`` (nothing recorded yet, or the same cluster's CA changed)."""
+    if not (live or {}).get("uid"):
+        return False
+    return recorded is None or any(live.get(key) and recorded.get(key) != live.get(key) for key, _annotation in KEYS)
+
+
+def judge(state, hub_object, live, replace_rebuilt=False):
+    """``state`` (a manager's MemberState) with the member's identity taken into account.
+
+    A different cluster behind the member's name is refused (ParameterError naming ``replace_rebuilt``) unless
+    ``replace_rebuilt``, which makes it a re-registration; an identity not recorded yet makes a healthy member's
+    hub object record it (``relabel``).
+    """
+    recorded = recorded_identity(hub_object)
+    changes = replaced(recorded, live)
+    if changes and not replace_rebuilt:
+        raise ParameterError("replace_rebuilt", "is not set, and member %s now reaches another cluster than the one that joined "
+                             "%s (%s)" % (state.name, state.manager, "; ".join(changes)), hint=REPLACE_HINT)
+    if changes:
+        reason = "the cluster was replaced (%s); replace_rebuilt re-registers it" % "; ".join(changes)
+        return MemberState(state.manager, state.name, state.hub, state.member, "reregister", [reason] + state.reasons)
+    if state.action == "none" and needs_recording(recorded, live):
+        return MemberState(state.manager, state.name, state.hub, state.member, "relabel",
+                           ["the hub does not record which cluster the member is (kube-system UID) yet"])
+    return state
+
+
+def shared_clusters(identities):
+    """``{name: [other names]}`` of members whose connections reach the same cluster; ``identities``: ``{name: identity}``."""
+    by_uid = {}
+    for name, identity in identities.items():
+        if (identity or {}).get("uid"):
+            by_uid.setdefault(identity["uid"], []).append(name)
+    shared = {}
+    for names in by_uid.values():
+        if len(names) > 1:
+            for name in names:
+                shared[name] = sorted(other for other in names if other != name)
+    return shared
