@@ -26,7 +26,9 @@ description:
     (per manager - Fleet agent check-in, KubeFleet member agent heartbeat), C(fleetops_joined), C(fleetops_healthy),
     C(fleetops_stale), C(fleetops_health), C(fleetops_member_api_server_url) (with O(read_kubeconfig_secrets), where the hub
     knows it - an imported Fleet cluster's kubeconfig Secret), C(fleetops_lock) (null, or the run changing the member
-    now - C(holder), C(by), C(since), C(expires); see M(fleetops.registration.member_lock)), and
+    now - C(holder), C(by), C(since), C(expires); see M(fleetops.registration.member_lock)), C(fleetops_cluster_identity)
+    (per manager, the cluster the hub object records - C(uid) of its C(kube-system) Namespace and C(ca_sha256) - or
+    null; see M(fleetops.registration.member_info)), and
     C(fleetops_rancher_fleet) / C(fleetops_kubefleet) with each manager's view.
   - The hub does not know how to reach a member with credentials, so the member's connection
     (C(fleetops_kubeconfig), C(fleetops_context)) is yours to map in with O(compose), which applies to the members

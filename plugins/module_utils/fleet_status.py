@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import DEFAULT_NAMESPACE as LOCK_NAMESPACE, live_locks
 
 NAME_WIDTH = 16
@@ -51,6 +52,15 @@ def shown_labels(row, manager_names):
     return "; ".join("%s: %s" % pair for pair in texts)
 
 
+def shown_cluster(row, manager_names):
+    """The start of the kube-system UID the hub objects record for the member, or why there is none to show."""
+    uids = set(((row.get(name) or {}).get("identity") or {}).get("uid") for name in manager_names if row.get(name))
+    uids.discard(None)
+    if not uids:
+        return "-"
+    return uids.pop()[:8] if len(uids) == 1 else "DIFFERS"
+
+
 def table(rows, manager_names):
     """Fixed-width lines: member, in inventory, then per manager its state, health and last contact age, then labels."""
     width = max([NAME_WIDTH] + [len(row["name"]) for row in rows])
@@ -58,7 +68,7 @@ def table(rows, manager_names):
     for name in manager_names:
         header.append("%-14s %-7s %-9s" % (name.upper(), "HEALTHY", "CONTACT"))
     locked = any(row.get("lock") for row in rows)
-    lines = [" | ".join(header + ["LABELS"] + (["BEING CHANGED BY"] if locked else []))]
+    lines = [" | ".join(header + ["%-8s" % "CLUSTER", "LABELS"] + (["BEING CHANGED BY"] if locked else []))]
     for row in rows:
         cells = ["%-*s %-4s" % (width, row["name"], "yes" if row["in_inventory"] else "no")]
         for name in manager_names:
@@ -70,7 +80,7 @@ def table(rows, manager_names):
                                                   _age_text(status.get("last_contact_age_seconds"))))
         lock = row.get("lock")
         changing = ["%s (run %s, until %s)" % (lock["by"], lock["holder"], lock["expires"]) if lock else "-"] if locked else []
-        lines.append(" | ".join(cells + [shown_labels(row, manager_names)] + changing))
+        lines.append(" | ".join(cells + ["%-8s" % shown_cluster(row, manager_names), shown_labels(row, manager_names)] + changing))
     return lines
 
 
@@ -87,7 +97,8 @@ class FleetStatus:
         hub = self.module.kube()
         found = manager.read_hub(hub, namespace=self.params.get("fleet_namespace"),
                                  label_selector=self.params.get("label_selector"))
-        return dict((member, manager.status_row(manager.hub_view(obj))) for member, obj in found.items())
+        return dict((member, dict(manager.status_row(manager.hub_view(obj)), identity=recorded_identity(obj)))
+                    for member, obj in found.items())
 
     def run(self):
         views = dict((name, self.rows_of(name)) for name in self.backends)

@@ -78,7 +78,8 @@ rows:
   description:
     - One row per member name, sorted - C(name), C(in_inventory), C(lock) (null, or the run changing the member now -
       C(holder), C(by), C(since), C(expires)), and per fleet manager its cell (null when that manager does not know the
-      member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels) and more.
+      member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels), C(identity) (the cluster the hub object
+      records - C(uid) of its C(kube-system) Namespace and C(ca_sha256) - or null) and more.
   returned: always
   type: list
   elements: dict
@@ -89,7 +90,9 @@ members:
   returned: always
   type: dict
 table:
-  description: The rows as fixed-width lines, a header first.
+  description:
+    - The rows as fixed-width lines, a header first. The column C(CLUSTER) shows the start of the C(kube-system) UID
+      the member's hub objects record, or C(DIFFERS) when the fleet managers record different clusters.
   returned: always
   type: list
   elements: str

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_entries
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import member_agent_status, member_healthy
@@ -74,6 +75,7 @@ def fleet_view(obj, now, stale_after, member_url=None):
         "cluster_namespace": status.get("namespace"),
         "hub_url_used_by_agent": status.get("apiServerURL"),
         "api_server_url": member_url,
+        "identity": recorded_identity(obj),
     }
 
 
@@ -97,6 +99,7 @@ def kubefleet_view(obj, now, stale_after):
         "leaving": bool(metadata.get("deletionTimestamp")),
         "ready_to_join": condition_status(status.get("conditions"), "ReadyToJoin"),
         "properties": status.get("properties") or {},
+        "identity": recorded_identity(obj),
     }
 
 
@@ -137,6 +140,7 @@ def host_vars(views):
         "fleetops_stale": any(v["stale"] for v in views),
         "fleetops_heartbeat_age_seconds": dict((v["manager"], v["heartbeat_age_seconds"]) for v in views),
         "fleetops_last_seen": dict((v["manager"], v["last_seen"]) for v in views),
+        "fleetops_cluster_identity": dict((v["manager"], v.get("identity")) for v in views),
         "fleetops_member_api_server_url": fleet.get("api_server_url"),
         "fleetops_rancher_fleet": by_manager.get(RANCHER_FLEET),
         "fleetops_kubefleet": by_manager.get(KUBEFLEET),

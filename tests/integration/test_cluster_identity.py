@@ -12,6 +12,8 @@ from kubernetes import client
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import (
     CA_ANNOTATION, UID_ANNOTATION, ca_fingerprint,
 )
+from kube_helpers import wait_for
+from modrun import run_module
 from test_playbooks import FLEET, FLEET_NS, KUBEFLEET, Hub, assert_left, playbook
 
 pytestmark = pytest.mark.lab
@@ -55,6 +57,9 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     recorded = {UID_ANNOTATION: member2_uid, CA_ANNOTATION: ca_fingerprint(context_ca(lab, "member2"))}
     for obj in (hub.member_cluster("member2"), hub.fleet_cluster("member2")):
         assert {k: annotations(obj).get(k) for k in recorded} == recorded, annotations(obj)
+    status = run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub"})
+    assert status["members"]["member2"]["kubefleet"]["identity"]["uid"] == member2_uid
+    assert "| %s |" % member2_uid[:8] in next(line for line in status["table"] if line.startswith("member2 "))
 
     # member2's inventory entry now reaches member1's cluster: refused, naming what differs and the variable to set
     wrong = overlay(tmp_path, "wrong.yml", fleetops_context="member1")
@@ -85,8 +90,11 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     assert core.read_namespaced_secret(TOKEN_SECRET, "fleet-system").metadata.uid != old_token  # the old cluster's token revoked
     for obj in (hub.member_cluster("member2"), hub.fleet_cluster("member2")):
         assert annotations(obj)[UID_ANNOTATION] == member2_uid
+    # Fleet deletes the older registration of the same client ID once it grants the new cluster's
+    client_id = hub.fleet_cluster("member2")["spec"]["clientID"]
+    wait_for(lambda: len([r for r in hub.fleet_list("clusterregistrations") if r["spec"].get("clientID") == client_id]) == 1,
+             60, "one ClusterRegistration for member2's client ID")
     assert playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path).unchanged(["fleet-hub", "member2"])
 
-    client_id = hub.fleet_cluster("member2")["spec"]["clientID"]
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     assert_left(hub, ["member2"], [client_id])

@@ -208,3 +208,11 @@ def test_a_shorter_heartbeat_period_makes_a_kubefleet_member_stale_sooner_in_bot
     from ansible_collections.fleetops.registration.plugins.module_utils import registry
     kubefleet = registry.manager("kubefleet")
     assert kubefleet.status_row(kubefleet.hub_view(member, NOW))["state"] == "silent"
+
+
+def test_a_host_shows_which_cluster_each_manager_recorded():
+    recorded = {"fleetops.registration/cluster-uid": "6f1c2a9e", "fleetops.registration/cluster-ca-sha256": "ab" * 32}
+    fleet = fleet_cluster("edge-01", last_seen=ago(30))
+    fleet["metadata"]["annotations"] = recorded
+    hv = m.build_hosts([fleet], [member_cluster("edge-01", heartbeat=ago(20))], NOW)["edge-01"]["vars"]
+    assert hv["fleetops_cluster_identity"] == {"rancher_fleet": {"uid": "6f1c2a9e", "ca_sha256": "ab" * 32}, "kubefleet": None}

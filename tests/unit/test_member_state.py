@@ -82,9 +82,17 @@ def test_status_rows_merge_managers_and_inventory_by_name():
     assert rows[0] == {"name": "a", "in_inventory": True, "lock": None, "rancher_fleet": None, "kubefleet": None}
     lines = table(rows, ["rancher_fleet", "kubefleet"])
     assert lines[0].split() == ["MEMBER", "INV", "|", "RANCHER_FLEET", "HEALTHY", "CONTACT", "|", "KUBEFLEET", "HEALTHY", "CONTACT",
-                                "|", "LABELS"]
-    assert lines[2].split() == ["b", "yes", "|", "checked-in", "yes", "4s", "|", "joined", "yes", "9s", "|", "env=lab"]
-    assert lines[3].split() == ["c", "no", "|", "absent", "-", "-", "|", "leaving", "-", "-", "|", "-"]
+                                "|", "CLUSTER", "|", "LABELS"]
+    assert lines[2].split() == ["b", "yes", "|", "checked-in", "yes", "4s", "|", "joined", "yes", "9s", "|", "-", "|", "env=lab"]
+    assert lines[3].split() == ["c", "no", "|", "absent", "-", "-", "|", "leaving", "-", "-", "|", "-", "|", "-"]
+
+
+def test_status_shows_which_cluster_the_hub_objects_record():
+    same = {"uid": "6f1c2a9e-4b7d-4c1e-9a57-0d3e8f2b1c44", "ca_sha256": None}
+    views = {"rancher_fleet": {"b": {"state": "checked-in", "identity": same}, "c": {"state": "checked-in", "identity": same}},
+             "kubefleet": {"b": {"state": "joined", "identity": same}, "c": {"state": "joined", "identity": dict(same, uid="0b5e")}}}
+    lines = table(merge_rows(views), ["rancher_fleet", "kubefleet"])
+    assert lines[1].split()[-3:] == ["6f1c2a9e", "|", "-"] and lines[2].split()[-3:] == ["DIFFERS", "|", "-"]
 
 
 def test_status_labels_shown_per_manager_when_they_disagree():
