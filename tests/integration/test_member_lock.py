@@ -1,15 +1,18 @@
 """The per-member lock on the lab's hub: two joins of the same new member launched together (an AWX job launched
 twice), and a lock left by a run that died, taken over once it expired."""
 
+import os
+import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kubernetes import client
 
-from kube_helpers import read_or_none, unique
+from kube_helpers import read_or_none, unique, wait_for
 from modrun import run_module
-from test_playbooks import Hub, assert_left, playbook
+from test_playbooks import Hub, assert_left, playbook, playbook_command
 
 pytestmark = pytest.mark.lab
 
@@ -101,6 +104,34 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     released = run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
     assert not released.failed and released["released"] == [name] and released["changed"] is True
     assert lock_lease(lab, name) is None
+
+
+def test_a_join_killed_while_it_holds_the_lock_is_followed_by_one_that_takes_it_over(lab_controllers, tmp_path):
+    """ansible-playbook killed (an AWX job cancelled, a controller that died) while it changes member2: it releases
+    nothing, and the next run waits for its lock to expire (three times the killed run's wait timeout), takes it over
+    and finishes the join."""
+    lab, hub = lab_controllers, Hub(lab_controllers)
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=20",
+                                 tmp_path=tmp_path)
+    with open(str(tmp_path / "killed.log"), "w") as log:
+        killed = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            lease = wait_for(lambda: lock_lease(lab, "member2"), 300, "the first join to lock member2")
+        finally:
+            os.killpg(killed.pid, signal.SIGKILL)
+            killed.wait()
+    assert lease.spec.lease_duration_seconds == 60
+    assert lock_lease(lab, "member2").spec.holder_identity == lease.spec.holder_identity  # nothing released it
+
+    started = time.monotonic()
+    run = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=240", tmp_path=tmp_path)
+    assert run.changed("member2") > 0 and time.monotonic() - started > 20  # it waited for the lock
+    assert lock_lease(lab, "member2") is None
+    assert hub.member_cluster("member2") is not None and (hub.fleet_cluster("member2").get("status") or {}).get("agent")
+    assert playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path).unchanged(["fleet-hub", "member2"])
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    assert_left(hub, ["member2"])
 
 
 def test_runs_for_different_members_never_wait_for_each_other(lab):

@@ -47,7 +47,8 @@ class Run:
         return set(self.recap) == set(hosts) and all(self.changed(host) == 0 for host in hosts)
 
 
-def playbook(lab, name, *args, tmp_path, fails=False):
+def playbook_command(lab, name, *args, tmp_path):
+    """``(argv, env)`` of ansible-playbook running ``name`` against the lab's inventory."""
     env = dict(os.environ)
     env.update({
         "ANSIBLE_COLLECTIONS_PATH": str(collections_root()),
@@ -59,6 +60,11 @@ def playbook(lab, name, *args, tmp_path, fails=False):
     })
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(lab.inventory),
             str(REPO / "playbooks" / name)] + list(args)
+    return argv, env
+
+
+def playbook(lab, name, *args, tmp_path, fails=False):
+    argv, env = playbook_command(lab, name, *args, tmp_path=tmp_path)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False)
     run = Run(proc)
     if fails:
