@@ -11,25 +11,37 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+
 # Per role: the module option (as member_info's batch items name it) -> the inventory variable behind it, then the
 # role variable that carries it (a user may have set either).
-SOURCES = {
-    "member_join": {
-        "name": "fleetops_cluster_name, or the inventory host name (member_join_cluster_name)",
-        "kubeconfig": "fleetops_kubeconfig, or the member credential's fleetops_member_kubeconfig (member_join_kubeconfig)",
-        "context": "fleetops_context (member_join_context)",
+def _connection_sources(role):
+    return {
+        "name": "fleetops_cluster_name, or the inventory host name (%s_cluster_name)" % role,
+        "kubeconfig": "fleetops_kubeconfig, or the member credential's fleetops_member_kubeconfig (%s_kubeconfig)" % role,
+        "context": "fleetops_context (%s_context)" % role,
         "hub_kubeconfig": "the hub host's fleetops_kubeconfig, or the hub credential's fleetops_hub_kubeconfig "
-                          "(member_join_hub_kubeconfig)",
-        "hub_context": "the hub host's fleetops_context, or the hub credential's fleetops_hub_context (member_join_hub_context)",
-        "hub_ca_cert": "the hub host's fleetops_ca_file (member_join_hub_ca_file)",
-        "hub_url": "the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
-        "labels": "fleetops_labels (member_join_labels)",
-        "backends": "fleetops_backends, or the survey's fleetops_survey_backends (member_join_backends)",
-        "fleet_namespace": "fleetops_fleet_namespace (member_join_fleet_namespace)",
-        "stale_after": "member_join_fleet_agent_stale_after",
-        "replace_rebuilt": "fleetops_replace_rebuilt (member_join_replace_rebuilt)",
-    },
+                          "(%s_hub_kubeconfig)" % role,
+        "hub_context": "the hub host's fleetops_context, or the hub credential's fleetops_hub_context (%s_hub_context)" % role,
+        "helm_binary": "fleetops_helm_binary (%s_helm_binary)" % role,
+        "wait_timeout": "%s_wait_timeout" % role,
+    }
+
+
+SOURCES = {
+    "member_join": dict(
+        _connection_sources("member_join"),
+        hub_ca_cert="the hub host's fleetops_ca_file (member_join_hub_ca_file)",
+        hub_url="the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
+        labels="fleetops_labels (member_join_labels)",
+        backends="fleetops_backends, or the survey's fleetops_survey_backends (member_join_backends)",
+        fleet_namespace="fleetops_fleet_namespace (member_join_fleet_namespace)",
+        stale_after="member_join_fleet_agent_stale_after",
+        replace_rebuilt="fleetops_replace_rebuilt (member_join_replace_rebuilt)",
+    ),
+    "member_leave": _connection_sources("member_leave"),
 }
+# The modules a role runs against the hub: their own connection options are the hub's.
+HUB_SIDE = ("fleet_registration_token", "fleet_cluster", "kubefleet_member_identity", "kubefleet_member_cluster")
 # Per role and module: what a later step's module names differently, or only it names (a module's action, short or FQCN).
 MODULE_SOURCES = {
     "member_join": {
@@ -55,6 +67,12 @@ MODULE_SOURCES = {
             "identity_namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)",
             "values": "member_join_kubefleet_agent_values"},
     },
+    "member_leave": {
+        "fleet_cluster": {"namespace": "fleetops_fleet_namespace (member_leave_fleet_namespace)"},
+        "fleet_registration_token": {"namespace": "fleetops_fleet_namespace (member_leave_fleet_namespace)"},
+        "kubefleet_member_identity": {"namespace": "fleetops_kubefleet_namespace (member_leave_kubefleet_identity_namespace)"},
+        "kubefleet_member_cluster": {"force_grace_period": "member_leave_kubefleet_force_grace_period"},
+    },
 }
 _LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?: ")
 
@@ -67,7 +85,11 @@ def inventory_terms(message, role, module=None):
         raise AnsibleFilterError("inventory_terms: unknown role %r; use one of %s" % (role, ", ".join(sorted(SOURCES))))
     text = str(message or "")
     match = _LEADING_OPTION.match(text)
-    sources = dict(SOURCES[role], **MODULE_SOURCES.get(role, {}).get(str(module or "").rsplit(".", 1)[-1], {}))
+    short = str(module or "").rsplit(".", 1)[-1]
+    sources = dict(SOURCES[role])
+    if short in HUB_SIDE:
+        sources.update(kubeconfig=sources["hub_kubeconfig"], context=sources["hub_context"])
+    sources.update(MODULE_SOURCES.get(role, {}).get(short, {}))
     source = sources.get(match.group("option")) if match else None
     if not source:
         return text

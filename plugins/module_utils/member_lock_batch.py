@@ -12,7 +12,8 @@ import getpass
 import socket
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
     DEFAULT_NAMESPACE, MemberLock, lease_name, take_locks,
@@ -52,7 +53,16 @@ def _readers(module, names, member=False):
     """``(readers, errors)`` of member_batch.prepare for the items named ``names`` only; connected to the member too
     when ``member`` (to read it again)."""
     items = [item for item in module.params[ITEMS] if isinstance(item, dict) and item.get("name") in names]
-    return prepare(module, items, spec=item_spec(merge(AUTH, HUB_AUTH, member_info_argument_spec())), member=member)
+    readers, errors = prepare(module, items, spec=item_spec(merge(AUTH, HUB_AUTH, member_info_argument_spec())), member=member)
+    named = []
+    for reader in readers:
+        try:  # before its Lease is named after it: the fleet managers' own rule, in their words
+            for manager in reader.backends or registry.NAMES:
+                registry.manager(manager).check_member_name(reader.name)
+            named.append(reader)
+        except ParameterError as exc:
+            errors[reader.name] = exc.message()
+    return named, errors
 
 
 def _lock(module, reader, holder):

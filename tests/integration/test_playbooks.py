@@ -470,6 +470,12 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
                      tmp_path=tmp_path, fails=True)
     assert "name (from fleetops_cluster_name" in named.output and "'Member_2' is not a valid name" in named.output
     assert named.recap.get("member2", {}).get("changed", 0) == 0 and hub.fleet_cluster("Member_2") is None
+    # The leave too, before its lock is named after the member.
+    leave = playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_cluster_name=Member_2",
+                     tmp_path=tmp_path, fails=True)
+    assert "name (from fleetops_cluster_name, or the inventory host name (member_leave_cluster_name)): 'Member_2' is not a valid" \
+        in leave.output, leave.output[-3000:]
+    assert leave.recap["member2"]["changed"] == 0
     missing = str(tmp_path / "pki" / "hub-ca.crt")
     no_ca = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_ca_file=%s" % missing,
                      tmp_path=tmp_path, fails=True)

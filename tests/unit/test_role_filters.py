@@ -194,6 +194,20 @@ def test_a_later_step_s_error_names_the_variable_behind_that_module_s_option():
     assert inventory_terms(said, "member_join", "ansible.builtin.assert") == said
 
 
+def test_a_hub_side_step_s_connection_is_the_hub_s_and_the_leave_speaks_its_own_words():
+    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    said = inventory_terms("context: context 'nope' is not in /k", "member_join", "fleetops.registration.fleet_cluster")
+    assert said.startswith("context (from the hub host's fleetops_context, or the hub credential's fleetops_hub_context "
+                           "(member_join_hub_context))")
+    assert inventory_terms("context: x", "member_join", "fleet_agent").startswith("context (from fleetops_context (member_join_context))")
+    assert inventory_terms("name: bad", "member_leave", "kubefleet_member_cluster").startswith(
+        "name (from fleetops_cluster_name, or the inventory host name (member_leave_cluster_name))")
+    assert "(from fleetops_kubefleet_namespace (member_leave_kubefleet_identity_namespace))" in inventory_terms(
+        "namespace: namespace nope does not exist on the hub", "member_leave", "kubefleet_member_identity")
+    assert "(member_leave_hub_kubeconfig)" in inventory_terms("kubeconfig: /x does not exist", "member_leave", "fleet_registration_token")
+    assert "(member_leave_kubeconfig)" in inventory_terms("kubeconfig: /x does not exist", "member_leave", "fleet_agent")
+
+
 def test_host_facts_collects_what_each_host_noted_in_order_and_skips_the_others():
     from ansible_collections.fleetops.registration.plugins.filter.host_facts import host_facts
     hostvars = {"a": {"req": {"name": "a"}}, "b": {}, "c": {"req": {"name": "c"}}}
