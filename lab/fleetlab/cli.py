@@ -33,6 +33,8 @@ def parse(argv):
                                 'start: start it again with its ports, certificates and data')
     component.add_argument('name', help='as "status --json" lists them under "components", e.g. hub/kube-apiserver '
                                         '(short: hub-apiserver), etcd, runner, member1/fleet-system/member-agent-*/member-agent')
+    rebuild = sub.add_parser('rebuild', help='make a member cluster again from nothing under the same name (a new kube-system UID)')
+    rebuild.add_argument('name', help='the member, e.g. member2')
     sub.add_parser('runner', help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -56,6 +58,9 @@ def main(argv=None):
             return {'running': 0, 'absent': 3}.get(report['status'], 1)
         if args.command == 'component':
             print(lab.component(args.action, args.name))
+            return 0
+        if args.command == 'rebuild':
+            print(lab.rebuild(args.name))
             return 0
         if args.command == 'env':
             sys.stdout.write(lab.env_exports())

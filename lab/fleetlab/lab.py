@@ -376,6 +376,17 @@ def component(action, name, paths=None):
         return labcontrol.act(paths, action, name)
 
 
+def rebuild(name, paths=None):
+    """``rebuild MEMBER``: the member cluster made again from nothing under the same name (a new kube-system UID)."""
+    from fleetlab import rebuild as labrebuild  # pylint: disable=import-outside-toplevel
+    paths = paths or LabPaths()
+    with exclusive(paths):
+        started = time.monotonic()
+        deleted = labrebuild.rebuild(paths, name, _build())
+    return '%s rebuilt: %d objects removed, API server and controller manager started again (%.1fs)' % (
+        name, deleted, time.monotonic() - started)
+
+
 def _mib(value):
     return '%5.0f MiB' % (value / 2 ** 20)
 

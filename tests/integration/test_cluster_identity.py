@@ -1,6 +1,6 @@
 """Which cluster a member is, on the lab: recorded on its hub objects at join; an inventory host pointed at another
-member's cluster, two hosts reaching one cluster, and a member whose cluster was replaced are refused before anything
-changes; ``fleetops_replace_rebuilt`` re-registers the replaced one."""
+member's cluster, two hosts reaching one cluster, and a member whose cluster was rebuilt under the same name
+(``fleetlab rebuild``) are refused before anything changes; ``fleetops_replace_rebuilt`` re-registers the rebuilt one."""
 
 import base64
 import json
@@ -14,7 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.cluster_iden
 )
 from kube_helpers import wait_for
 from modrun import run_module
-from test_playbooks import FLEET, FLEET_NS, KUBEFLEET, Hub, assert_left, playbook
+from test_playbooks import Hub, assert_left, playbook
 
 pytestmark = pytest.mark.lab
 
@@ -41,13 +41,6 @@ def overlay(tmp_path, name, **member2_vars):
     path = tmp_path / name
     path.write_text(yaml.safe_dump({"all": {"hosts": {"member2": member2_vars}}}))
     return str(path)
-
-
-def record_old_cluster(hub, uid):
-    """As if member2 had joined from another cluster, which was then rebuilt: the hub objects record that one."""
-    patch = {"metadata": {"annotations": {UID_ANNOTATION: uid}}}
-    hub.custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", "member2", patch)
-    hub.custom.patch_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", "member2", patch)
 
 
 def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request(lab_controllers, tmp_path):  # pylint: disable=too-many-locals
@@ -78,10 +71,14 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     assert "kubeconfig (from fleetops_kubeconfig" in shared.output
     assert shared.recap["member1"]["changed"] == 0 and shared.recap["member2"]["changed"] == 0
 
-    # member2's cluster was replaced since it joined: refused by default, re-registered with fleetops_replace_rebuilt
-    record_old_cluster(hub, "0b5e1f0c-0000-4000-8000-rebuilt00001")
+    # member2's cluster is rebuilt under the same name: refused by default, re-registered with fleetops_replace_rebuilt
+    lab.rebuild("member2")
+    rebuilt_uid = cluster_uid(lab, "member2")
+    assert rebuilt_uid != member2_uid
     refused = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path, fails=True)
-    assert "0b5e1f0c-0000-4000-8000-rebuilt00001 -> %s" % member2_uid in refused.output, refused.output[-3000:]
+    assert "%s -> %s" % (member2_uid, rebuilt_uid) in refused.output, refused.output[-3000:]
+    assert refused.recap["member2"]["changed"] == 0
+    member2_uid = rebuilt_uid
     core = client.CoreV1Api(lab.api_client("hub"))
     old_token = core.read_namespaced_secret(TOKEN_SECRET, "fleet-system").metadata.uid
     replaced = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_replace_rebuilt=true",

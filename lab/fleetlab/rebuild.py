@@ -1,0 +1,48 @@
+"""``rebuild MEMBER``: the member cluster made again from nothing under the same name, as a platform team rebuilds one.
+
+Its control plane stops, its keys in the shared etcd (``--etcd-prefix``) are deleted, and it starts again: a new
+``kube-system`` Namespace (a new UID), no agents, no Secrets, only what ``up`` gives a member (its CRDs). The
+runner sees the pods gone and stops the old agents. The PKI is kept, so the kubeconfig, the inventory and the clients
+the tests hold stay valid; the collection tells clusters apart by the ``kube-system`` UID, not by the CA.
+"""
+
+import base64
+import json
+import urllib.request
+
+from fleetlab import control as labcontrol
+from fleetlab import hub as labhub
+from fleetlab import state as labstate
+from fleetlab.processes import LabError
+
+CONTROL_PLANE = ('kube-controller-manager', 'kube-apiserver')
+
+
+def _b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def delete_prefix(etcd_url, prefix):
+    """Delete every key under ``prefix`` + ``/`` through etcd's JSON gateway; returns how many went."""
+    body = json.dumps({'key': _b64(prefix + '/'), 'range_end': _b64(prefix + '0')}).encode()  # '0' follows '/'
+    request = urllib.request.Request(etcd_url + '/v3/kv/deleterange', data=body, headers={'Content-Type': 'application/json'})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(json.loads(response.read()).get('deleted') or 0)
+
+
+def rebuild(paths, name, build):
+    """Rebuild the member ``name`` of the lab in ``paths``; returns the number of etcd keys removed."""
+    state = labstate.load(paths)
+    if state is None:
+        raise LabError('no lab in %s' % paths.root)
+    if (state['clusters'].get(name) or {}).get('role') != 'member':
+        raise LabError('"%s" is not a member of the lab; members: %s' % (
+            name, ', '.join(n for n, c in sorted(state['clusters'].items()) if c['role'] == 'member')))
+    for process in CONTROL_PLANE:
+        labcontrol.stop(labcontrol.resolve(state, '%s/%s' % (name, process)))
+    restarter = labcontrol.Restarter(paths, state)
+    deleted = delete_prefix(restarter.etcd.url, restarter.clusters[name].etcd_prefix)
+    for process in reversed(CONTROL_PLANE):
+        restarter.start(labcontrol.resolve(restarter.state, '%s/%s' % (name, process)))
+    labhub.prepare_member(labhub.Tools(paths, state['binaries']), restarter.clusters[name], build)
+    return deleted
