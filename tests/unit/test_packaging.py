@@ -38,3 +38,10 @@ def test_development_files_stay_out_and_the_tarball_is_small():
     tarballs = list((REPO / ".cache" / "dist").glob("fleetops-registration-*.tar.gz"))
     assert len(tarballs) == 1
     assert tarballs[0].stat().st_size < 512 * 1024, "the collection tarball grew to %d bytes" % tarballs[0].stat().st_size
+
+
+def test_test_modules_have_unique_basenames():
+    # pytest imports test modules by basename (rootdir-relative, no packages): two of one name stop the whole run at
+    # collection, as CI #2 and CI #10 of issue 19 found.
+    names = sorted(path.name for path in (REPO / "tests").rglob("test_*.py") if "output" not in path.parts)
+    assert sorted(set(names)) == names, [name for name in set(names) if names.count(name) > 1]
