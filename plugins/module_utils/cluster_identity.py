@@ -107,6 +107,18 @@ def judge(state, hub_object, live, replace_rebuilt=False):
     return state
 
 
+def claimed_clusters(hub_objects):
+    """``{uid: {member names}}`` of the clusters that hub objects (any manager's, ``{manager: {name: object}}``)
+    record."""
+    claims = {}
+    for objects in hub_objects.values():
+        for name, obj in objects.items():
+            recorded = recorded_identity(obj)
+            if recorded:
+                claims.setdefault(recorded["uid"], set()).add(name)
+    return claims
+
+
 def shared_clusters(identities):
     """``{name: [other names]}`` of members whose connections reach the same cluster; ``identities``: ``{name: identity}``."""
     by_uid = {}

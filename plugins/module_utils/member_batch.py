@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 
-from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import shared_clusters
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import claimed_clusters, shared_clusters
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo
@@ -33,6 +33,7 @@ ITEMS = "members"
 # Credentials an item cannot carry: an item is one value of the raw ``members`` option, which Ansible logs as given
 # (only whole options can be no_log), so per-member credentials come as kubeconfig files.
 SECRET_OPTIONS = ("api_key", "hub_api_key")
+SHARED_HINT = "Point each member at its own cluster (its kubeconfig and context); a cluster joins a fleet under one name"
 # Members read at once: each read is a few round trips to the member and to the hub, mostly waiting.
 WORKERS = 8
 
@@ -132,7 +133,8 @@ def prepare(module, items, spec=None, member=True):
 
 
 def list_hubs(readers):
-    """``{(hub connection, manager, namespace): {member name: hub object} or FleetOpsError}``: one LIST each."""
+    """``{(hub connection, manager, namespace): {member name: hub object} or FleetOpsError}``: one LIST each, of every
+    member the hub knows (the batch's and the others, whose recorded clusters the batch is checked against)."""
     groups = {}
     for reader in readers:
         for manager, namespace in reader.hub_reads():
@@ -141,7 +143,7 @@ def list_hubs(readers):
     listed = {}
     for key, members in groups.items():
         try:
-            listed[key] = registry.manager(key[1]).read_hub(members[0].hub(), names=[r.name for r in members], namespace=key[2])
+            listed[key] = registry.manager(key[1]).read_hub(members[0].hub(), namespace=key[2])
         except FleetOpsError as exc:
             listed[key] = exc
     return listed
@@ -163,15 +165,22 @@ def read_one(reader, listed):
         return {"name": reader.name, "error": "unexpected error: %s" % exc, "exception": traceback.format_exc()}
 
 
-def refuse_shared_clusters(members):
-    """Members whose connections reach the same cluster get an error each, before anything changes: one cluster joined
-    under two names would have one agent taken over by the other registration."""
+def refuse_shared_clusters(members, listed=None):
+    """Members whose connections reach the same cluster get an error each, before anything changes, and so does a
+    member whose cluster the hub records for another member (``listed``: list_hubs' result): one cluster joined under
+    two names would have one agent taken over by the other registration - even with replace_rebuilt."""
     identities = dict((name, result.get("identity")) for name, result in members.items())
     for name, others in shared_clusters(identities).items():
         members[name] = {"name": name, "error": ParameterError(
             "kubeconfig", "member %s reaches the same cluster as %s (kube-system Namespace UID %s)"
-            % (name, ", ".join(others), identities[name]["uid"]),
-            "Point each member at its own cluster (its kubeconfig and context); a cluster joins a fleet under one name").message()}
+            % (name, ", ".join(others), identities[name]["uid"]), SHARED_HINT).message()}
+    claims = claimed_clusters(dict(enumerate(objects for objects in (listed or {}).values() if isinstance(objects, dict))))
+    for name, identity in identities.items():
+        others = sorted(claims.get((identity or {}).get("uid"), set()) - set([name]))
+        if others and name in members and "reaches the same cluster" not in members[name].get("error", ""):
+            members[name] = {"name": name, "error": ParameterError(
+                "kubeconfig", "member %s reaches the cluster that joined as %s (kube-system Namespace UID %s)"
+                % (name, ", ".join(others), identity["uid"]), SHARED_HINT).message()}
 
 
 def read_members(module):
@@ -184,7 +193,7 @@ def read_members(module):
         results = list(pool.map(lambda reader: read_one(reader, listed), readers))
     members = dict((name, {"name": name, "error": message}) for name, message in errors.items())
     members.update((result["name"], result) for result in results)
-    refuse_shared_clusters(members)
+    refuse_shared_clusters(members, listed)
     return {
         "changed": False,
         "members": members,

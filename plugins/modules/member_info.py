@@ -123,7 +123,8 @@ options:
         kubeconfig that now reaches another cluster).
       - V(false) fails the member with what changed and how to proceed; V(true) gives the action C(reregister) (the
         role then revokes the old cluster's credentials and registers the new cluster).
-      - With O(members), two members that reach the same cluster are refused too (an C(error) each), whatever this says.
+      - With O(members), two members that reach the same cluster are refused too (an C(error) each), and so is a
+        member whose cluster the hub records for another member, whatever this says.
     type: bool
     default: false
     version_added: 0.3.0

@@ -46,7 +46,7 @@ def overlay(tmp_path, name, **member2_vars):
 def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request(lab_controllers, tmp_path):  # pylint: disable=too-many-locals
     lab, hub = lab_controllers, Hub(lab_controllers)
     member2_uid = cluster_uid(lab, "member2")
-    playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member1,member2", tmp_path=tmp_path)
     recorded = {UID_ANNOTATION: member2_uid, CA_ANNOTATION: ca_fingerprint(context_ca(lab, "member2"))}
     for obj in (hub.member_cluster("member2"), hub.fleet_cluster("member2")):
         assert {k: annotations(obj).get(k) for k in recorded} == recorded, annotations(obj)
@@ -54,14 +54,16 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     assert status["members"]["member2"]["kubefleet"]["identity"]["uid"] == member2_uid
     assert "| %s |" % member2_uid[:8] in next(line for line in status["table"] if line.startswith("member2 "))
 
-    # member2's inventory entry now reaches member1's cluster: refused, naming what differs and the variable to set
+    # member2's inventory entry now reaches member1's cluster: refused, naming the member that cluster joined as -
+    # also when the user says member2 was rebuilt, which would otherwise take member1's agents over
     wrong = overlay(tmp_path, "wrong.yml", fleetops_context="member1")
-    refused = playbook(lab, "join_cluster.yml", "-i", wrong, "--limit", "fleet-hub,member2", tmp_path=tmp_path, fails=True)
-    assert "now reaches another cluster than the one that joined" in refused.output, refused.output[-3000:]
-    assert "%s -> %s" % (member2_uid, cluster_uid(lab, "member1")) in refused.output
-    assert "replace_rebuilt (from fleetops_replace_rebuilt" in refused.output
-    assert refused.recap["member2"]["changed"] == 0
-    assert annotations(hub.member_cluster("member2"))[UID_ANNOTATION] == member2_uid
+    for extra in ([], ["-e", "fleetops_replace_rebuilt=true"]):
+        refused = playbook(lab, "join_cluster.yml", "-i", wrong, "--limit", "fleet-hub,member2", *extra, tmp_path=tmp_path, fails=True)
+        assert "kubeconfig (from fleetops_kubeconfig" in refused.output, refused.output[-3000:]
+        assert "member member2 reaches the cluster that joined as member1 (kube-system Namespace UID %s)" % (
+            cluster_uid(lab, "member1")) in refused.output, refused.output[-3000:]
+        assert refused.recap["member2"]["changed"] == 0
+        assert annotations(hub.member_cluster("member2"))[UID_ANNOTATION] == member2_uid
 
     # two hosts that reach one cluster: both refused before anything changes
     shared = playbook(lab, "join_cluster.yml", "-i", wrong, "--limit", "fleet-hub,member1,member2", "-e", KUBEFLEET_ONLY,
@@ -93,5 +95,5 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
              60, "one ClusterRegistration for member2's client ID")
     assert playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path).unchanged(["fleet-hub", "member2"])
 
-    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
-    assert_left(hub, ["member2"], [client_id])
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member1,member2", tmp_path=tmp_path)
+    assert_left(hub, ["member1", "member2"], [client_id])

@@ -100,3 +100,20 @@ def test_members_that_reach_one_cluster_each_get_an_error_naming_the_other():
     assert members["edge-4"]["error"] == "unreachable"
     # a member whose own read failed still counts: its cluster is the one edge-3 reaches
     assert "as edge-5" in members["edge-3"]["error"] and "as edge-3" in members["edge-5"]["error"]
+
+
+def test_a_member_whose_cluster_the_hub_records_for_another_member_is_refused():
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import refuse_shared_clusters
+    recorded = {"metadata": {"annotations": {"fleetops.registration/cluster-uid": "u1"}}}
+    listed = {("hub", "kubefleet", None): {"edge-1": recorded, "edge-2": {"metadata": {}}},
+              ("hub", "rancher_fleet", "fleet-default"): ParameterError("x", "not served")}
+    members = {"edge-1": {"name": "edge-1", "identity": {"uid": "u1"}},
+               "edge-2": {"name": "edge-2", "error": "replace_rebuilt: ...", "identity": {"uid": "u1"}},
+               "edge-3": {"name": "edge-3", "identity": {"uid": "u3"}}}
+    refuse_shared_clusters(members, listed)
+    assert members["edge-2"]["error"].startswith("kubeconfig: member edge-2 reaches the same cluster as edge-1")
+    members = {"edge-2": {"name": "edge-2", "error": "replace_rebuilt: ...", "identity": {"uid": "u1"}},
+               "edge-1": {"name": "edge-1", "identity": {"uid": "u1x"}}}
+    refuse_shared_clusters(members, listed)
+    assert members["edge-2"]["error"].startswith("kubeconfig: member edge-2 reaches the cluster that joined as edge-1 (kube-system")
+    assert "error" not in members["edge-1"]
