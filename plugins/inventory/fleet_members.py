@@ -201,7 +201,6 @@ cache_timeout: 300
 #   ansible-playbook -i hub.fleet_members.yml fleetops.registration.leave_cluster --limit stale
 '''
 
-import base64
 import datetime
 
 from ansible.errors import AnsibleParserError
@@ -211,8 +210,8 @@ from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
 
-from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client, member_lock
-from ansible_collections.fleetops.registration.plugins.module_utils._deps import KUBERNETES_IMPORT_ERROR, yaml
+from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client, member_lock, registry
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import KUBERNETES_IMPORT_ERROR
 
 IMPORT_ERROR = KUBERNETES_IMPORT_ERROR
 
@@ -222,8 +221,6 @@ except ImportError:  # ansible-core < 2.19 renders every string variable
     def trust_as_template(value):
         return value
 
-FLEET_CLUSTER = ("fleet.cattle.io/v1alpha1", "Cluster", "clusters", True)
-MEMBER_CLUSTER = ("cluster.kubernetes-fleet.io/v1beta1", "MemberCluster", "memberclusters", False)
 AUTH_OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key", "proxy")
 
 
@@ -247,7 +244,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 objects = self._cache[cache_key]
             except KeyError:
                 update_cache = True
-        if objects is None:
+        if objects is None or "objects" not in objects:  # nothing cached, or an older release's cache layout
+            update_cache = update_cache or objects is not None
             objects = self.read_hub()
         if update_cache:
             self._cache[cache_key] = objects
@@ -270,47 +268,32 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def read_hub(self):
         """The hub's objects this inventory is built from, JSON-ready (what the cache keeps)."""
         client = self._client()
-        managers = self.get_option("managers")
+        objects, urls = {}, {}
         try:
-            fleet = self._list_fleet(client) if mapping.RANCHER_FLEET in managers else []
-            members = self._list(client, MEMBER_CLUSTER, None) if mapping.KUBEFLEET in managers else []
-            urls = self._member_urls(client, fleet) if self.get_option("read_kubeconfig_secrets") else {}
+            for name in self.get_option("managers"):
+                manager = registry.manager(name, param="managers")
+                objects[name] = self._list(client, manager.member_resource)
+                if self.get_option("read_kubeconfig_secrets"):
+                    found, problems = manager.member_urls(client, objects[name])
+                    urls.update(found)
+                    for problem in problems:
+                        self.display.vvv("%s: %s" % (self.NAME, problem))
             locks = member_lock.live_locks(client, self.get_option("lock_namespace"))
         except (k8s_client.ApiError, k8s_client.ConnectionFailure) as exc:
             raise AnsibleParserError("%s: %s" % (self.NAME, exc.message()))
-        return {"fleet_clusters": fleet, "member_clusters": members, "member_urls": urls, "locks": locks}
+        return {"objects": objects, "member_urls": urls, "locks": locks}
 
-    def _list_fleet(self, client):
-        namespaces = self.get_option("fleet_namespaces") or [None]
-        return [obj for namespace in namespaces for obj in self._list(client, FLEET_CLUSTER, namespace)]
-
-    def _list(self, client, kind, namespace):
-        resource = k8s_client.Resource(kind[0], kind[1], kind[2], namespaced=kind[3])
+    def _list(self, client, resource):
+        """A manager's member objects (in each of ``fleet_namespaces`` when they are namespaced); none, with a warning,
+        when the hub does not serve them."""
+        namespaces = (self.get_option("fleet_namespaces") or [None]) if resource.namespaced else [None]
         try:
-            items = client.list(resource, namespace=namespace)
+            items = [item for namespace in namespaces for item in client.list(resource, namespace=namespace)]
         except k8s_client.NotFoundError:
             self.display.warning("%s: the hub does not serve %s (%s); its members are not listed"
-                                 % (self.NAME, kind[2], kind[0]))
+                                 % (self.NAME, resource.plural, resource.api_version))
             return []
         return [mapping.strip_object(item) for item in items]
-
-    def _member_urls(self, client, fleet_clusters):
-        """``namespace/name`` -> the member's API server URL from imported clusters' kubeconfig Secrets."""
-        urls = {}
-        for obj in fleet_clusters:
-            metadata = obj.get("metadata") or {}
-            secret_name = (obj.get("spec") or {}).get("kubeConfigSecret")
-            if not secret_name:
-                continue
-            try:
-                secret = client.get(k8s_client.SECRET, secret_name, metadata.get("namespace"))
-            except k8s_client.ApiError as exc:
-                self.display.vvv("%s: no member URL for %s: %s" % (self.NAME, metadata.get("name"), exc.msg))
-                continue
-            url = member_url_from_secret(secret)
-            if url:
-                urls["%s/%s" % (metadata.get("namespace"), metadata.get("name"))] = url
-        return urls
 
     # -- the inventory ------------------------------------------------------------------------------------------------
 
@@ -319,10 +302,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         stale_after = dict(mapping.DEFAULT_STALE_AFTER, **(self.get_option("stale_after") or {}))
         unknown = sorted(set(stale_after) - set(mapping.MANAGERS))
         if unknown:
-            raise AnsibleParserError("%s: stale_after has unknown managers %s; use rancher_fleet and kubefleet"
-                                     % (self.NAME, ", ".join(unknown)))
-        hosts = mapping.build_hosts(objects.get("fleet_clusters") or [], objects.get("member_clusters") or [], now,
-                                    link_label=self.get_option("link_label"), stale_after=stale_after,
+            raise AnsibleParserError("%s: stale_after has unknown managers %s; use %s"
+                                     % (self.NAME, ", ".join(unknown), " or ".join(mapping.MANAGERS)))
+        hosts = mapping.build_hosts(objects["objects"], now, link_label=self.get_option("link_label"), stale_after=stale_after,
                                     member_urls=objects.get("member_urls"), locks=objects.get("locks"))
         for group in (mapping.MEMBERS_GROUP, mapping.HUB_GROUP) + mapping.MANAGERS + mapping.HEALTH_STATES:
             self.inventory.add_group(group)
@@ -360,16 +342,3 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             return {}
         return {"ansible_connection": "local",
                 "ansible_python_interpreter": trust_as_template("{{ ansible_playbook_python }}")}
-
-
-def member_url_from_secret(secret):
-    """The member API server URL in an imported Fleet cluster's kubeconfig Secret (``apiServerURL`` key or the kubeconfig)."""
-    data = (secret or {}).get("data") or {}
-    try:
-        if data.get("apiServerURL"):
-            return base64.b64decode(data["apiServerURL"]).decode("utf-8").strip() or None
-        if data.get("value"):
-            return mapping.server_from_kubeconfig(yaml.safe_load(base64.b64decode(data["value"]).decode("utf-8")))
-    except (ValueError, TypeError, yaml.YAMLError):
-        return None
-    return None

@@ -68,15 +68,32 @@ class MemberState:
         }
 
 
+def object_key(obj):
+    """``namespace/name`` of an API object (``None/name`` for a cluster-scoped one)."""
+    metadata = (obj or {}).get("metadata") or {}
+    return "%s/%s" % (metadata.get("namespace"), metadata.get("name"))
+
+
+def removed_text(pairs):
+    """What a leave removed, from ``(what, done)`` pairs, for its summary line."""
+    return ", ".join(name for name, done in pairs if done) or "nothing left to remove"
+
+
 class FleetManager:
     """The interface. Subclasses set the class attributes and implement every method."""
 
     name = None            # as users write it in fleetops_backends
     title = None           # as users read it in messages
     group_version = None   # the API group version of its hub objects
+    member_resource = None  # the k8s_client.Resource of its member object on the hub (one per member)
     hub_resources = ()     # plural resource names the collection uses on the hub
     controller = None      # (namespace, Deployment name) of its usual hub controller
     install_hint = None    # how to get the API served, for a preflight failure
+    # The names the member_join role registers (hub-side member object, agent) and the member_leave role registers
+    # ({step: name}) this manager's step results under, and how filter/summaries.py words its part of a join summary.
+    join_results = ()
+    leave_results = {}
+    summary_shape = None
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):
         """``{member name: hub object}`` for the named members (all when None), in as few LISTs as possible.
@@ -120,6 +137,24 @@ class FleetManager:
         nothing behind keeps this default.
         """
         return []
+
+    def host_view(self, hub_object, now, stale_after=None, member_url=None):
+        """The ``fleet_members`` inventory's view of one member (its ``fleetops_<manager>`` host variable): at least
+        ``manager``, ``name``, ``labels``, ``last_seen``, ``heartbeat_age_seconds``, ``joined``, ``healthy`` (True,
+        False or None), ``stale`` (by ``stale_problem``), ``leaving`` and ``identity``."""
+        raise NotImplementedError
+
+    def host_variables(self, host_view):
+        """Host variables only this manager sets, from its host view."""
+        return {}
+
+    def member_urls(self, hub, hub_objects):
+        """``({namespace/name: member API server URL}, [problems])`` the hub knows for some members (imported ones)."""
+        return {}, []
+
+    def leave_summary(self, results):
+        """``(summary, line)`` of one member's leave from the role's step results (``leave_results``)."""
+        raise NotImplementedError
 
     def status_row(self, hub_view):
         """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view.

@@ -171,6 +171,17 @@ def kubeconfig_entries(config, context=None):
         return None
 
 
+def server_from_kubeconfig(config):
+    """The API server URL of a kubeconfig mapping's current context (or its only cluster), or None."""
+    if not isinstance(config, dict):
+        return None
+    entries = kubeconfig_entries(config)
+    if entries is not None:
+        return entries[0].get("server")
+    clusters = [c.get("cluster") or {} for c in config.get("clusters") or [] if isinstance(c, dict)]
+    return clusters[0].get("server") if len(clusters) == 1 else None
+
+
 def kubeconfig_token(config, context=None):
     """The bearer token of the context's user (inline ``token``), or None."""
     entries = kubeconfig_entries(config, context)

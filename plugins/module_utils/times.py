@@ -56,6 +56,13 @@ def age_seconds(text, now=None):
     return int(((now or utcnow()) - when).total_seconds())
 
 
+def contact_age_seconds(text, now=None):
+    """Whole seconds since a member's last contact, never negative (a member's clock may run ahead of this one's),
+    or None when there was none or it does not parse."""
+    age = age_seconds(text, now)
+    return None if age is None else max(0, age)
+
+
 def format_time(value):
     """An aware datetime as the API writes it (``2026-01-02T03:04:05Z``)."""
     return value.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

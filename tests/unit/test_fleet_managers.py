@@ -8,13 +8,17 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 
-OPTIONAL = ["tidy_hub"]  # has a default: a manager that leaves nothing on the hub keeps it
+# Have a default: a manager that leaves nothing on the hub, sets no host variable of its own or knows no member's URL
+# keeps it.
+OPTIONAL = ["tidy_hub", "host_variables", "member_urls"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL]
-ATTRIBUTES = ["name", "title", "group_version", "hub_resources", "controller", "install_hint"]
+ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resources", "controller", "install_hint", "join_results",
+              "leave_results", "summary_shape"]
 
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
-    assert sorted(METHODS) == ["check_member_name", "decide", "hub_view", "member_view", "read_hub", "stale_problem", "status_row"]
+    assert sorted(METHODS) == ["check_member_name", "decide", "host_view", "hub_view", "leave_summary", "member_view", "read_hub",
+                               "stale_problem", "status_row"]
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

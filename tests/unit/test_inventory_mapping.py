@@ -7,9 +7,15 @@ import pytest
 import yaml
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as m
-from ansible_collections.fleetops.registration.plugins.inventory.fleet_members import member_url_from_secret
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import server_from_kubeconfig
+from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import member_url_from_secret
 
 NOW = datetime.datetime(2026, 11, 23, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def hosts_of(fleet_clusters, member_clusters, *args, **kwargs):
+    return m.build_hosts({"rancher_fleet": fleet_clusters, "kubefleet": member_clusters}, *args, **kwargs)
 
 
 def ago(seconds):
@@ -49,8 +55,8 @@ def member_cluster(name, heartbeat=None, joined="True", healthy="True", labels=N
 
 
 def test_a_member_both_managers_know_by_name_is_one_host_in_both_manager_groups():
-    hosts = m.build_hosts([fleet_cluster("edge-01", last_seen=ago(30), labels={"env": "prod"})],
-                          [member_cluster("edge-01", heartbeat=ago(20), labels={"region": "eu"})], NOW)
+    hosts = hosts_of([fleet_cluster("edge-01", last_seen=ago(30), labels={"env": "prod"})],
+                     [member_cluster("edge-01", heartbeat=ago(20), labels={"region": "eu"})], NOW)
     assert list(hosts) == ["edge-01"]
     host = hosts["edge-01"]
     assert host["groups"] == ["members", "rancher_fleet", "kubefleet", "healthy"]
@@ -69,7 +75,7 @@ def test_a_member_both_managers_know_by_name_is_one_host_in_both_manager_groups(
 
 
 def test_members_of_one_manager_only_join_only_its_group():
-    hosts = m.build_hosts([fleet_cluster("f-only", last_seen=ago(1))], [member_cluster("k-only", heartbeat=ago(1))], NOW)
+    hosts = hosts_of([fleet_cluster("f-only", last_seen=ago(1))], [member_cluster("k-only", heartbeat=ago(1))], NOW)
     assert hosts["f-only"]["groups"] == ["members", "rancher_fleet", "healthy"]
     assert hosts["k-only"]["groups"] == ["members", "kubefleet", "healthy"]
     assert hosts["k-only"]["vars"]["fleetops_rancher_fleet"] is None
@@ -77,19 +83,19 @@ def test_members_of_one_manager_only_join_only_its_group():
 
 
 def test_link_label_joins_differently_named_objects_and_leaves_the_cluster_name_unset():
-    hosts = m.build_hosts([fleet_cluster("cluster-8f2a", last_seen=ago(1), labels={"site": "edge-07"})],
-                          [member_cluster("edge07-kf", heartbeat=ago(1), labels={"site": "edge-07"})], NOW, link_label="site")
+    hosts = hosts_of([fleet_cluster("cluster-8f2a", last_seen=ago(1), labels={"site": "edge-07"})],
+                     [member_cluster("edge07-kf", heartbeat=ago(1), labels={"site": "edge-07"})], NOW, link_label="site")
     assert list(hosts) == ["edge-07"]
     assert hosts["edge-07"]["vars"]["fleetops_managers"] == ["rancher_fleet", "kubefleet"]
     assert "fleetops_cluster_name" not in hosts["edge-07"]["vars"]
     # without the label the same objects are two hosts
-    assert sorted(m.build_hosts([fleet_cluster("cluster-8f2a", last_seen=ago(1))], [member_cluster("edge07-kf")], NOW)) == \
+    assert sorted(hosts_of([fleet_cluster("cluster-8f2a", last_seen=ago(1))], [member_cluster("edge07-kf")], NOW)) == \
         ["cluster-8f2a", "edge07-kf"]
 
 
 def test_same_fleet_name_in_two_namespaces_gives_two_hosts_named_by_namespace():
-    hosts = m.build_hosts([fleet_cluster("a", namespace="fleet-default", last_seen=ago(1)),
-                           fleet_cluster("a", namespace="fleet-local", last_seen=ago(1))], [], NOW)
+    hosts = hosts_of([fleet_cluster("a", namespace="fleet-default", last_seen=ago(1)),
+                     fleet_cluster("a", namespace="fleet-local", last_seen=ago(1))], [], NOW)
     assert sorted(hosts) == ["fleet-default.a", "fleet-local.a"]
     assert hosts["fleet-local.a"]["vars"]["fleetops_fleet_namespace"] == "fleet-local"
 
@@ -108,7 +114,7 @@ def test_same_fleet_name_in_two_namespaces_gives_two_hosts_named_by_namespace():
     ({"last_seen": None}, {"heartbeat": ago(1), "deleting": True}, "leaving"),
 ])
 def test_health_is_the_worst_state_of_any_manager(fleet_kwargs, member_kwargs, expected):
-    hosts = m.build_hosts([fleet_cluster("x", **fleet_kwargs)], [member_cluster("x", **member_kwargs)], NOW)
+    hosts = hosts_of([fleet_cluster("x", **fleet_kwargs)], [member_cluster("x", **member_kwargs)], NOW)
     assert hosts["x"]["vars"]["fleetops_health"] == expected
     assert hosts["x"]["groups"][-1] == expected
     assert hosts["x"]["vars"]["fleetops_healthy"] is (expected == "healthy")
@@ -116,26 +122,26 @@ def test_health_is_the_worst_state_of_any_manager(fleet_kwargs, member_kwargs, e
 
 def test_stale_after_is_per_manager_and_configurable():
     objects = ([fleet_cluster("x", last_seen=ago(600))], [member_cluster("x", heartbeat=ago(100))])
-    assert m.build_hosts(*objects, now=NOW)["x"]["vars"]["fleetops_stale"] is False
-    hv = m.build_hosts(*objects, now=NOW, stale_after={"rancher_fleet": 300})["x"]["vars"]
+    assert hosts_of(*objects, now=NOW)["x"]["vars"]["fleetops_stale"] is False
+    hv = hosts_of(*objects, now=NOW, stale_after={"rancher_fleet": 300})["x"]["vars"]
     assert hv["fleetops_stale"] is True and hv["fleetops_rancher_fleet"]["stale"] and not hv["fleetops_kubefleet"]["stale"]
 
 
 def test_a_member_a_run_is_changing_shows_that_run_until_its_lock_expires():
     lock = {"holder": "k3v9x0a7qp", "by": "AWX job 42", "since": "t0", "expires": "2030-01-01T00:00:00Z"}
     gone = dict(lock, expires="2000-01-01T00:00:00Z")  # read into the cache long ago
-    hosts = m.build_hosts([fleet_cluster("a", last_seen=ago(1)), fleet_cluster("b", last_seen=ago(1))],
-                          [member_cluster("c")], NOW, locks={"a": lock, "b": gone, "c": lock})
+    hosts = hosts_of([fleet_cluster("a", last_seen=ago(1)), fleet_cluster("b", last_seen=ago(1))],
+                     [member_cluster("c")], NOW, locks={"a": lock, "b": gone, "c": lock})
     assert hosts["a"]["vars"]["fleetops_lock"] == lock and hosts["c"]["vars"]["fleetops_lock"] == lock
     assert hosts["b"]["vars"]["fleetops_lock"] is None
-    assert m.build_hosts([fleet_cluster("a", last_seen=ago(1))], [], NOW)["a"]["vars"]["fleetops_lock"] is None
+    assert hosts_of([fleet_cluster("a", last_seen=ago(1))], [], NOW)["a"]["vars"]["fleetops_lock"] is None
 
 
 def test_member_url_comes_from_the_imported_clusters_secret_only():
-    hosts = m.build_hosts([fleet_cluster("imp", last_seen=ago(1), secret="imp-kubeconfig")], [], NOW,
-                          member_urls={"fleet-default/imp": "https://imp:6443"})
+    hosts = hosts_of([fleet_cluster("imp", last_seen=ago(1), secret="imp-kubeconfig")], [], NOW,
+                     member_urls={"fleet-default/imp": "https://imp:6443"})
     assert hosts["imp"]["vars"]["fleetops_member_api_server_url"] == "https://imp:6443"
-    assert m.build_hosts([fleet_cluster("imp", last_seen=ago(1))], [], NOW)["imp"]["vars"]["fleetops_member_api_server_url"] is None
+    assert hosts_of([fleet_cluster("imp", last_seen=ago(1))], [], NOW)["imp"]["vars"]["fleetops_member_api_server_url"] is None
 
 
 def _secret(**data):
@@ -155,20 +161,22 @@ def test_member_url_from_secret_prefers_the_override_key_and_never_returns_crede
 
 
 def test_server_from_kubeconfig_without_current_context_uses_the_only_cluster():
-    assert m.server_from_kubeconfig({"clusters": [{"name": "c", "cluster": {"server": "https://c"}}]}) == "https://c"
-    assert m.server_from_kubeconfig({"clusters": [{"name": "c", "cluster": {"server": "https://c"}},
-                                                  {"name": "d", "cluster": {"server": "https://d"}}]}) is None
-    assert m.server_from_kubeconfig("text") is None
+    assert server_from_kubeconfig({"clusters": [{"name": "c", "cluster": {"server": "https://c"}}]}) == "https://c"
+    assert server_from_kubeconfig({"clusters": [{"name": "c", "cluster": {"server": "https://c"}},
+                                  {"name": "d", "cluster": {"server": "https://d"}}]}) is None
+    assert server_from_kubeconfig("text") is None
 
 
 def test_timestamps_with_fractions_and_offsets_parse_and_garbage_does_not():
-    assert m.parse_timestamp("2026-11-23T11:59:00.123456Z") == NOW - datetime.timedelta(seconds=60) + datetime.timedelta(microseconds=123456)
-    assert m.parse_timestamp("2026-11-23T11:59:00+00:00") == NOW - datetime.timedelta(seconds=60)
-    assert m.parse_timestamp("2026-11-23T13:59:00+02:00") == NOW - datetime.timedelta(seconds=60)  # an offset, not garbage
-    assert m.age_seconds("2026-11-23T13:59:00+02:00", NOW) == 60
-    assert m.parse_timestamp("yesterday") is None and m.parse_timestamp("") is None
-    assert m.age_seconds(None, NOW) is None
-    assert m.age_seconds("2026-11-23T12:00:30Z", NOW) == 0  # clock skew never gives a negative age
+    assert parse_time("2026-11-23T11:59:00.123456Z") == NOW - datetime.timedelta(seconds=60) + datetime.timedelta(microseconds=123456)
+    assert parse_time("2026-11-23T11:59:00+00:00") == NOW - datetime.timedelta(seconds=60)
+    assert parse_time("2026-11-23T13:59:00+02:00") == NOW - datetime.timedelta(seconds=60)  # an offset, not garbage
+    assert contact_age_seconds("2026-11-23T13:59:00+02:00", NOW) == 60
+    assert parse_time("yesterday") is None and parse_time("") is None
+    assert contact_age_seconds(None, NOW) is None
+    assert contact_age_seconds("2026-11-23T12:00:30Z", NOW) == 0  # clock skew never gives a negative age
+    ahead = hosts_of([fleet_cluster("x", last_seen="2026-11-23T12:00:30Z")], [member_cluster("x", heartbeat="2026-11-23T12:00:30Z")], NOW)
+    assert ahead["x"]["vars"]["fleetops_heartbeat_age_seconds"] == {"rancher_fleet": 0, "kubefleet": 0}
 
 
 def test_cache_copy_drops_managed_fields_and_annotations_but_keeps_status():
@@ -186,12 +194,14 @@ def test_cache_copy_drops_managed_fields_and_annotations_but_keeps_status():
     (fleet_cluster("e", last_seen=ago(30)), member_cluster("e", heartbeat=ago(20), healthy="False", on_agent=True), "unhealthy"),
     (fleet_cluster("e", last_seen=ago(30), ready="False"), member_cluster("e", heartbeat=ago(20)), "unhealthy"),
     (fleet_cluster("e"), member_cluster("e", heartbeat=None, joined="False"), "not_joined"),
+    (fleet_cluster("e", last_seen=ago(30)), member_cluster("e", heartbeat=None), "stale"),  # joined, no heartbeat time
+    (fleet_cluster("e", last_seen="yesterday"), member_cluster("e", heartbeat=ago(20)), "stale"),  # unreadable check-in
 ])
 def test_the_inventory_and_fleet_status_judge_health_alike(fleet, member, health):
     """One staleness and health rule per manager (FleetManager.stale_problem): the inventory's fleetops_health and
     fleet_status's rows (state, healthy) of the same hub objects agree."""
     from ansible_collections.fleetops.registration.plugins.module_utils import registry
-    hosts = m.build_hosts([fleet], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
+    hosts = hosts_of([fleet], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
     assert hosts["e"]["vars"]["fleetops_health"] == health
     rows = [registry.manager(name).status_row(registry.manager(name).hub_view(obj, NOW))
             for name, obj in (("rancher_fleet", fleet), ("kubefleet", member))]
@@ -203,7 +213,7 @@ def test_the_inventory_and_fleet_status_judge_health_alike(fleet, member, health
 def test_a_shorter_heartbeat_period_makes_a_kubefleet_member_stale_sooner_in_both():
     member = member_cluster("e", heartbeat=ago(40))
     member["spec"]["heartbeatPeriodSeconds"] = 10
-    hosts = m.build_hosts([], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
+    hosts = hosts_of([], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
     assert hosts["e"]["vars"]["fleetops_health"] == "stale"
     from ansible_collections.fleetops.registration.plugins.module_utils import registry
     kubefleet = registry.manager("kubefleet")
@@ -214,5 +224,5 @@ def test_a_host_shows_which_cluster_each_manager_recorded():
     recorded = {"fleetops.registration/cluster-uid": "6f1c2a9e", "fleetops.registration/cluster-ca-sha256": "ab" * 32}
     fleet = fleet_cluster("edge-01", last_seen=ago(30))
     fleet["metadata"]["annotations"] = recorded
-    hv = m.build_hosts([fleet], [member_cluster("edge-01", heartbeat=ago(20))], NOW)["edge-01"]["vars"]
+    hv = hosts_of([fleet], [member_cluster("edge-01", heartbeat=ago(20))], NOW)["edge-01"]["vars"]
     assert hv["fleetops_cluster_identity"] == {"rancher_fleet": {"uid": "6f1c2a9e", "ca_sha256": "ab" * 32}, "kubefleet": None}

@@ -22,22 +22,22 @@ def stamp(seconds_ago):
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-HUB = {
-    "fleet_clusters": [
+HUB = {"objects": {
+    "rancher_fleet": [
         {"metadata": {"name": "edge-01", "namespace": "fleet-default", "labels": {"env": "prod"}},
          "spec": {"clientID": "a" * 64}, "status": {"agent": {"lastSeen": stamp(10)},
                                                     "conditions": [{"type": "Ready", "status": "True"}]}},
         {"metadata": {"name": "edge-02", "namespace": "fleet-default", "labels": {"env": "dev"}},
          "spec": {"clientID": "b" * 64}, "status": {}},
     ],
-    "member_clusters": [
+    "kubefleet": [
         {"metadata": {"name": "edge-01", "labels": {"env": "prod"}}, "spec": {"heartbeatPeriodSeconds": 60},
          "status": {"conditions": [{"type": "Joined", "status": "True"}],
                     "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(5)}]}},
         {"metadata": {"name": "edge-03"}, "spec": {},
          "status": {"conditions": [{"type": "Joined", "status": "True"}],
                     "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(900)}]}},
-    ],
+    ]},
     "member_urls": {},
 }
 

@@ -27,11 +27,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import describe_member, member_agent_status
-
-# A heartbeat older than this many periods means the member agent has gone quiet.
-STALE_HEARTBEAT_PERIODS = 3
-DEFAULT_HEARTBEAT_PERIOD = 60
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
+    heartbeat_problem,
+)
 
 # Options member_view reads from the caller's params: ``kubefleet_<key>`` first (a module serving several
 # managers), then ``<key>`` (kubefleet_member_agent's own names), then the default.
@@ -60,20 +59,6 @@ def values_cover(live, wanted):
         elif (live or {}).get(key) != value:
             return False
     return True
-
-
-def heartbeat_problem(view, stale_after=None):
-    """Why the hub's last heartbeat from the member agent is too old (None when it is fresh or there is none)."""
-    age = view.get("heartbeat_age_seconds")
-    if age is None:
-        return None
-    period = view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
-    if age > STALE_HEARTBEAT_PERIODS * period:
-        return "the member agent's last heartbeat is %ds old, more than %d x heartbeatPeriodSeconds (%ds)" % (
-            age, STALE_HEARTBEAT_PERIODS, period)
-    if stale_after and age > stale_after:
-        return "the member agent's last heartbeat is %ds old, more than stale_after (%ds)" % (age, stale_after)
-    return None
 
 
 def _join_reasons(name, hub):
@@ -156,6 +141,10 @@ class KubeFleet(FleetManager):
     name = "kubefleet"
     title = "KubeFleet"
     group_version = GROUP_VERSION
+    join_results = views.JOIN_RESULTS
+    leave_results = views.LEAVE_RESULTS
+    summary_shape = views.SUMMARY_SHAPE
+    member_resource = MEMBER_CLUSTER
     hub_resources = ("memberclusters", "internalmemberclusters")
     controller = (KUBEFLEET_SYSTEM_NAMESPACE, HUB_AGENT)
     install_hint = "apply KubeFleet's hub CRDs and install the hub-agent chart on the hub"
@@ -171,18 +160,10 @@ class KubeFleet(FleetManager):
         return found
 
     def hub_view(self, hub_object, now=None):
-        if hub_object is None:
-            return None
-        member = describe_member(hub_object, now)
-        agent = [a for a in member["agents"] if a["type"] == "MemberAgent"]
-        agent = agent[0] if agent else {}
-        view = dict((key, member[key]) for key in (
-            "name", "labels", "identity", "joined", "healthy", "ready_to_join", "heartbeat_period_seconds", "leaving"))
-        view["agent_joined"] = agent.get("joined")
-        view["heartbeat"] = member_agent_status(hub_object).get("lastReceivedHeartbeat") or None
-        view["heartbeat_age_seconds"] = agent.get("heartbeat_age_seconds")
-        view["heartbeat_stale"] = heartbeat_problem(view) is not None
-        return view
+        return views.hub_view(hub_object, now)
+
+    def host_view(self, hub_object, now, stale_after=None, member_url=None):
+        return views.host_view(hub_object, now, stale_after)
 
     def member_view(self, member, hub, params):
         """The member's side; never holds the token (``credential.accepted`` says whether the hub takes it)."""
@@ -239,6 +220,9 @@ class KubeFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return heartbeat_problem(hub_view or {}, stale_after)
+
+    def leave_summary(self, results):
+        return views.leave_summary(results)
 
     def check_member_name(self, name, param="name"):
         validate_member_name(name, param)

@@ -7,16 +7,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import removed_text
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
-from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import member_namespace
 
 
 def heartbeat_age(timestamp, now=None):
     """Whole seconds since ``timestamp`` (None if there was no heartbeat)."""
-    age = age_seconds(timestamp, now)
-    return None if age is None else max(0, age)
+    return contact_age_seconds(timestamp, now)
 
 
 def _tri(status):
@@ -49,6 +50,26 @@ def member_healthy(obj):
     if not healthy:
         healthy = _find(member_agent_status(obj).get("conditions"), "Healthy")
     return _tri(healthy.get("status"))
+
+
+# A heartbeat older than this many periods means the member agent has gone quiet.
+STALE_HEARTBEAT_PERIODS = 3
+DEFAULT_HEARTBEAT_PERIOD = 60
+
+
+def heartbeat_problem(view, stale_after=None):
+    """Why the hub's last heartbeat from the member agent is too old, or missing from a joined member whose time
+    cannot be read (None when it is fresh, or the member never joined): KubeFleet's one staleness rule."""
+    age = view.get("heartbeat_age_seconds")
+    if age is None:
+        return "the member agent is joined but the hub has no readable time of its last heartbeat" if view.get("joined") is True else None
+    period = view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
+    if age > STALE_HEARTBEAT_PERIODS * period:
+        return "the member agent's last heartbeat is %ds old, more than %d x heartbeatPeriodSeconds (%ds)" % (
+            age, STALE_HEARTBEAT_PERIODS, period)
+    if stale_after and age > stale_after:
+        return "the member agent's last heartbeat is %ds old, more than stale_after (%ds)" % (age, stale_after)
+    return None
 
 
 def member_agent_heartbeat(obj):
@@ -105,6 +126,35 @@ def describe_member(obj, now=None):
     }
 
 
+def hub_view(obj, now=None):
+    """The plain facts the hub knows of one member's MemberCluster (None when there is none)."""
+    if obj is None:
+        return None
+    member = describe_member(obj, now)
+    agent = [a for a in member["agents"] if a["type"] == "MemberAgent"]
+    agent = agent[0] if agent else {}
+    view = dict((key, member[key]) for key in (
+        "name", "labels", "identity", "joined", "healthy", "ready_to_join", "heartbeat_period_seconds", "leaving"))
+    view["agent_joined"] = agent.get("joined")
+    view["heartbeat"] = member_agent_heartbeat(obj)
+    view["heartbeat_age_seconds"] = agent.get("heartbeat_age_seconds")
+    view["heartbeat_stale"] = heartbeat_problem(view) is not None
+    return view
+
+
+def host_view(obj, now, stale_after=None):
+    """The fleet_members inventory's view of one MemberCluster (``FleetManager.host_view``)."""
+    view = hub_view(obj, now)
+    joined = view["joined"] is True
+    return {
+        "manager": "kubefleet", "name": view["name"], "labels": view["labels"], "last_seen": view["heartbeat"],
+        "heartbeat_age_seconds": view["heartbeat_age_seconds"], "heartbeat_period_seconds": view["heartbeat_period_seconds"],
+        "joined": joined, "healthy": view["healthy"], "stale": joined and heartbeat_problem(view, stale_after) is not None,
+        "leaving": view["leaving"], "ready_to_join": view["ready_to_join"],
+        "properties": (obj.get("status") or {}).get("properties") or {}, "identity": recorded_identity(obj),
+    }
+
+
 def joined_with_heartbeat(obj):
     """The MemberCluster is Joined=True and its member agent has sent a heartbeat."""
     return PREDICATES["member_joined"](obj) and bool(member_agent_heartbeat(obj))
@@ -128,3 +178,26 @@ def label_selector(labels=None, selector=None):
     if selector:
         parts.append(selector.strip())
     return ",".join(p for p in parts if p) or None
+
+
+# -- the roles' summaries (filter/summaries.py) -------------------------------------------------------------------------
+
+# The member_join and member_leave roles register this manager's step results under these names.
+JOIN_RESULTS = ("member_join__kf_cluster", "member_join__kf_agent")
+LEAVE_RESULTS = {"member_cluster": "member_leave__kf_cluster", "agent": "member_leave__kf_agent", "identity": "member_leave__kf_identity"}
+
+SUMMARY_SHAPE = {"object": ("member_cluster", lambda state, view: state.get("name")), "view": "member",
+                 "contact": ("joined", "joined"), "health": ("healthy", "healthy"), "changed_agent": "installed/updated",
+                 "extra": lambda view: {}}
+
+
+def leave_summary(results):
+    """``(summary, line)`` of a leave from the role's step results (``LEAVE_RESULTS``)."""
+    member_cluster, agent, identity = (results.get(k) or {} for k in ("member_cluster", "agent", "identity"))
+    forced = member_cluster.get("forced") or []
+    summary = {"member_cluster_removed": bool(member_cluster.get("changed")), "forced": forced,
+               "agent_removed": bool(agent.get("changed")), "identity_removed": bool(identity.get("changed")),
+               "removed_leases": agent.get("removed_leases") or []}
+    line = "kubefleet removed: " + removed_text([("MemberCluster", member_cluster.get("changed")), ("agent", agent.get("changed")),
+                                                 ("identity", identity.get("changed"))])
+    return summary, line + (" (forced: %s)" % ", ".join(forced) if forced else "")

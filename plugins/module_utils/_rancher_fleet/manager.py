@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState, object_key
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
@@ -80,6 +82,10 @@ class RancherFleet(FleetManager):
     name = "rancher_fleet"
     title = "Rancher Fleet"
     group_version = API_VERSION
+    join_results = views.JOIN_RESULTS
+    leave_results = views.LEAVE_RESULTS
+    summary_shape = views.SUMMARY_SHAPE
+    member_resource = CLUSTER
     hub_resources = ("clusters", "clusterregistrationtokens", "clusterregistrations")
     controller = ("cattle-fleet-system", "fleet-controller")
     install_hint = ("Install Rancher Fleet on the hub: helm install fleet-crd then fleet (charts from "
@@ -139,8 +145,34 @@ class RancherFleet(FleetManager):
     def status_row(self, hub_view):
         return views.status_row(hub_view)
 
+    def host_view(self, hub_object, now, stale_after=None, member_url=None):
+        return views.host_view(hub_object, now, stale_after, member_url)
+
+    def host_variables(self, host_view):
+        return views.host_variables(host_view)
+
+    def member_urls(self, hub, hub_objects):
+        """The API server URLs of imported members, from each Cluster's kubeConfigSecret (never more of it)."""
+        urls, problems = {}, []
+        for obj in hub_objects:
+            metadata = obj.get("metadata") or {}
+            secret_name = (obj.get("spec") or {}).get("kubeConfigSecret")
+            if not secret_name:
+                continue
+            try:
+                url = views.member_url_from_secret(hub.get(SECRET, secret_name, metadata.get("namespace")))
+            except ApiError as exc:
+                problems.append("no member URL for %s: %s" % (metadata.get("name"), exc.msg))
+                continue
+            if url:
+                urls[object_key(obj)] = url
+        return urls, problems
+
     def stale_problem(self, hub_view, stale_after=None):
         return views.stale_problem(hub_view, stale_after)
+
+    def leave_summary(self, results):
+        return views.leave_summary(results)
 
     def check_member_name(self, name, param="name"):
         validate_name(name, param)

@@ -7,8 +7,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import removed_text
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
-from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import server_from_kubeconfig
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
+from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds
 
 
 def cluster_summary(obj):
@@ -70,9 +76,9 @@ def hub_view(obj, now=None):
         return None
     summary = cluster_summary(obj)
     view = dict((key, summary[key]) for key in (
-        "name", "namespace", "labels", "client_id", "last_seen", "checked_in", "ready", "ready_message", "state",
+        "name", "namespace", "labels", "client_id", "last_seen", "checked_in", "ready", "ready_status", "ready_message", "state",
         "bundles_ready", "api_server_url", "deleting"))
-    view["seen_age_seconds"] = age_seconds(summary["last_seen"], now)
+    view["seen_age_seconds"] = contact_age_seconds(summary["last_seen"], now)
     view["cluster_namespace"] = summary["cluster_namespace"]
     problem = obj.get(NAMESPACE_PROBLEM)
     view["cluster_namespace_problem"] = list(problem) if problem else None
@@ -84,12 +90,55 @@ DEFAULT_STALE_AFTER = 3600
 
 
 def stale_problem(view, stale_after=None):
-    """Why the agent's last check-in is too old (None when fresh, never checked in, or ``stale_after`` is 0)."""
+    """Why the agent's last check-in is too old, or unreadable (None when fresh, never checked in, or ``stale_after``
+    is 0): Rancher Fleet's one staleness rule."""
     limit = DEFAULT_STALE_AFTER if stale_after is None else int(stale_after)
     age = (view or {}).get("seen_age_seconds")
-    if not (view or {}).get("checked_in") or age is None or stale_after == 0 or age <= limit:
+    if not (view or {}).get("checked_in") or stale_after == 0:
+        return None
+    if age is None:
+        return "the agent's last check-in time (%s) cannot be read" % view.get("last_seen")
+    if age <= limit:
         return None
     return "the agent last checked in %ds ago, more than stale_after (%ds)" % (age, limit)
+
+
+def host_view(obj, now, stale_after=None, member_url=None):
+    """The fleet_members inventory's view of one Cluster (``FleetManager.host_view``); ``member_url``: the member's API
+    server URL the hub knows (an imported cluster's kubeconfig Secret)."""
+    view = hub_view(obj, now)
+    return {
+        "manager": "rancher_fleet", "name": view["name"], "namespace": view["namespace"], "labels": view["labels"],
+        "client_id": view["client_id"], "last_seen": view["last_seen"] or None, "heartbeat_age_seconds": view["seen_age_seconds"],
+        "joined": view["checked_in"], "healthy": {"True": True, "False": False}.get(view["ready_status"]),
+        "stale": stale_problem(view, stale_after) is not None, "leaving": view["deleting"], "state": view["state"],
+        "bundles_ready": view["bundles_ready"], "cluster_namespace": view["cluster_namespace"],
+        "hub_url_used_by_agent": view["api_server_url"], "api_server_url": member_url, "identity": recorded_identity(obj),
+    }
+
+
+def host_variables(view):
+    """The host variables only a Fleet Cluster gives: its client ID and namespace."""
+    found = {}
+    if view.get("client_id"):
+        found["fleetops_fleet_client_id"] = view["client_id"]
+    if view.get("namespace"):
+        found["fleetops_fleet_namespace"] = view["namespace"]
+    return found
+
+
+def member_url_from_secret(secret):
+    """The member API server URL in an imported Cluster's kubeconfig Secret (``apiServerURL`` key, else the kubeconfig's
+    server); never anything else of it."""
+    data = (secret or {}).get("data") or {}
+    try:
+        if data.get("apiServerURL"):
+            return unb64(data["apiServerURL"]).strip() or None
+        if data.get("value"):
+            return server_from_kubeconfig(load_yaml(unb64(data["value"])))
+    except (ValueError, TypeError, FleetOpsError, yaml.YAMLError):
+        return None
+    return None
 
 
 def status_row(view):
@@ -106,3 +155,43 @@ def status_row(view):
         "bundles_ready": view["bundles_ready"], "deleting": view["deleting"],
         "cluster_namespace_problem": view.get("cluster_namespace_problem"),
     }
+
+
+# -- the roles' summaries (filter/summaries.py) -------------------------------------------------------------------------
+
+# The member_join and member_leave roles register this manager's step results under these names.
+JOIN_RESULTS = ("member_join__fleet_cluster", "member_join__fleet_agent")
+LEAVE_RESULTS = {"agent": "member_leave__fleet_agent", "cluster": "member_leave__fleet_cluster", "tokens": "member_leave__fleet_tokens"}
+
+
+def _summary_object(state, view):
+    return "%s/%s" % (view.get("namespace") or state.get("namespace") or "fleet-default", state.get("name"))
+
+
+SUMMARY_SHAPE = {"object": ("cluster", _summary_object), "view": "cluster", "contact": ("checked_in", "checked in"),
+                 "health": ("ready", "ready"), "changed_agent": None,
+                 "extra": lambda view: {"checked_in": bool(view.get("checked_in")), "last_seen": view.get("last_seen")}}
+
+
+def _kept(agent_result):
+    """What a leave could not remove: the agent namespace, with what it was kept for."""
+    kept_for = agent_result.get("namespace_kept_for") or []
+    return ["namespace %s (kept for %s)" % ((agent_result.get("release") or {}).get("namespace") or "cattle-fleet-system",
+                                            ", ".join(kept_for))] if kept_for else []
+
+
+def leave_summary(results):
+    """``(summary, line)`` of a leave from the role's step results (``LEAVE_RESULTS``)."""
+    agent, cluster_result = results.get("agent") or {}, results.get("cluster") or {}
+    managed = agent.get("fleet_managed_releases") or []
+    registrations = len(cluster_result.get("removed_registrations") or [])
+    tokens = len((results.get("tokens") or {}).get("pruned") or [])
+    summary = {"agent_removed": bool(agent.get("changed")), "agent_credential_removed": bool(agent.get("removed_credential")),
+               "managed_agent_releases_removed": managed, "cluster_removed": bool(cluster_result.get("changed")),
+               "removed_registrations": registrations, "removed_tokens": tokens, "kept": _kept(agent)}
+    line = "rancher_fleet removed: " + removed_text([
+        ("agent", agent.get("changed")), ("agent credential", agent.get("removed_credential")),
+        ("Fleet-managed agent release " + ", ".join(managed), managed), ("Cluster", cluster_result.get("changed")),
+        ("%d ClusterRegistration(s)" % registrations, registrations),
+        ("%d registration token(s) of a failed join" % tokens, tokens)])
+    return summary, line + ("; kept: %s" % ", ".join(summary["kept"]) if summary["kept"] else "")
