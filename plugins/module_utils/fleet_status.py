@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
-from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import DEFAULT_NAMESPACE as LOCK_NAMESPACE, live_locks
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import live_locks
 
 NAME_WIDTH = 16
 
@@ -105,13 +105,3 @@ class FleetStatus:
         rows = merge_rows(views, self.params.get("inventory_names"), live_locks(self.module.kube(), self.params["lock_namespace"]))
         return {"changed": False, "rows": rows, "table": table(rows, self.backends),
                 "members": dict((row["name"], row) for row in rows)}
-
-
-def fleet_status_argument_spec():
-    return dict(
-        backends=dict(type="list", elements="str", default=list(registry.NAMES)),
-        fleet_namespace=dict(type="str", default="fleet-default"),
-        label_selector=dict(type="str"),
-        inventory_names=dict(type="list", elements="str", default=[]),
-        lock_namespace=dict(type="str", default=LOCK_NAMESPACE),
-    )

@@ -22,7 +22,7 @@ import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import write_private_file
+from ansible_collections.fleetops.registration.plugins.module_utils.files import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml

@@ -11,13 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import atexit
 import base64
 import os
-import shutil
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.files import private_tempdir, write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import (
     StaticConfiguration, proxy_from_environment, proxy_header_values, proxy_headers_from_environment,
@@ -312,20 +311,3 @@ def _key_material(user, key, base_dir, tmpdir, prefix):
         os.close(fd)
         return write_private_file(path, _unb64(user[key + "-data"]))
     return _relative(user.get(key), base_dir)
-
-
-def write_private_file(path, content):
-    """Write ``content`` to ``path`` readable by the owner only (0600) from the first byte."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(content)
-    os.chmod(path, 0o600)
-    return path
-
-
-def private_tempdir(parent=None):
-    """A 0700 directory (in ``parent``, else the system's) for key material and Helm's files, removed with
-    everything in it when the process exits normally."""
-    path = tempfile.mkdtemp(prefix="fleetops-", dir=parent)
-    atexit.register(shutil.rmtree, path, True)
-    return path

@@ -16,22 +16,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    DEFAULT_NAMESPACE, MemberLock, lease_name, take_locks,
+    MemberLock, lease_name, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
-
-
-def lock_argument_spec():
-    return dict(
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        members=dict(type="list", elements="dict", required=True),
-        states=dict(type="dict"),
-        lock_namespace=dict(type="str", default=DEFAULT_NAMESPACE),
-        lock_duration=dict(type="int"),
-        run_by=dict(type="str"),
-        wait_timeout=dict(type="int", default=300),
-        wait_sleep=dict(type="int", default=2),
-    )
 
 
 def lock_duration(params):

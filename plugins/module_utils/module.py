@@ -16,7 +16,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import Helm, check_storage_driver
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings, private_tempdir
+from ansible_collections.fleetops.registration.plugins.module_utils.files import private_tempdir
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import renew, renewal_due

@@ -278,29 +278,34 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import run_fleet_cluster
 
 
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        name=dict(type="str"),
+        clusters=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str", required=True),
+            labels=dict(type="dict"),
+            client_id=dict(type="str"),
+            state=dict(type="str", choices=["present", "absent"]),
+        )),
+        namespace=dict(type="str", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        client_id=dict(type="str"),
+        labels=dict(type="dict"),
+        labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
+        cluster_kubeconfig=dict(type="raw", no_log=False),
+        cluster_kubeconfig_content=dict(type="str", no_log=True),
+        cluster_kubeconfig_context=dict(type="str"),
+        kubeconfig_secret=dict(type="str", no_log=False),
+        agent_api_server_url=dict(type="str"),
+        agent_api_server_ca=dict(type="str"),
+        wait=dict(type="bool", default=False),
+    )
+
+
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, dict(
-            name=dict(type="str"),
-            clusters=dict(type="list", elements="dict", options=dict(
-                name=dict(type="str", required=True),
-                labels=dict(type="dict"),
-                client_id=dict(type="str"),
-                state=dict(type="str", choices=["present", "absent"]),
-            )),
-            namespace=dict(type="str", required=True),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            client_id=dict(type="str"),
-            labels=dict(type="dict"),
-            labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
-            cluster_kubeconfig=dict(type="raw", no_log=False),
-            cluster_kubeconfig_content=dict(type="str", no_log=True),
-            cluster_kubeconfig_context=dict(type="str"),
-            kubeconfig_secret=dict(type="str", no_log=False),
-            agent_api_server_url=dict(type="str"),
-            agent_api_server_ca=dict(type="str"),
-            wait=dict(type="bool", default=False),
-        )),
+        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, argument_spec()),
         # With clusters, what must differ per cluster (its client ID, an imported cluster's kubeconfig) is refused at the
         # task level: every item would get the same one.
         mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters"), ("clusters", "client_id"),

@@ -155,14 +155,19 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import ClusterInfoRunner
 
 
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        name=dict(type="str"),
+        namespace=dict(type="str"),
+        label_selector=dict(type="str"),
+        include_registrations=dict(type="bool", default=False),
+    )
+
+
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, dict(
-            name=dict(type="str"),
-            namespace=dict(type="str"),
-            label_selector=dict(type="str"),
-            include_registrations=dict(type="bool", default=False),
-        )),
+        argument_spec=merge(AUTH, argument_spec()),
         required_by={"name": ("namespace",)},
     )
     run_module(module, lambda m: ClusterInfoRunner(m).run())

@@ -227,20 +227,25 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.token import TokenRunner
 
 
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        name=dict(type="str"),
+        namespace=dict(type="str", required=True),
+        ttl=dict(type="str"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        return_values=dict(type="bool", default=False),
+        values_dest=dict(type="path"),
+        run_id=dict(type="str"),
+        cluster=dict(type="str"),
+        prune=dict(type="bool", default=False),
+        prune_grace=dict(type="int"),
+    )
+
+
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, WAIT, dict(
-            name=dict(type="str"),
-            namespace=dict(type="str", required=True),
-            ttl=dict(type="str"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            return_values=dict(type="bool", default=False),
-            values_dest=dict(type="path"),
-            run_id=dict(type="str"),
-            cluster=dict(type="str"),
-            prune=dict(type="bool", default=False),
-            prune_grace=dict(type="int"),
-        )),
+        argument_spec=merge(AUTH, WAIT, argument_spec()),
         required_if=[("prune", False, ("name",))],
     )
     run_module(module, lambda m: TokenRunner(m).run())

@@ -98,13 +98,26 @@ table:
   elements: str
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus, fleet_status_argument_spec
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import DEFAULT_NAMESPACE as LOCK_NAMESPACE
+
+
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        backends=dict(type="list", elements="str", default=list(registry.NAMES)),
+        fleet_namespace=dict(type="str", default="fleet-default"),
+        label_selector=dict(type="str"),
+        inventory_names=dict(type="list", elements="str", default=[]),
+        lock_namespace=dict(type="str", default=LOCK_NAMESPACE),
+    )
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, fleet_status_argument_spec()))
+    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
     run_module(module, lambda m: FleetStatus(m).run())
 
 

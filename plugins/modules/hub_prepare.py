@@ -149,15 +149,20 @@ from ansible_collections.fleetops.registration.plugins.module_utils.hub import H
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
-def main():
-    module = FleetModule(argument_spec=merge(AUTH, dict(
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
         backends=dict(type="list", elements="str", choices=list(registry.NAMES), default=list(registry.NAMES)),
         detect_backends=dict(type="bool", default=False),
         backend_namespaces=dict(type="dict", default={}),
         namespaces=dict(type="list", elements="str", default=[]),
         check_controllers=dict(type="bool", default=True),
         tidy=dict(type="bool", default=False),
-    )))
+    )
+
+
+def main():
+    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
     run_module(module, lambda m: HubPrepare(m).run())
 
 

@@ -261,8 +261,13 @@ from ansible_collections.fleetops.registration.plugins.module_utils.argspec impo
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
+def argument_spec():
+    """The module's own options, kept in module_utils because each item of members is validated against them too."""
+    return member_info_argument_spec()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, member_info_argument_spec()),
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()),
                          required_one_of=[("name", "members")], mutually_exclusive=[("name", "members")])
     run_module(module, lambda m: read_members(m) if m.params["members"] is not None else MemberInfo(m).run())
 

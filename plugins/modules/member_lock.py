@@ -149,12 +149,27 @@ released:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_argument_spec, lock_members, release_members
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_members, release_members
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import DEFAULT_NAMESPACE
+
+
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        members=dict(type="list", elements="dict", required=True),
+        states=dict(type="dict"),
+        lock_namespace=dict(type="str", default=DEFAULT_NAMESPACE),
+        lock_duration=dict(type="int"),
+        run_by=dict(type="str"),
+        wait_timeout=dict(type="int", default=300),
+        wait_sleep=dict(type="int", default=2),
+    )
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, lock_argument_spec()), required_if=[("state", "absent", ["states"])])
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()), required_if=[("state", "absent", ["states"])])
     run_module(module, lambda m: lock_members(m) if m.params["state"] == "present" else release_members(m))
 
 
