@@ -23,6 +23,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
+
+View = Dict[str, Any]  # a plain-facts mapping (hub view, member view, host view, status row)
+
 # The actions ``decide`` may return, in the order a role applies them.
 ACTIONS = ("none", "join", "reregister", "install", "upgrade", "relabel")
 
@@ -41,7 +47,8 @@ STEPS = {
 class MemberState:
     """The member as one manager sees it: both views, the action it needs and why."""
 
-    def __init__(self, manager, name, hub, member, action="none", reasons=None):
+    def __init__(self, manager: str, name: str, hub: Optional[View], member: Optional[View], action: str = "none",
+                 reasons: Optional[Iterable[str]] = None) -> None:
         self.manager = manager
         self.name = name
         self.hub = hub
@@ -52,10 +59,10 @@ class MemberState:
         self.reasons = list(reasons or [])
 
     @property
-    def healthy(self):
+    def healthy(self) -> bool:
         return self.action in ("none", "relabel")
 
-    def as_dict(self):
+    def as_dict(self) -> View:
         return {
             "manager": self.manager,
             "name": self.name,
@@ -68,13 +75,13 @@ class MemberState:
         }
 
 
-def object_key(obj):
+def object_key(obj: Optional[View]) -> str:
     """``namespace/name`` of an API object (``None/name`` for a cluster-scoped one)."""
     metadata = (obj or {}).get("metadata") or {}
     return "%s/%s" % (metadata.get("namespace"), metadata.get("name"))
 
 
-def removed_text(pairs):
+def removed_text(pairs: Iterable[Tuple[str, Any]]) -> str:
     """What a leave removed, from ``(what, done)`` pairs, for its summary line."""
     return ", ".join(name for name, done in pairs if done) or "nothing left to remove"
 
@@ -95,7 +102,8 @@ class FleetManager:
     leave_results = {}
     summary_shape = None
 
-    def read_hub(self, hub, names=None, namespace=None, label_selector=None):
+    def read_hub(self, hub: KubeClient, names: Optional[Iterable[str]] = None, namespace: Optional[str] = None,
+                 label_selector: Optional[str] = None) -> Dict[str, View]:
         """``{member name: hub object}`` for the named members (all when None), in as few LISTs as possible.
 
         ``namespace`` matters to managers with namespaced member objects (Rancher Fleet); ``label_selector`` is a
@@ -103,11 +111,11 @@ class FleetManager:
         """
         raise NotImplementedError
 
-    def hub_view(self, hub_object, now=None):
+    def hub_view(self, hub_object: Optional[View], now: Any = None) -> Optional[View]:
         """The plain facts the hub knows of one member (``None`` when the hub has no object for it)."""
         raise NotImplementedError
 
-    def member_view(self, member, hub, params):
+    def member_view(self, member: KubeClient, hub: KubeClient, params: View) -> View:
         """What the member cluster knows: agent release, credential, and whether the hub accepts that credential.
 
         ``member`` and ``hub`` are KubeClients (the controller's own view of each); ``params`` the calling
@@ -116,21 +124,21 @@ class FleetManager:
         """
         raise NotImplementedError
 
-    def decide(self, name, hub_view, member_view, desired):
+    def decide(self, name: str, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> MemberState:
         """Pure: a ``MemberState`` with the action the member needs and the reasons."""
         raise NotImplementedError
 
-    def check_member_name(self, name, param="name"):
+    def check_member_name(self, name: str, param: str = "name") -> None:
         """Raise ParameterError naming ``param`` when ``name`` cannot name a member in this manager."""
         raise NotImplementedError
 
-    def stale_problem(self, hub_view, stale_after=None):
+    def stale_problem(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> Optional[str]:
         """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
         manager's one staleness rule, used by ``decide``, ``status_row`` and the inventory plugin alike.
         ``stale_after`` (seconds) is the user's bound where the manager takes one."""
         raise NotImplementedError
 
-    def tidy_hub(self, hub, namespace, dry_run=False):
+    def tidy_hub(self, hub: KubeClient, namespace: Optional[str], dry_run: bool = False) -> List[Dict[str, str]]:
         """Remove what the collection left on the hub that can no longer serve (``hub_prepare`` with ``tidy``).
 
         Returns ``[{name, reason}]`` of what was (or, with ``dry_run``, would be) removed; a manager that leaves
@@ -138,25 +146,25 @@ class FleetManager:
         """
         return []
 
-    def host_view(self, hub_object, now, stale_after=None, member_url=None):
+    def host_view(self, hub_object: View, now: Any, stale_after: Optional[int] = None, member_url: Optional[str] = None) -> View:
         """The ``fleet_members`` inventory's view of one member (its ``fleetops_<manager>`` host variable): at least
         ``manager``, ``name``, ``labels``, ``last_seen``, ``heartbeat_age_seconds``, ``joined``, ``healthy`` (True,
         False or None), ``stale`` (by ``stale_problem``), ``leaving`` and ``identity``."""
         raise NotImplementedError
 
-    def host_variables(self, host_view):
+    def host_variables(self, host_view: View) -> View:
         """Host variables only this manager sets, from its host view."""
         return {}
 
-    def member_urls(self, hub, hub_objects):
+    def member_urls(self, hub: KubeClient, hub_objects: Iterable[View]) -> Tuple[Dict[str, str], List[str]]:
         """``({namespace/name: member API server URL}, [problems])`` the hub knows for some members (imported ones)."""
         return {}, []
 
-    def leave_summary(self, results):
+    def leave_summary(self, results: Dict[str, View]) -> Tuple[View, str]:
         """``(summary, line)`` of one member's leave from the role's step results (``leave_results``)."""
         raise NotImplementedError
 
-    def status_row(self, hub_view):
+    def status_row(self, hub_view: Optional[View]) -> Optional[View]:
         """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view.
 
         Keys every manager returns: ``state`` (a short word: checked-in, waiting, joined, leaving...), ``healthy``

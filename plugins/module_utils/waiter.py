@@ -17,20 +17,20 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
 
 
-def _secret_has(key):
+def secret_has(key):
+    """A predicate: the Secret exists and holds ``key``."""
     return lambda obj: bool(obj and ((obj.get("data") or {}).get(key)))
 
 
-def _condition_true(cond_type):
+def condition_true(cond_type):
+    """A predicate: the object's condition ``cond_type`` is True."""
     return lambda obj: condition(obj, cond_type).get("status") == "True"
 
 
+# The predicates every manager may wait on, by name; a manager's own (its conditions, its check-in) live in its package.
 PREDICATES = {
     # kube-controller-manager fills service-account-token Secrets asynchronously (kubefleet#296).
-    "service_account_token": _secret_has("token"),
-    "fleet_cluster_checked_in": lambda obj: bool((((obj or {}).get("status") or {}).get("agent") or {}).get("lastSeen")),
-    "member_joined": _condition_true("Joined"),
-    "member_ready_to_join": _condition_true("ReadyToJoin"),
+    "service_account_token": secret_has("token"),
     "absent": lambda obj: obj is None,
 }
 

@@ -51,7 +51,7 @@ def test_waiter_shares_one_clock_across_waits():
         w.until(lambda: None, "service_account_token", "first")
     assert clock.now == 10
     with pytest.raises(WaitTimeout) as err:
-        w.until(lambda: {"status": {}}, "member_joined", "second")
+        w.until(lambda: {"status": {}}, waiter.condition_true("Joined"), "second")
     assert clock.now == 10  # no time left: fails after one look
     assert err.value.last == {"status": {}}
 
@@ -73,11 +73,13 @@ def test_nudge_touches_when_due_and_not_more_often():
 
 
 def test_predicates():
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import member_joined
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import checked_in
     joined = {"status": {"conditions": [{"type": "Joined", "status": "True"}]}}
-    assert waiter.PREDICATES["member_joined"](joined)
-    assert not waiter.PREDICATES["member_joined"]({"status": {"conditions": [{"type": "Joined", "status": "Unknown"}]}})
-    assert waiter.PREDICATES["fleet_cluster_checked_in"]({"status": {"agent": {"lastSeen": "2026-01-01T00:00:00Z"}}})
-    assert waiter.PREDICATES["absent"](None)
+    assert member_joined(joined)
+    assert not member_joined({"status": {"conditions": [{"type": "Joined", "status": "Unknown"}]}})
+    assert checked_in({"status": {"agent": {"lastSeen": "2026-01-01T00:00:00Z"}}}) and not checked_in({"status": {}})
+    assert waiter.PREDICATES["absent"](None) and waiter.PREDICATES["service_account_token"]({"data": {"token": "dA=="}})
 
 
 def test_chart_source_kinds(tmp_path):

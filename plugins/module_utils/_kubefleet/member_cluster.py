@@ -25,7 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
-    describe_member, joined_with_heartbeat, label_selector, utcnow,
+    describe_member, joined_with_heartbeat, label_selector, member_ready_to_join, utcnow,
 )
 
 # For users of the module and of the member_leave role alike (roles expose module options as variables).
@@ -130,7 +130,7 @@ class MemberCluster(KubeFleetRunner):
                     "or wait_for: ready_to_join")
         else:
             what = "the hub agent to make MemberCluster %s ReadyToJoin" % self.name
-            predicate = "member_ready_to_join"
+            predicate = member_ready_to_join
             hint = "Check that the KubeFleet hub agent runs on the hub"
         return self.module.waiter.until(lambda: self.kube.get(MEMBER_CLUSTER, self.name), predicate, what, hint)
 

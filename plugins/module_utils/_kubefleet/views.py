@@ -11,7 +11,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.cluster_iden
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import removed_text
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time, utcnow
-from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES
+from ansible_collections.fleetops.registration.plugins.module_utils.waiter import condition_true
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import member_namespace
 
 
@@ -155,9 +155,13 @@ def host_view(obj, now, stale_after=None):
     }
 
 
+member_joined = condition_true("Joined")
+member_ready_to_join = condition_true("ReadyToJoin")
+
+
 def joined_with_heartbeat(obj):
     """The MemberCluster is Joined=True and its member agent has sent a heartbeat."""
-    return PREDICATES["member_joined"](obj) and bool(member_agent_heartbeat(obj))
+    return member_joined(obj) and bool(member_agent_heartbeat(obj))
 
 
 def joined_since(obj, previous=None):

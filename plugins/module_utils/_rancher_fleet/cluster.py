@@ -27,7 +27,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, registration_summary
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import checked_in, cluster_summary, registration_summary
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
@@ -196,7 +196,7 @@ class ClusterRunner(Runner):
     def _wait_for_checkin(self, import_blocked, changed):
         try:
             return self.module.waiter.until(
-                lambda: self.kube.get(CLUSTER, self.name, self.namespace), "fleet_cluster_checked_in",
+                lambda: self.kube.get(CLUSTER, self.name, self.namespace), checked_in,
                 "the agent of Cluster %s/%s to check in" % (self.namespace, self.name),
                 (MANAGE_AGENT_WARNING % AGENT_NAMESPACE) if import_blocked else
                 "wait_timeout: install the agent (fleet_agent) with this client ID, or for an imported cluster check that "

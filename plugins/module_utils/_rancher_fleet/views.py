@@ -50,6 +50,11 @@ def cluster_summary(obj):
     }
 
 
+def checked_in(obj):
+    """The Cluster's agent has checked in (Fleet records when it last did)."""
+    return bool((((obj or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+
+
 def registration_summary(obj):
     metadata = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
