@@ -230,10 +230,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "fleetops.registration.fleet_members"
 
     def verify_file(self, path):
-        return super(InventoryModule, self).verify_file(path) and path.endswith(("fleet_members.yml", "fleet_members.yaml"))
+        return super().verify_file(path) and path.endswith(("fleet_members.yml", "fleet_members.yaml"))
 
     def parse(self, inventory, loader, path, cache=True):
-        super(InventoryModule, self).parse(inventory, loader, path, cache)
+        super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache

@@ -17,7 +17,7 @@ class FleetOpsError(Exception):
     """A failure the user can act on: ``msg`` says what, ``hint`` says what to do."""
 
     def __init__(self, msg, hint=None, **details):
-        super(FleetOpsError, self).__init__(msg)
+        super().__init__(msg)
         self.msg = msg
         self.hint = hint
         self.details = details
@@ -32,7 +32,7 @@ class ParameterError(FleetOpsError):
     """Bad module input; ``param`` names the offending option."""
 
     def __init__(self, param, msg, hint=None, **details):
-        super(ParameterError, self).__init__("%s: %s" % (param, msg), hint, param=param, **details)
+        super().__init__("%s: %s" % (param, msg), hint, param=param, **details)
         self.param = param
 
 
@@ -40,7 +40,7 @@ class ApiError(FleetOpsError):
     """The Kubernetes API refused or failed a request."""
 
     def __init__(self, msg, status=None, reason=None, hint=None, **details):
-        super(ApiError, self).__init__(msg, hint, status=status, reason=reason, **details)
+        super().__init__(msg, hint, status=status, reason=reason, **details)
         self.status = status
         self.reason = reason
 
@@ -57,7 +57,7 @@ class WaitTimeout(FleetOpsError):
     """A wait ran out of time; ``last`` carries what was last observed."""
 
     def __init__(self, msg, hint=None, last=None, **details):
-        super(WaitTimeout, self).__init__(msg, hint, **details)
+        super().__init__(msg, hint, **details)
         self.last = last
 
 

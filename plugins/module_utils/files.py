@@ -11,9 +11,10 @@ import atexit
 import os
 import shutil
 import tempfile
+from typing import Optional
 
 
-def write_private_file(path, content):
+def write_private_file(path: str, content: str) -> str:
     """Write ``content`` to ``path`` readable by the owner only (0600) from the first byte."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -22,7 +23,7 @@ def write_private_file(path, content):
     return path
 
 
-def private_tempdir(parent=None):
+def private_tempdir(parent: Optional[str] = None) -> str:
     """A 0700 directory (in ``parent``, else the system's) for key material and Helm's files, removed with
     everything in it when the process exits normally."""
     path = tempfile.mkdtemp(prefix="fleetops-", dir=parent)

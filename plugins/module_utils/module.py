@@ -68,7 +68,7 @@ class FleetModule(AnsibleModule):
     def __init__(self, argument_spec, **kwargs):
         spec = merge(AUTH, argument_spec)
         kwargs.setdefault("supports_check_mode", True)
-        super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
+        super().__init__(argument_spec=spec, **kwargs)
         unset_empty_strings(self.params, spec)
         if not HAS_KUBERNETES:
             self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
@@ -84,7 +84,7 @@ class FleetModule(AnsibleModule):
     def _load_params(self):
         # A blank mapping option ("" from a survey or module_defaults) would fail validation as "dictionary requested"
         # before unset_empty_strings could treat it as not set: drop it first.
-        super(FleetModule, self)._load_params()
+        super()._load_params()
         for name, option in (getattr(self, "argument_spec", None) or {}).items():
             if option.get("type") == "dict" and self.params.get(name) == "":
                 del self.params[name]
@@ -96,7 +96,7 @@ class FleetModule(AnsibleModule):
     def _log_invocation(self):
         # AnsibleModule logs its invocation (syslog, journald) from its __init__: hide credentials first.
         self._hide_invocation_secrets()
-        super(FleetModule, self)._log_invocation()
+        super()._log_invocation()
 
     def settings(self, prefix="", params=None):
         return ConnectionSettings(self.params if params is None else params, prefix, label="hub" if prefix == "hub_" else "cluster")
@@ -131,7 +131,7 @@ class FleetModule(AnsibleModule):
         if self._fleet_tmpdir is None:
             # Inside the task's directory, which Ansible removes after the task even when the module was killed
             # (a task timeout, a cancelled job): inline client keys are written here and must not outlive the task.
-            self._fleet_tmpdir = private_tempdir(super(FleetModule, self).tmpdir)
+            self._fleet_tmpdir = private_tempdir(super().tmpdir)
         return self._fleet_tmpdir
 
     def helm(self, secrets=()):
@@ -186,14 +186,14 @@ class FleetModule(AnsibleModule):
     def exit_json(self, **kwargs):
         if self._fleet_tmpdir:
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
-        super(FleetModule, self).exit_json(**kwargs)
+        super().exit_json(**kwargs)
 
     def fail_json(self, msg, **kwargs):
         # Also before the invocation was logged: a failed argument validation returns the arguments as given.
         self._hide_invocation_secrets()
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
-        super(FleetModule, self).fail_json(msg=msg, **kwargs)
+        super().fail_json(msg=msg, **kwargs)
 
 
 class Runner:

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import datetime
 import re
+from typing import Any, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
@@ -25,12 +26,12 @@ _DURATION_UNITS = {
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
 
 
-def utcnow():
+def utcnow() -> datetime.datetime:
     """Now, as an aware UTC datetime."""
     return datetime.datetime.now(_UTC)
 
 
-def parse_time(text):
+def parse_time(text: Any) -> Optional[datetime.datetime]:
     """An RFC 3339 timestamp (``2026-01-02T03:04:05Z``, fractional seconds, offsets) as an aware UTC datetime, or None."""
     if not text or not isinstance(text, str):
         return None
@@ -48,7 +49,7 @@ def parse_time(text):
     return value.astimezone(_UTC)
 
 
-def age_seconds(text, now=None):
+def age_seconds(text: Any, now: Optional[datetime.datetime] = None) -> Optional[int]:
     """Whole seconds since the timestamp ``text`` (negative if it lies ahead), or None when it does not parse."""
     when = parse_time(text)
     if when is None:
@@ -56,19 +57,19 @@ def age_seconds(text, now=None):
     return int(((now or utcnow()) - when).total_seconds())
 
 
-def contact_age_seconds(text, now=None):
+def contact_age_seconds(text: Any, now: Optional[datetime.datetime] = None) -> Optional[int]:
     """Whole seconds since a member's last contact, never negative (a member's clock may run ahead of this one's),
     or None when there was none or it does not parse."""
     age = age_seconds(text, now)
     return None if age is None else max(0, age)
 
 
-def format_time(value):
+def format_time(value: datetime.datetime) -> str:
     """An aware datetime as the API writes it (``2026-01-02T03:04:05Z``)."""
     return value.astimezone(_UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_duration(text, param="ttl"):
+def parse_duration(text: Any, param: str = "ttl") -> float:
     """Parse a Go duration string (``240h``, ``1h30m``, ``90s``, ``0``) into seconds.
 
     Kubernetes' metav1.Duration uses Go's syntax, so that is what is accepted;

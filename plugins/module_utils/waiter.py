@@ -12,17 +12,21 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
+from typing import Any, Callable, Optional, Union
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import condition
 
 
-def secret_has(key):
+Predicate = Callable[[Any], bool]  # an API object (None when absent) -> whether the wait is over
+
+
+def secret_has(key: str) -> Predicate:
     """A predicate: the Secret exists and holds ``key``."""
     return lambda obj: bool(obj and ((obj.get("data") or {}).get(key)))
 
 
-def condition_true(cond_type):
+def condition_true(cond_type: str) -> Predicate:
     """A predicate: the object's condition ``cond_type`` is True."""
     return lambda obj: condition(obj, cond_type).get("status") == "True"
 
@@ -38,7 +42,8 @@ PREDICATES = {
 class Waiter:
     """One clock: all waits of a module run share ``timeout`` seconds."""
 
-    def __init__(self, timeout, sleep=2, clock=time.monotonic, sleeper=time.sleep, on_wait=None):
+    def __init__(self, timeout: float, sleep: float = 2, clock: Callable[[], float] = time.monotonic,
+                 sleeper: Callable[[float], Any] = time.sleep, on_wait: Optional[Callable[[], Any]] = None) -> None:
         self.timeout = timeout
         self.sleep = max(0.05, sleep)
         self.clock = clock
@@ -47,10 +52,10 @@ class Waiter:
         self.on_wait = on_wait
 
     @property
-    def remaining(self):
+    def remaining(self) -> float:
         return max(0.0, self.timeout - (self.clock() - self.started))
 
-    def until(self, fetch, predicate, what, hint=None):
+    def until(self, fetch: Callable[[], Any], predicate: Union[str, Predicate], what: str, hint: Optional[str] = None) -> Any:
         """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value."""
         check = PREDICATES[predicate] if isinstance(predicate, str) else predicate
         if self.on_wait is not None:
@@ -73,14 +78,14 @@ class Nudge:
     resync that may be hours away.
     """
 
-    def __init__(self, touch, every, at_once=False, clock=time.monotonic):
+    def __init__(self, touch: Callable[[], Any], every: float, at_once: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.touch = touch
         self.every = every
         self.clock = clock
         self.last = None if at_once else clock()
         self.count = 0
 
-    def __call__(self):
+    def __call__(self) -> None:
         now = self.clock()
         if self.last is None or now - self.last >= self.every:
             self.touch()

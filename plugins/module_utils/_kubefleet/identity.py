@@ -28,7 +28,7 @@ class MemberIdentity(KubeFleetRunner):
     """The hub-side ServiceAccount and its token Secret."""
 
     def __init__(self, module):
-        super(MemberIdentity, self).__init__(module)
+        super().__init__(module)
         self.name = validate_member_name(self.params["name"])
         self.namespace = self.params["namespace"]
         self.sa_name = self.params["service_account_name"] or default_service_account(self.name)

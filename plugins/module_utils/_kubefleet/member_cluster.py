@@ -61,7 +61,7 @@ class MemberCluster(KubeFleetRunner):
     """The hub's MemberCluster: join (present) and leave (absent)."""
 
     def __init__(self, module, params=None):
-        super(MemberCluster, self).__init__(module, params)
+        super().__init__(module, params)
         self.name = validate_member_name(self.params["name"])
 
     def _identity(self):

@@ -59,7 +59,7 @@ class ClusterRunner(Runner):
     """fleet_cluster: plan (the desired Cluster and Secret) -> apply -> report."""
 
     def __init__(self, module, params=None):
-        super(ClusterRunner, self).__init__(module, params)
+        super().__init__(module, params)
         self.name = validate_name(self.params["name"], "name")
         self.namespace = validate_name(self.params["namespace"], "namespace")
         if self.params.get("kubeconfig_secret"):
@@ -324,7 +324,7 @@ class ClusterInfoRunner(Runner):
     """fleet_cluster_info: read-only view of Clusters (and their registrations)."""
 
     def __init__(self, module):
-        super(ClusterInfoRunner, self).__init__(module)
+        super().__init__(module)
         if self.params.get("name") and not self.params.get("namespace"):
             raise ParameterError("namespace", "is required with name", "Give the Cluster's namespace (e.g. fleet-default)")
 

@@ -74,7 +74,7 @@ class TokenRunner(Runner):
     """fleet_registration_token."""
 
     def __init__(self, module):
-        super(TokenRunner, self).__init__(module)
+        super().__init__(module)
         self.name = validate_name(self.params["name"], "name") if self.params.get("name") else None
         self.namespace = validate_name(self.params["namespace"], "namespace")
         self.ttl = validate_ttl(self.params.get("ttl"))
