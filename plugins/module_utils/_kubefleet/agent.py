@@ -28,7 +28,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
     service_account_username, token_location,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     describe_member, joined_since, member_agent_heartbeat,
 )
@@ -36,7 +36,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.v
 HELM_OWNER = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
 
 
-class MemberAgent(KubeFleetRunner):
+class MemberAgent(Runner):
     """The member side: the hub token Secret and the member-agent Helm release."""
 
     def __init__(self, module):
