@@ -121,14 +121,17 @@ options:
     type: dict
   wait:
     description:
-      - Wait until the hub sees the agent - a Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID)
-        in the token's namespace with C(status.agent.lastSeen) set. Needs O(hub_kubeconfig) or O(hub_host).
+      - With hub access (O(hub_kubeconfig) or O(hub_host)) and O(state=present), wait until the hub sees the agent - a
+        Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID) in the token's namespace with
+        C(status.agent.lastSeen) set. Without hub access nothing is waited for, as with
+        M(fleetops.registration.kubefleet_member_agent).
       - When the task installed or upgraded the agent, only a check-in newer than the previous agent's last one counts,
         so a re-registration is not reported done on the old agent's word.
       - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
       - With O(state=absent), wait until the deleted namespace C(cattle-fleet-system) is gone (the role C(member_leave) does).
+      - The default was V(false) in earlier versions; set O(wait=false) explicitly to keep that behaviour.
     type: bool
-    default: false
+    default: true
   preflight:
     description:
       - Before Helm runs, check the hub as the agent will see it (URL, CA and registration token, see above).
@@ -298,7 +301,6 @@ def main():
             labels=dict(type="dict"),
             client_id=dict(type="str"),
             values=dict(type="dict"),
-            wait=dict(type="bool", default=False),
             preflight=dict(type="bool", default=True),
             keep_failed_install=dict(type="bool", default=False),
             release_departed_lease=dict(type="bool", default=True),
