@@ -98,7 +98,9 @@ options:
   api_server_url:
     description:
       - The hub API server URL the agent connects to (C(https://...)), overriding the token's and the hub connection's.
+      - O(hub_url) is the name M(fleetops.registration.kubefleet_member_agent) gives the same URL.
     type: str
+    aliases: [hub_url]
   api_server_ca:
     description:
       - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate.
@@ -296,7 +298,7 @@ def main():
             token_name=dict(type="str", no_log=False),
             token_namespace=dict(type="str", no_log=False),
             values_file=dict(type="path"),
-            api_server_url=dict(type="str"),
+            api_server_url=dict(type="str", aliases=["hub_url"]),
             api_server_ca=dict(type="str"),
             labels=dict(type="dict"),
             client_id=dict(type="str"),
