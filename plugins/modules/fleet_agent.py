@@ -264,12 +264,12 @@ sources:
   sample: {"api_server_url": "token", "api_server_ca": "hub_kubeconfig"}
 cluster:
   description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
-  returned: when wait is true and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
   type: dict
 released_lease:
   description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted (the last one,
     when the wait released more than one - an earlier join's agent, then the bootstrap agent), or null.
-  returned: when wait is true and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1
 fleet_managed_releases:
