@@ -216,6 +216,37 @@ class Runner:
     def warn(self, text):
         self.module.warn(text)
 
+    def run(self):
+        """``present()`` or ``absent()``, as ``state`` asks."""
+        if self.params.get("state") == "absent":
+            return self.absent()
+        return self.present()
+
+    def present(self):
+        raise NotImplementedError
+
+    def absent(self):
+        raise NotImplementedError
+
+    def assume_created_earlier(self, missing):
+        """Check mode on a fresh target: an input an earlier task of the same run only dry-ran.
+
+        The module predicts its own change and says so, instead of failing; a real run still fails without it.
+        """
+        self.warn("check mode: %s; assuming an earlier task creates it (a real run fails without it)" % missing)
+
+    @staticmethod
+    def failed_after_change(exc, note="", changed=True):
+        """``exc`` with ``changed`` in its details (fail_json reports it) and ``note`` added to its message."""
+        exc.details["changed"] = changed
+        exc.msg += note
+        return exc
+
+    def changed_before_failure(self, exc, what):
+        """``exc`` marked as a failure after a change, naming what this run already did, and left. Raise the result."""
+        exc.msg = exc.msg.rstrip(".")
+        return self.failed_after_change(exc, "; this run already %s" % what)
+
     def finish(self, result, before=None, after=None):
         """``result`` with ``diff`` added in diff mode: the one way a module reports its diff."""
         if self.diff_mode and (before is not None or after is not None):

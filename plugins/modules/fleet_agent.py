@@ -98,7 +98,9 @@ options:
   api_server_url:
     description:
       - The hub API server URL the agent connects to (C(https://...)), overriding the token's and the hub connection's.
+      - O(hub_url) is the name M(fleetops.registration.kubefleet_member_agent) gives the same URL.
     type: str
+    aliases: [hub_url]
   api_server_ca:
     description:
       - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate.
@@ -121,14 +123,17 @@ options:
     type: dict
   wait:
     description:
-      - Wait until the hub sees the agent - a Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID)
-        in the token's namespace with C(status.agent.lastSeen) set. Needs O(hub_kubeconfig) or O(hub_host).
+      - With hub access (O(hub_kubeconfig) or O(hub_host)) and O(state=present), wait until the hub sees the agent - a
+        Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID) in the token's namespace with
+        C(status.agent.lastSeen) set. Without hub access nothing is waited for, as with
+        M(fleetops.registration.kubefleet_member_agent).
       - When the task installed or upgraded the agent, only a check-in newer than the previous agent's last one counts,
         so a re-registration is not reported done on the old agent's word.
       - Helm itself does not wait for the Deployment; the check-in on the hub is the signal that registration worked.
       - With O(state=absent), wait until the deleted namespace C(cattle-fleet-system) is gone (the role C(member_leave) does).
+      - The default was V(false) in earlier versions; set O(wait=false) explicitly to keep that behaviour.
     type: bool
-    default: false
+    default: true
   preflight:
     description:
       - Before Helm runs, check the hub as the agent will see it (URL, CA and registration token, see above).
@@ -259,12 +264,12 @@ sources:
   sample: {"api_server_url": "token", "api_server_ca": "hub_kubeconfig"}
 cluster:
   description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
-  returned: when wait is true and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
   type: dict
 released_lease:
   description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted (the last one,
     when the wait released more than one - an earlier join's agent, then the bootstrap agent), or null.
-  returned: when wait is true and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1
 fleet_managed_releases:
@@ -293,12 +298,11 @@ def main():
             token_name=dict(type="str", no_log=False),
             token_namespace=dict(type="str", no_log=False),
             values_file=dict(type="path"),
-            api_server_url=dict(type="str"),
+            api_server_url=dict(type="str", aliases=["hub_url"]),
             api_server_ca=dict(type="str"),
             labels=dict(type="dict"),
             client_id=dict(type="str"),
             values=dict(type="dict"),
-            wait=dict(type="bool", default=False),
             preflight=dict(type="bool", default=True),
             keep_failed_install=dict(type="bool", default=False),
             release_departed_lease=dict(type="bool", default=True),

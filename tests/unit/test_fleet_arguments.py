@@ -78,6 +78,16 @@ def test_agent_reading_the_token_needs_the_hub(nowhere, tmp_path):
     _fails(result, "hub_kubeconfig:", "values_file")
 
 
+@pytest.mark.parametrize("option", ["api_server_url", "hub_url"])
+def test_agent_hub_url_is_https(nowhere, tmp_path, option):
+    """hub_url is kubefleet_member_agent's name for the same URL: an alias of api_server_url."""
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"token": "abc", "tokenName": "t", "apiServerCA": CA}))
+    result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "values_file": str(values),
+                                        option: "http://hub:6443"})
+    _fails(result, "api_server_url:", "https://")
+
+
 def test_agent_bad_label_key(nowhere, tmp_path):
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"token": "s3cr3t-token-value", "tokenName": "t", "apiServerURL": "https://hub:6443", "apiServerCA": CA}))

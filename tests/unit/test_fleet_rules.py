@@ -154,13 +154,6 @@ def test_agent_values_refuse_another_system_namespace():
     assert "cattle-fleet-system" in err.value.msg
 
 
-def test_pick_api_server_order():
-    assert rules.pick_api_server("a", "b", "c") == ("a", "parameter")
-    assert rules.pick_api_server(None, "b", "c") == ("b", "token")
-    assert rules.pick_api_server("", "", "c") == ("c", "hub_kubeconfig")
-    assert rules.pick_api_server(None, None, None) == (None, None)
-
-
 def test_redacted_values_hide_the_token_and_flag_a_new_one():
     shown = rules.redact_values(FLEET_VALUES)
     assert shown["token"] == REDACTED

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
@@ -28,7 +29,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
     service_account_username, token_location,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     describe_member, joined_since, member_agent_heartbeat,
 )
@@ -36,7 +37,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.v
 HELM_OWNER = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
 
 
-class MemberAgent(KubeFleetRunner):
+class MemberAgent(AgentFlow, Runner):
     """The member side: the hub token Secret and the member-agent Helm release."""
 
     def __init__(self, module):
@@ -56,11 +57,9 @@ class MemberAgent(KubeFleetRunner):
             raise ParameterError("secret_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
                                  "The member-agent chart creates agent_namespace itself; keep the token in a namespace of its own "
                                  "(default: %s)" % DEFAULT_HUB_SECRET_NAMESPACE)
-        self.hub_given = bool(p.get("hub_kubeconfig") or p.get("hub_host"))
         self.sa_name = p["service_account_name"] or default_service_account(self.name)
         self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
         self.released_leases = []
-        self.lease_checks = False
 
     @property
     def hub(self):
@@ -72,7 +71,7 @@ class MemberAgent(KubeFleetRunner):
         """The identity token: given, or read from the hub (waiting until it is filled); None in check mode before it exists."""
         if self.params["token"]:
             return self.params["token"]
-        if not self.hub_given:
+        if not self.hub_configured:
             raise ParameterError("token", "no token given and no hub connection to read it from",
                                  "Give token, or hub_kubeconfig so the token is read from the identity Secret on the hub")
         namespace = self.params["identity_namespace"]
@@ -100,7 +99,7 @@ class MemberAgent(KubeFleetRunner):
 
     def check_member_cluster(self):
         """With hub access: the MemberCluster must exist and not be leaving (else the agent can never join)."""
-        if not self.hub_given:
+        if not self.hub_configured:
             return None
         member = self.hub.get(MEMBER_CLUSTER, self.name)
         if member is None and self.check_mode:
@@ -173,7 +172,7 @@ class MemberAgent(KubeFleetRunner):
             self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
         member = None
-        if self.hub_given and self.params["wait"] and not self.check_mode:
+        if self.waits_for_agent():
             member = self._wait_joined(plan, previous_heartbeat)
         result = {
             "changed": plan.changed, "release": public_release(release), "values": desired_values, "reasons": plan.reasons,
@@ -228,25 +227,15 @@ class MemberAgent(KubeFleetRunner):
             raise
         return self._release()
 
-    def _poll_releasing_leases(self):
-        """The MemberCluster, after releasing the agent's Leases whose holder is gone (leases.py): an agent uninstalled
-        earlier (a leave) keeps them, and the new one would wait a lease duration for it. Best effort: without RBAC on
-        Leases the agent's own expiry still applies."""
-        if self.lease_checks:
-            try:
-                self.released_leases += leases.release_departed(self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES,
-                                                                self.agent_namespace, AGENT_POD_SELECTOR)
-            except FleetOpsError:
-                self.lease_checks = False
-        return self.hub.get(MEMBER_CLUSTER, self.name)
-
     def _wait_joined(self, plan, previous_heartbeat):
         """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
         since = previous_heartbeat if plan.changed else None
-        self.lease_checks = plan.changed
+        # an agent uninstalled earlier (a leave) keeps its Leases
+        poll = LeaseReleasingPoll(lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda: leases.release_departed(
+            self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=plan.changed)
         try:
             member = self.module.waiter.until(
-                self._poll_releasing_leases, lambda obj: joined_since(obj, since),
+                poll, lambda obj: joined_since(obj, since),
                 "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
                 "Look at the member agent's log on the member; check hub_url, the CA and that %s/%s still exists on the hub" % (
                     self.params["identity_namespace"], self.sa_name),
@@ -255,6 +244,7 @@ class MemberAgent(KubeFleetRunner):
             if plan.changed:
                 raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(plan.reasons))
             raise
+        self.released_leases = poll.released
         return describe_member(member)
 
     def _settled_namespace(self, name):
@@ -302,7 +292,7 @@ class MemberAgent(KubeFleetRunner):
     # -- absent -------------------------------------------------------------------
 
     def absent(self):
-        if self.hub_given:
+        if self.hub_configured:
             member = self.hub.get(MEMBER_CLUSTER, self.name)
             if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
                 self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
@@ -24,17 +25,14 @@ def hub_url_and_ca(module):
     hub_ca_cert, else hub_kubeconfig's CA (inline or a file), as ``ConnectionSettings.server_and_ca`` reads them.
     """
     params = module.params
-    if params.get("hub_kubeconfig") or params.get("hub_host"):
-        server, connection_ca = module.settings("hub_").server_and_ca()
-    else:
-        server, connection_ca = None, (read_pem(params["hub_ca_cert"], "hub_ca_cert") if params.get("hub_ca_cert") else None)
-    url = params["hub_url"] or server
+    # hub_ca_cert before the hub connection's CA, also without a hub connection (server_and_ca reads it the same way)
+    ca_file = read_pem(params["hub_ca_cert"], "hub_ca_cert") if params.get("hub_ca_cert") else None
+    url, ca = [value for value, _source in hub_endpoint(
+        module, [(params["hub_url"], "hub_url")], [(explicit_hub_ca(params["hub_ca_pem"]), "hub_ca_pem"), (ca_file, "hub_ca_cert")],
+        "hub_url")]
     if not url:
         raise ParameterError("hub_url", "the hub's API server URL is not known",
                              "Set hub_url (as the member reaches it), or hub_kubeconfig to read it from")
-    if not url.startswith("https://"):
-        raise ParameterError("hub_url", "%r is not an https:// URL" % url, "Give the hub API server's https:// URL as the member reaches it")
-    ca = explicit_hub_ca(params["hub_ca_pem"]) or connection_ca
     if not ca and not params["hub_insecure_skip_tls_verify"]:
         raise ParameterError(
             "hub_ca_pem", "no CA for the hub is known, and the member agent needs one to trust %s" % url,

@@ -21,10 +21,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     desired_service_account, desired_token_secret, identity_subject, same_identity, secret_token, token_secret_problem,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 
 
-class MemberIdentity(KubeFleetRunner):
+class MemberIdentity(Runner):
     """The hub-side ServiceAccount and its token Secret."""
 
     def __init__(self, module):

@@ -23,7 +23,6 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     for_diff, identity_subject, member_cluster_changes, normalize_taints,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.runner import KubeFleetRunner
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     describe_member, joined_with_heartbeat, label_selector, member_ready_to_join, utcnow,
 )
@@ -57,7 +56,7 @@ def run_member_cluster(module):
     return run_batch(module, MemberCluster, prefetch)
 
 
-class MemberCluster(KubeFleetRunner):
+class MemberCluster(Runner):
     """The hub's MemberCluster: join (present) and leave (absent)."""
 
     def __init__(self, module, params=None):

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll, hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
@@ -25,7 +26,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
-    build_agent_values, check_release_identity, checked_in_since, parse_values, pick_api_server, plan_agent, redact_values,
+    build_agent_values, check_release_identity, checked_in_since, parse_values, plan_agent, redact_values,
     secret_belongs_to_token,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary
@@ -40,7 +41,7 @@ def _hub_hint(exc):
                                       "from where the task runs", **exc.details)
 
 
-class AgentRunner(AgentRemoval, Runner):
+class AgentRunner(AgentFlow, AgentRemoval, Runner):
     """fleet_agent."""
 
     def __init__(self, module):
@@ -49,18 +50,8 @@ class AgentRunner(AgentRemoval, Runner):
         self.namespace = AGENT_NAMESPACE
         self.release = AGENT_RELEASE
         self.predicted = False  # the token's values are a check-mode assumption
-        self.lease_checks = False
-        self.released_lease = None
-
-    def run(self):
-        if self.params["state"] == "absent":
-            return self.absent()
-        return self.present()
 
     # -- the hub -----------------------------------------------------------------------------------
-
-    def _hub_configured(self):
-        return bool(self.params.get("hub_kubeconfig") or self.params.get("hub_host"))
 
     def _hub(self, verb, *args):
         try:
@@ -82,8 +73,8 @@ class AgentRunner(AgentRemoval, Runner):
         return values
 
     def _assume(self, what):
-        """Check mode on a fresh target: the token's values do not exist yet; predict with placeholders and say so."""
-        self.warn("%s; assuming an earlier task creates it (check mode), the agent would be installed with its values" % what)
+        """Check mode on a fresh target: the token's values do not exist yet; predict with placeholders."""
+        self.assume_created_earlier(what)
         self.predicted = True
         return {"token": "predicted", "tokenName": self.params.get("token_name") or "predicted",
                 "clusterNamespace": self.params.get("token_namespace")}
@@ -93,7 +84,7 @@ class AgentRunner(AgentRemoval, Runner):
         if self.params.get("values_file"):
             return self._token_values_from_file()
         name, namespace = self.params["token_name"], self.params.get("token_namespace")
-        if not self._hub_configured():
+        if not self.hub_configured:
             raise ParameterError("hub_kubeconfig", "reading token %s/%s needs access to the hub" % (namespace, name),
                                  "Set hub_kubeconfig (and hub_context) or hub_host, or give values_file instead")
         token = self._hub("get", TOKEN, name, namespace)
@@ -129,15 +120,10 @@ class AgentRunner(AgentRemoval, Runner):
         for key in ("token", "tokenName"):
             if key in extra:
                 raise ParameterError("values", "must not set %s" % key, "The registration token comes from token_name or values_file")
-        hub_url, hub_ca = (None, None)
-        if self._hub_configured() and (not (self.params.get("api_server_url") or token_values.get(API_SERVER_URL_KEY))
-                                       or not (self.params.get("api_server_ca") or token_values.get(API_SERVER_CA_KEY))):
-            hub_url, hub_ca = self.module.settings("hub_").server_and_ca()
-        url, url_source = pick_api_server(self.params.get("api_server_url"), token_values.get(API_SERVER_URL_KEY), hub_url)
-        ca, ca_source = pick_api_server(read_pem(self.params.get("api_server_ca"), "api_server_ca"),
-                                        token_values.get(API_SERVER_CA_KEY), hub_ca)
-        if url and not url.startswith("https://"):
-            raise ParameterError("api_server_url", "%r is not an https:// URL" % url, "Give the hub API server's https:// URL")
+        (url, url_source), (ca, ca_source) = hub_endpoint(
+            self.module, [(self.params.get("api_server_url"), "parameter"), (token_values.get(API_SERVER_URL_KEY), "token")],
+            [(read_pem(self.params.get("api_server_ca"), "api_server_ca"), "parameter"), (token_values.get(API_SERVER_CA_KEY), "token")],
+            "api_server_url")
         values = build_agent_values(token_values, extra, url, ca, self.params.get("labels"), self.params.get("client_id"))
         return values, {"api_server_url": url_source, "api_server_ca": ca_source}
 
@@ -180,7 +166,7 @@ class AgentRunner(AgentRemoval, Runner):
                                           "values_file" if self.params.get("values_file") else "token_name",
                                           proxy=(self.params.get("values") or {}).get("proxy") or None)
         find_cluster = seen_before = None
-        if self.params.get("wait") and not self.check_mode:
+        if self.waits_for_agent():
             find_cluster = self._agent_cluster_finder(state["values"])
             if plan.changes:
                 # The previous agent's check-in must not count as the new one's (a re-registration would look done).
@@ -190,8 +176,7 @@ class AgentRunner(AgentRemoval, Runner):
             self.apply(state)
         result = self.report(state)
         if find_cluster is not None:
-            result["cluster"] = self._wait_for_checkin(find_cluster, seen_before, plan)
-            result["released_lease"] = self.released_lease
+            result["cluster"], result["released_lease"] = self._wait_for_checkin(find_cluster, seen_before, plan)
         return result
 
     def _ensure_namespace(self):
@@ -217,16 +202,12 @@ class AgentRunner(AgentRemoval, Runner):
                 helm.uninstall(self.release, self.namespace)
                 exc.msg += " (the failed release was uninstalled again)"
             elif state["plan"].action == ReleasePlan.UPGRADE:
-                exc.msg += " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release)
-                exc.details["changed"] = True
+                raise self.failed_after_change(exc, " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release))
             raise
         state["release"] = helm.release(self.release, self.namespace)
 
     def _agent_cluster_finder(self, values):
         """A function returning the hub's Cluster this agent registers as (by client ID), or None."""
-        if not self._hub_configured():
-            raise ParameterError("wait", "waiting for the hub to see the cluster needs access to the hub",
-                                 "Set hub_kubeconfig (or hub_host), or wait: false")
         client_id = values.get("clientID")
         if not client_id:
             kube_system = self.module.kube().get(NAMESPACE, "kube-system")
@@ -244,32 +225,25 @@ class AgentRunner(AgentRemoval, Runner):
         fetch.description = "the hub to see the agent with client ID %s check in to namespace %s" % (client_id, namespace)
         return fetch
 
-    def _poll_releasing_lease(self, fetch):
-        """``fetch``, after releasing the agent's Lease when its holder is gone (Fleet replaces the bootstrap agent's pod
-        before it checks in, and the adopted agent would otherwise wait a whole lease duration for it).
-
-        Checked at every poll, not once: on a member that was joined before, the first departed holder is the earlier
-        agent's, and the bootstrap agent's own departure comes after it."""
-        if self.lease_checks:
-            try:
-                self.released_lease = release_departed_lease(self.module.kube(), self.namespace) or self.released_lease
-            except FleetOpsError:  # e.g. no RBAC for Leases: the agent's own lease expiry still applies
-                self.lease_checks = False
-        return fetch()
-
     def _wait_for_checkin(self, fetch, seen_before, plan):
-        """Wait for a check-in (after a change: newer than the old agent's last one); roll a fresh install back if none comes."""
-        self.lease_checks = bool(plan.changes and self.params.get("release_departed_lease", True))
+        """``(cluster, released lease holder)`` after a check-in (after a change: newer than the old agent's last one);
+        roll a fresh install back if none comes. Fleet replaces the bootstrap agent's pod before it checks in, so the
+        departed agent's Lease is released meanwhile."""
+        poll = LeaseReleasingPoll(fetch, self._release_departed_lease,
+                                  enabled=bool(plan.changes and self.params.get("release_departed_lease", True)))
         try:
-            cluster = self.module.waiter.until(lambda: self._poll_releasing_lease(fetch), lambda c: checked_in_since(c, seen_before),
-                                               fetch.description, "wait_timeout: " + CHECKIN_HINT)
+            cluster = self.module.waiter.until(poll, lambda c: checked_in_since(c, seen_before), fetch.description,
+                                               "wait_timeout: " + CHECKIN_HINT)
         except FleetOpsError as exc:
             exc.msg += self._namespace_cause(getattr(exc, "last", None))
             if plan.changes:
-                exc.details["changed"] = True
-                exc.msg += self._after_failed_checkin(plan)
+                raise self.failed_after_change(exc, self._after_failed_checkin(plan))
             raise
-        return cluster_summary(cluster)
+        return cluster_summary(cluster), (poll.released[-1] if poll.released else None)
+
+    def _release_departed_lease(self):
+        holder = release_departed_lease(self.module.kube(), self.namespace)
+        return [holder] if holder else []
 
     def _namespace_cause(self, cluster):
         """Why Fleet never granted the agent, when it is the Cluster's namespace on the hub (else "")."""

@@ -65,9 +65,7 @@ class ClusterRunner(Runner):
         if self.params.get("kubeconfig_secret"):
             validate_dns_subdomain(self.params["kubeconfig_secret"], "kubeconfig_secret")
 
-    def run(self):
-        if self.params["state"] == "absent":
-            return self.absent()
+    def present(self):
         return self.report(self.apply(self.plan()))
 
     # -- plan ------------------------------------------------------------------------------------
@@ -167,8 +165,8 @@ class ClusterRunner(Runner):
                 self.kube.delete(SECRET, plan["secret_name"], self.namespace)
                 exc.msg += " (the kubeconfig Secret this run created was deleted again)"
             elif secret_outcome is not None and secret_outcome.changed and not self.check_mode:
-                exc.msg += " (the kubeconfig Secret %s/%s was updated before the failure)" % (self.namespace, plan["secret_name"])
-                exc.details["changed"] = True
+                raise self.failed_after_change(
+                    exc, " (the kubeconfig Secret %s/%s was updated before the failure)" % (self.namespace, plan["secret_name"]))
             raise
         plan["changed"] = outcome.changed or bool(secret_outcome and secret_outcome.changed)
         plan["outcome"], plan["secret_outcome"] = outcome, secret_outcome
@@ -190,7 +188,7 @@ class ClusterRunner(Runner):
             return cluster_namespace.NamespaceRepair(self, self.namespace, self.name).run(cluster)
         except FleetOpsError as exc:
             if changed:
-                exc.details["changed"] = True
+                raise self.failed_after_change(exc)
             raise
 
     def _wait_for_checkin(self, import_blocked, changed):
@@ -203,8 +201,7 @@ class ClusterRunner(Runner):
                 "Fleet's controller can reach the cluster through the kubeconfig Secret")
         except FleetOpsError as exc:
             if changed:
-                exc.msg += " (Cluster %s/%s was created or updated before the wait)" % (self.namespace, self.name)
-                exc.details["changed"] = True
+                raise self.failed_after_change(exc, " (Cluster %s/%s was created or updated before the wait)" % (self.namespace, self.name))
             raise
 
     def _import_blocked(self):
@@ -304,10 +301,9 @@ class ClusterRunner(Runner):
         try:
             return cluster_namespace.wait_gone(self, self.kube, self.namespace, self.name, cluster_namespace.expected_namespace(deleted))
         except FleetOpsError as exc:
-            exc.msg += (" (Cluster %s/%s is deleted; a join under this name before its namespace is gone would not be "
-                        "granted, and a re-run of the leave waits again)" % (self.namespace, self.name))
-            exc.details["changed"] = changed
-            raise
+            raise self.failed_after_change(
+                exc, " (Cluster %s/%s is deleted; a join under this name before its namespace is gone would not be granted, and a "
+                     "re-run of the leave waits again)" % (self.namespace, self.name), changed)
 
     def _wait_gone(self):
         try:
@@ -315,9 +311,7 @@ class ClusterRunner(Runner):
                                      "Cluster %s/%s to be deleted" % (self.namespace, self.name),
                                      "wait_timeout: Fleet's controller removes its finalizer once it has cleaned up; check that it runs")
         except FleetOpsError as exc:
-            exc.msg += " (its deletion was requested and is still pending)"
-            exc.details["changed"] = True
-            raise
+            raise self.failed_after_change(exc, " (its deletion was requested and is still pending)")
 
 
 class ClusterInfoRunner(Runner):

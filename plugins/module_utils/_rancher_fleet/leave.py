@@ -77,7 +77,6 @@ class AgentRemoval:
                                          "namespace %s to be deleted" % self.namespace,
                                          "wait_timeout: look at the namespace's finalizers and what is left in it")
             except FleetOpsError as exc:
-                exc.details["changed"] = True
-                exc.msg += " (the agent was removed%s; the namespace's deletion is pending)" % ("" if changed else " before")
-                raise
+                raise self.failed_after_change(
+                    exc, " (the agent was removed%s; the namespace's deletion is pending)" % ("" if changed else " before"))
         return {"removed": True, "kept_for": []}

@@ -107,14 +107,6 @@ def parse_values(text, param="values_file"):
     return data
 
 
-def pick_api_server(explicit, from_values, from_hub):
-    """The first of (parameter, token values, hub kubeconfig) that is set, and where it came from."""
-    for value, source in ((explicit, "parameter"), (from_values, "token"), (from_hub, "hub_kubeconfig")):
-        if value:
-            return value, source
-    return None, None
-
-
 def build_agent_values(token_values, extra_values=None, api_server_url=None, api_server_ca=None, labels=None,
                        client_id=None):
     """The fleet-agent chart values: extra chart values, then the token's values, then explicit settings.

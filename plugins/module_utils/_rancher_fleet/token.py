@@ -87,10 +87,8 @@ class TokenRunner(Runner):
     def run(self):
         if self.name is None:
             result = {"changed": False, "name": None, "namespace": self.namespace, "token": {}}
-        elif self.params["state"] == "absent":
-            result = self.absent()
         else:
-            result = self.present()
+            result = super(TokenRunner, self).run()
         if self.params.get("prune"):
             result["pruned"] = self.prune()
             result["changed"] = result["changed"] or bool(result["pruned"])
@@ -151,7 +149,7 @@ class TokenRunner(Runner):
             exc.msg += (" - and the ClusterRegistrationToken %s/%s this run created could NOT be deleted (%s): delete it with "
                         "fleet_registration_token state=absent, or kubectl -n %s delete clusterregistrationtoken %s; a later run "
                         "with prune: true removes it too" % (self.namespace, self.name, failure.msg, self.namespace, self.name))
-            exc.details["changed"] = True
+            self.failed_after_change(exc)
 
     def _deliver(self, result, secret):
         """Hand the values out as asked (returned, or written 0600), masking the token everywhere else."""
