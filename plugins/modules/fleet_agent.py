@@ -289,25 +289,30 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent import AgentRunner
 
 
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        release_name=dict(type="str", default="fleet-agent"),
+        release_namespace=dict(type="str", default="cattle-fleet-system"),
+        token_name=dict(type="str", no_log=False),
+        token_namespace=dict(type="str", no_log=False),
+        values_file=dict(type="path"),
+        api_server_url=dict(type="str", aliases=["hub_url"]),
+        api_server_ca=dict(type="str"),
+        labels=dict(type="dict"),
+        client_id=dict(type="str"),
+        values=dict(type="dict"),
+        preflight=dict(type="bool", default=True),
+        keep_failed_install=dict(type="bool", default=False),
+        release_departed_lease=dict(type="bool", default=True),
+        keep_namespace=dict(type="bool", default=False),
+    )
+
+
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, dict(
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            release_name=dict(type="str", default="fleet-agent"),
-            release_namespace=dict(type="str", default="cattle-fleet-system"),
-            token_name=dict(type="str", no_log=False),
-            token_namespace=dict(type="str", no_log=False),
-            values_file=dict(type="path"),
-            api_server_url=dict(type="str", aliases=["hub_url"]),
-            api_server_ca=dict(type="str"),
-            labels=dict(type="dict"),
-            client_id=dict(type="str"),
-            values=dict(type="dict"),
-            preflight=dict(type="bool", default=True),
-            keep_failed_install=dict(type="bool", default=False),
-            release_departed_lease=dict(type="bool", default=True),
-            keep_namespace=dict(type="bool", default=False),
-        )),
+        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
         required_if=[("state", "present", ("token_name", "values_file"), True)],

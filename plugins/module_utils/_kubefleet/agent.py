@@ -41,7 +41,7 @@ class MemberAgent(AgentFlow, Runner):
     """The member side: the hub token Secret and the member-agent Helm release."""
 
     def __init__(self, module):
-        super(MemberAgent, self).__init__(module)
+        super().__init__(module)
         p = self.params
         self.name = validate_member_name(p["name"])
         self.release_name = p["release_name"]

@@ -45,7 +45,7 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
     """fleet_agent."""
 
     def __init__(self, module):
-        super(AgentRunner, self).__init__(module)
+        super().__init__(module)
         check_release_identity(self.params.get("release_namespace"), self.params.get("release_name"))
         self.namespace = AGENT_NAMESPACE
         self.release = AGENT_RELEASE
