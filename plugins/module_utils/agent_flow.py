@@ -8,17 +8,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from typing import Any, Dict, Iterable, Optional, Tuple
+
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 
+Sourced = Tuple[Optional[str], Optional[str]]  # (value, the option or connection it came from)
 HUB_CONNECTION = "hub_kubeconfig"
 
 
-def hub_configured(params):
+def hub_configured(params: Dict[str, Any]) -> bool:
     """Whether the task reaches the hub itself (hub_kubeconfig or hub_host)."""
     return bool(params.get("hub_kubeconfig") or params.get("hub_host"))
 
 
-def first_given(candidates):
+def first_given(candidates: Iterable[Sourced]) -> Sourced:
     """``(value, source)`` of the first of ``(value, source)`` pairs that has a value, else ``(None, None)``."""
     for value, source in candidates:
         if value:
@@ -26,7 +29,7 @@ def first_given(candidates):
     return None, None
 
 
-def hub_endpoint(module, urls, cas, url_option):
+def hub_endpoint(module: Any, urls: Iterable[Sourced], cas: Iterable[Sourced], url_option: str) -> Tuple[Sourced, Sourced]:
     """``((url, source), (ca_pem, source))`` the agent is given.
 
     Each is the first of ``urls`` / ``cas`` (``(value, source)`` pairs, in order of precedence) that is set, else the
@@ -50,7 +53,7 @@ class AgentFlow:
     def hub_configured(self):
         return hub_configured(self.params)
 
-    def waits_for_agent(self):
+    def waits_for_agent(self) -> bool:
         """``wait`` asks for the hub to see the agent; only a real run that reaches the hub can watch for it."""
         return bool(self.params.get("wait") and not self.check_mode and self.hub_configured)
 

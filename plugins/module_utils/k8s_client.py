@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import json
 import re
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, ApiNotServed, ConnectionFailure, NotFoundError, ParameterError,
@@ -21,10 +22,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_transport import Unreachable, transport_for
 
 
+Obj = Dict[str, Any]  # an API object as JSON
 _UNSAFE_IN_PATH = re.compile(r"[/?#%\\\s]")
 
 
-def path_segment(value, param):
+def path_segment(value: Any, param: str) -> str:
     """``value`` as one segment of a request path: a name such as ``../secrets/x`` would address another object with
     the same credentials, so it is refused before any request."""
     if not isinstance(value, str) or value in (".", "..") or _UNSAFE_IN_PATH.search(value):
@@ -42,7 +44,7 @@ class Resource:
         self.plural = plural
         self.namespaced = namespaced
 
-    def path(self, namespace=None, name=None, subresource=None):
+    def path(self, namespace: Optional[str] = None, name: Optional[str] = None, subresource: Optional[str] = None) -> str:
         base = "/api/v1" if self.api_version == "v1" else "/apis/" + self.api_version
         if self.namespaced and namespace:
             base += "/namespaces/" + path_segment(namespace, "namespace")
@@ -75,7 +77,8 @@ class KubeClient:
         self.label = label
         self.hint = hint or "Check the kubeconfig, context, host and certificate options"
 
-    def request(self, method, path, body=None, query=None, content_type="application/json"):
+    def request(self, method: str, path: str, body: Any = None, query: Optional[Dict[str, Any]] = None,
+                content_type: str = "application/json") -> Any:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
             status, reason, data = self.transport.send(method, path, body, query, headers)
@@ -119,25 +122,27 @@ class KubeClient:
 
     # -- verbs ---------------------------------------------------------------
 
-    def get(self, resource, name, namespace=None):
+    def get(self, resource: Resource, name: str, namespace: Optional[str] = None) -> Optional[Obj]:
         try:
             return self.request("GET", resource.path(namespace, name))
         except NotFoundError:
             return None
 
-    def list(self, resource, namespace=None, label_selector=None):
+    def list(self, resource: Resource, namespace: Optional[str] = None, label_selector: Optional[str] = None) -> List[Obj]:
         query = {"labelSelector": label_selector} if label_selector else None
         return (self.request("GET", resource.path(namespace), query=query) or {}).get("items", [])
 
-    def create(self, resource, body, namespace=None, dry_run=False):
+    def create(self, resource: Resource, body: Obj, namespace: Optional[str] = None, dry_run: bool = False) -> Obj:
         body = dict(body, apiVersion=resource.api_version, kind=resource.kind)
         return self.request("POST", resource.path(namespace), body=body, query=_dry(dry_run))
 
-    def patch(self, resource, name, patch, namespace=None, dry_run=False, subresource=None):
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: Optional[str] = None, dry_run: bool = False,
+              subresource: Optional[str] = None) -> Obj:
         return self.request("PATCH", resource.path(namespace, name, subresource), body=patch, query=_dry(dry_run),
                             content_type="application/merge-patch+json")
 
-    def delete(self, resource, name, namespace=None, dry_run=False, propagation="Background"):
+    def delete(self, resource: Resource, name: str, namespace: Optional[str] = None, dry_run: bool = False,
+               propagation: str = "Background") -> Any:
         """Delete; return the object as it was (None if it was already gone)."""
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if dry_run:
@@ -168,7 +173,7 @@ class KubeClient:
         return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username")
 
 
-def credential_check(client):
+def credential_check(client: "KubeClient") -> Dict[str, Any]:
     """Whether the API server accepts the credential ``client`` authenticates with: ``{accepted, user, error}``.
 
     ``accepted`` is False when the server refuses it (401), None when the server could not be asked (so nothing is
@@ -204,7 +209,7 @@ def _short(exc):
     return text if len(text) < 300 else text[:300] + "..."
 
 
-def merge_patch(current, desired):
+def merge_patch(current: Any, desired: Any) -> Any:
     """The JSON merge patch that makes ``current`` include ``desired``.
 
     ``desired`` is a partial object: keys it does not name are left alone; a
@@ -225,7 +230,7 @@ def merge_patch(current, desired):
     return patch
 
 
-def clean(obj, hide_data=False):
+def clean(obj: Optional[Obj], hide_data: bool = False) -> Optional[Obj]:
     """An object as a diff or result should show it: server noise dropped, Secret data hidden."""
     if obj is None:
         return {}
@@ -282,7 +287,7 @@ def ensure_object(kube, resource, desired, check_mode=False, hide_data=False, wa
     return Outcome(True, clean(current, hide_data), clean(after, hide_data))
 
 
-def condition(obj, cond_type):
+def condition(obj: Optional[Obj], cond_type: str) -> Obj:
     """The condition of ``cond_type`` in ``status.conditions`` (a dict), or {}."""
     for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
         if cond.get("type") == cond_type:

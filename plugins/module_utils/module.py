@@ -10,6 +10,7 @@ __metaclass__ = type
 import json
 import shutil
 import traceback
+from typing import Any, Callable, Dict
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -228,7 +229,7 @@ class Runner:
     def absent(self):
         raise NotImplementedError
 
-    def assume_created_earlier(self, missing):
+    def assume_created_earlier(self, missing: str) -> None:
         """Check mode on a fresh target: an input an earlier task of the same run only dry-ran.
 
         The module predicts its own change and says so, instead of failing; a real run still fails without it.
@@ -236,25 +237,25 @@ class Runner:
         self.warn("check mode: %s; assuming an earlier task creates it (a real run fails without it)" % missing)
 
     @staticmethod
-    def failed_after_change(exc, note="", changed=True):
+    def failed_after_change(exc: FleetOpsError, note: str = "", changed: bool = True) -> FleetOpsError:
         """``exc`` with ``changed`` in its details (fail_json reports it) and ``note`` added to its message."""
         exc.details["changed"] = changed
         exc.msg += note
         return exc
 
-    def changed_before_failure(self, exc, what):
+    def changed_before_failure(self, exc: FleetOpsError, what: str) -> FleetOpsError:
         """``exc`` marked as a failure after a change, naming what this run already did, and left. Raise the result."""
         exc.msg = exc.msg.rstrip(".")
         return self.failed_after_change(exc, "; this run already %s" % what)
 
-    def finish(self, result, before=None, after=None):
+    def finish(self, result: Dict[str, Any], before: Any = None, after: Any = None) -> Dict[str, Any]:
         """``result`` with ``diff`` added in diff mode: the one way a module reports its diff."""
         if self.diff_mode and (before is not None or after is not None):
             result["diff"] = {"before": before or {}, "after": after or {}}
         return result
 
 
-def run_module(module, action):
+def run_module(module: AnsibleModule, action: Callable[[Any], Dict[str, Any]]) -> None:
     """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json.
 
     An error's details go into the failure result, so a runner that changed something before it
