@@ -127,6 +127,19 @@ options:
         type: str
         choices: [NoSchedule]
         default: NoSchedule
+  quarantine:
+    description:
+      - Keep a new member from taking workloads until it is verified (KubeFleet places work on a member as soon as it
+        joins). The quarantine is the V(NoSchedule) taint C(fleetops.registration/quarantine=unverified); O(taints)
+        never adds or removes it.
+      - V(hold) puts it on a MemberCluster this task creates and keeps it on one that has it; a member verified
+        earlier is not quarantined again.
+      - V(lift) removes it once the member is joined, healthy (the MemberCluster's or its agent's C(Healthy)
+        condition) and has reported its properties or resource usage, waiting for that within O(wait_timeout) when
+        O(wait=true). A member that is not verified by then keeps the taint, and the task fails saying why.
+      - Omit to leave the quarantine as it is.
+    type: str
+    choices: [hold, lift]
   wait:
     description:
       - With O(state=present), whether to wait for the condition O(wait_for).
@@ -200,6 +213,14 @@ EXAMPLES = r'''
     wait_for: joined
     wait_timeout: 600
 
+- name: Join quarantined, then lift the quarantine once the member is verified
+  fleetops.registration.kubefleet_member_cluster:
+    context: hub
+    name: east-1
+    quarantine: lift
+    wait: true
+    wait_for: joined
+
 - name: Predefine the MemberClusters of an inventory group with their labels, in one call
   fleetops.registration.kubefleet_member_cluster:
     context: hub
@@ -242,6 +263,13 @@ namespace:
   returned: with O(state=absent)
   type: str
   sample: fleet-member-east-1
+quarantine:
+  description:
+    - Whether the MemberCluster is quarantined after the task (C(held)), and with O(quarantine=lift) why it was not
+      verified (C(problems), empty once it is).
+  returned: when O(state=present)
+  type: dict
+  sample: {"held": false, "problems": []}
 forced:
   description: What O(force_remove_finalizers) had to do (empty when the leave finished by itself).
   returned: with O(state=absent)
@@ -288,6 +316,7 @@ def argument_spec():
             effect=dict(type="str", choices=["NoSchedule"], default="NoSchedule"),
         )),
         wait_for=dict(type="str", choices=["ready_to_join", "joined"], default="ready_to_join"),
+        quarantine=dict(type="str", choices=["hold", "lift"]),
         force_remove_finalizers=dict(type="bool", default=False),
         force_grace_period=dict(type="int", default=60),
         state=dict(type="str", choices=["present", "absent"], default="present"),

@@ -249,6 +249,30 @@ def test_member_cluster_labels_taints_check_mode_and_forced_leave(lab, hub, memb
     assert not ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent"))).changed
 
 
+QUARANTINE = {"key": "fleetops.registration/quarantine", "value": "unverified", "effect": "NoSchedule"}
+
+
+def test_member_cluster_quarantine_holds_until_verified_and_says_why(lab, hub, member):
+    """issue 17, item 5: only the quarantine option adds or lifts the taint, and a member that is not verified keeps it."""
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    maintenance = {"key": "maintenance", "value": "true", "effect": "NoSchedule"}
+    base = hub_args(lab, name=member, heartbeat_period_seconds=5)
+    held = ok(run_module("kubefleet_member_cluster", dict(base, quarantine="hold", taints=[maintenance])))
+    assert held.changed and held["quarantine"] == {"held": True, "problems": []}
+    assert hub.member_cluster(member)["spec"]["taints"] == [maintenance, QUARANTINE]
+    assert not ok(run_module("kubefleet_member_cluster", dict(base, quarantine="hold", taints=[maintenance]))).changed
+    ok(run_module("kubefleet_member_cluster", dict(base, taints=[])))
+    assert hub.member_cluster(member)["spec"]["taints"] == [QUARANTINE], "taints: [] lifted the quarantine"
+
+    # No member agent ever joins this member: the lift waits for the verification, then fails saying why.
+    lifted = failed(run_module("kubefleet_member_cluster", dict(base, quarantine="lift", wait=True, wait_timeout=4)),
+                    "MemberCluster %s stays quarantined" % member, "it has not joined", "no properties")
+    assert not lifted.changed and lifted["quarantine"]["held"] is True
+    assert hub.member_cluster(member)["spec"]["taints"] == [QUARANTINE]
+    info = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    assert info["members"][member]["kubefleet"]["quarantined"] is True
+
+
 def test_stuck_leave_without_force_times_out_with_what_is_left(lab, hub, member):
     ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))

@@ -492,3 +492,34 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
     assert no_ns.recap["member2"]["changed"] == 0 and hub.member_cluster("member2") is None
     leases = client.CoordinationV1Api(lab.api_client("hub"))
     assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", "kube-system")) is None  # released
+
+
+def _task_outcome(output, task_name, host):
+    """The first status line (``ok``, ``changed``, ``skipping``, ``fatal``) ``task_name`` printed for ``host``."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("TASK [") and task_name in line)
+    for line in lines[start + 1:]:
+        if line.startswith("TASK ["):
+            break
+        if "[%s]" % host in line and line.split(":", 1)[0] in ("ok", "changed", "skipping", "fatal"):
+            return line.split(":", 1)[0]
+    return None
+
+
+def test_a_quarantined_join_is_lifted_once_the_member_is_verified(lab_controllers, hub, tmp_path):
+    """issue 17, item 5: with fleetops_kubefleet_quarantine a new member joins with the quarantine taint (KubeFleet
+    places no work on it), and the role lifts it only once the member is joined, healthy and reporting; a re-run
+    changes nothing."""
+    lab = lab_controllers
+    playbook(lab, "leave_cluster.yml", "--limit", "member2", tmp_path=tmp_path)
+    quarantined = ("--limit", "fleet-hub,member2", "-e", "fleetops_backends=kubefleet", "-e", "fleetops_kubefleet_quarantine=true")
+    joined = playbook(lab, "join_cluster.yml", *quarantined, tmp_path=tmp_path)
+    assert _task_outcome(joined.output, "Create or update the MemberCluster", "member2") == "changed"
+    assert _task_outcome(joined.output, "Lift the member's quarantine", "member2") == "changed", joined.output[-3000:]
+    member_cluster = hub.member_cluster("member2")
+    assert condition(member_cluster, "Joined") == "True"
+    assert not [t for t in member_cluster["spec"].get("taints") or [] if t["key"] == "fleetops.registration/quarantine"]
+    again = playbook(lab, "join_cluster.yml", *quarantined, tmp_path=tmp_path)
+    assert again.unchanged({"fleet-hub", "member2"}), again.recap
+    left = playbook(lab, "leave_cluster.yml", "--limit", "member2", "-e", "fleetops_backends=kubefleet", tmp_path=tmp_path)
+    assert left.changed("member2") > 0 and hub.member_cluster("member2") is None

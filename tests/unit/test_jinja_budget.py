@@ -25,8 +25,11 @@ BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # of plumbing to both roles: the batch's requests, the lock and release tasks with their guards, who runs the run, and
 # member_leave's note of each member and its check of the member's lock, and the lock each step may renew - so 8,400.
 # member_join's rescue that names the variable behind a later step's failed option (issue 19, item 3), and the lock's
-# release for the hosts that failed out of the batch, made it 8,600.
-TOTAL_BUDGET = 8900
+# release for the hosts that failed out of the batch, made it 8,600; the cluster identity passed to the hub-side steps
+# (issue 19, item 2), 8,900.
+# Quarantine on join (issue 17, item 5; what is verified and when the taint is added, kept or lifted are decided in
+# Python) added ~170: the variable's default, the module option's value and the lift step's guard - so 9,100.
+TOTAL_BUDGET = 9100
 LONGEST = 200
 
 

@@ -124,7 +124,7 @@ def test_hub_view():
     assert view == {
         "name": "east-1", "labels": {"env": "prod"}, "identity": IDENTITY, "joined": True, "healthy": True,
         "ready_to_join": True, "heartbeat_period_seconds": 15, "leaving": False, "agent_joined": True,
-        "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False,
+        "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False, "quarantined": False,
     }
     assert MANAGER.hub_view(None) is None
     assert hub(heartbeat="2026-11-21T09:59:14Z")["heartbeat_stale"] is True   # 46s > 3 x 15s

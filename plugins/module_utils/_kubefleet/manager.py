@@ -21,7 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
+    QUARANTINE_TAINT, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
@@ -122,6 +122,14 @@ def _upgrade_reasons(member, desired):
     return reasons
 
 
+def _quarantine_reasons(hub):
+    """A quarantined member stays 'relabel' (the member object step, then the lift) until it is verified and lifted."""
+    if hub.get("quarantined"):
+        return ["MemberCluster %s is quarantined (taint %s) until it is joined, healthy and has reported its properties"
+                % (hub.get("name"), QUARANTINE_TAINT["key"])]
+    return []
+
+
 def _relabel_reasons(hub, desired):
     if not desired.get("labels") and desired.get("labels_mode") != "replace":
         return []
@@ -212,7 +220,7 @@ class KubeFleet(FleetManager):
             ("reregister", _reregister_reasons(hub_view or {}, member, desired) if hub_view else []),
             ("install", _install_reasons(member)),
             ("upgrade", _upgrade_reasons(member, desired)),
-            ("relabel", _relabel_reasons(hub_view or {}, desired) if hub_view else []),
+            ("relabel", _relabel_reasons(hub_view, desired) + _quarantine_reasons(hub_view) if hub_view else []),
         ):
             if reasons:
                 return MemberState(self.name, name, hub_view, member_view, action, reasons)
@@ -234,6 +242,8 @@ class KubeFleet(FleetManager):
             state = "leaving"
         elif hub_view["joined"] and hub_view["heartbeat_stale"]:
             state = "silent"
+        elif hub_view["joined"] and hub_view.get("quarantined"):
+            state = "quarantined"
         elif hub_view["joined"]:
             state = "joined"
         elif hub_view["ready_to_join"]:
@@ -245,7 +255,7 @@ class KubeFleet(FleetManager):
         return {
             "state": state, "healthy": healthy, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
             "labels": hub_view["labels"], "joined": hub_view["joined"], "ready_to_join": hub_view["ready_to_join"],
-            "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"],
+            "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"], "quarantined": hub_view.get("quarantined"),
         }
 
 

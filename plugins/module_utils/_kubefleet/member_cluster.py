@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, NotFoundError, ParameterError, WaitTimeout,
+    ApiError, FleetOpsError, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
@@ -21,10 +21,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    for_diff, identity_subject, member_cluster_changes, normalize_taints,
+    for_diff, identity_subject, member_cluster_changes, normalize_taints, quarantined, taints_with_quarantine,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
-    describe_member, joined_with_heartbeat, label_selector, member_ready_to_join, utcnow,
+    describe_member, joined_with_heartbeat, label_selector, member_ready_to_join, quarantine_problems, utcnow,
 )
 
 # For users of the module and of the member_leave role alike (roles expose module options as variables).
@@ -101,6 +101,11 @@ class MemberCluster(Runner):
         identity = self._identity()
         self._check_identity(identity)
         current = self._current()
+        quarantine = self.params.get("quarantine")
+        problems = self._verify(current) if quarantine == "lift" and quarantined(current) else []
+        if problems:
+            quarantine = None  # not verified: the taint stays, and the task fails once the rest is applied
+        taints = taints_with_quarantine(current, taints, quarantine)
         body, patch = member_cluster_changes(current, self.name, identity, heartbeat, taints, labels, self.params["labels_mode"],
                                              identity_annotations(self.params.get("cluster_identity")))
         after = current
@@ -109,7 +114,7 @@ class MemberCluster(Runner):
         elif patch is not None:
             after = self.kube.patch(MEMBER_CLUSTER, self.name, patch, dry_run=self.check_mode)
         changed = body is not None or patch is not None
-        if not self.check_mode and self.params["wait"]:
+        if not self.check_mode and self.params["wait"] and not problems:
             try:
                 after = self._wait_present()
             except WaitTimeout as exc:
@@ -118,8 +123,24 @@ class MemberCluster(Runner):
                         "created" if body is not None else "updated", self.name))
                 raise
         result = {"changed": changed, "member_cluster": clean(after), "member": describe_member(after),
-                  "label_changes": label_changes(_labels_of(current), _labels_of(after))}
+                  "label_changes": label_changes(_labels_of(current), _labels_of(after)),
+                  "quarantine": {"held": quarantined(after), "problems": problems}}
+        if problems:
+            raise FleetOpsError("MemberCluster %s stays quarantined: %s" % (self.name, "; ".join(problems)),
+                                "Look at the member agent (kubefleet_member_agent, its logs on the member) and run again; "
+                                "the quarantine is lifted once the member is verified", **result)
         return self.finish(result, for_diff(current), for_diff(after))
+
+    def _verify(self, current):
+        """Why the quarantined member is not verified, after waiting for it within wait_timeout when ``wait``."""
+        if self.check_mode or not self.params["wait"]:
+            return quarantine_problems(current)
+        try:
+            self.module.waiter.until(lambda: self.kube.get(MEMBER_CLUSTER, self.name), lambda obj: not quarantine_problems(obj),
+                                     "MemberCluster %s to be verified" % self.name)
+            return []
+        except WaitTimeout as exc:
+            return quarantine_problems(exc.last)
 
     def _wait_present(self):
         if self.params["wait_for"] == "joined":

@@ -96,3 +96,8 @@ def chart_fullname(release, chart_name=CHART_NAME):
     """The chart's ``member-agent.fullname`` (the Deployment's name)."""
     name = release if chart_name in release else "%s-%s" % (release, chart_name)
     return name[:63].rstrip("-")
+
+
+# The taint a member joins with when it is to be quarantined (kubefleet#625: KubeFleet places work on a member as soon as
+# it joins); kubefleet_member_cluster's quarantine option alone adds and lifts it.
+QUARANTINE_TAINT = {"key": "fleetops.registration/quarantine", "value": "unverified", "effect": "NoSchedule"}

@@ -15,6 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
+    QUARANTINE_TAINT,
     CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY,
     KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
 )
@@ -135,6 +136,25 @@ def normalize_taints(taints, param="taints"):
 
 def _normal_taints(taints):
     return [dict((k, v) for k, v in t.items() if v not in (None, "")) for t in taints or []]
+
+
+def quarantined(obj):
+    """Whether a MemberCluster carries the collection's quarantine taint."""
+    return any((taint or {}).get("key") == QUARANTINE_TAINT["key"] for taint in ((obj or {}).get("spec") or {}).get("taints") or [])
+
+
+def taints_with_quarantine(current, taints, quarantine=None):
+    """The taints to write (None: leave them alone): ``taints`` (None: the live ones) with the quarantine taint as
+    ``quarantine`` says. ``hold`` puts it on a MemberCluster being created and keeps it on one that has it (a member
+    verified earlier is not quarantined again); ``lift`` removes it; None keeps the live state. A user's own taints
+    never add or remove it."""
+    held = quarantined(current)
+    keep = {"hold": current is None or held, "lift": False}.get(quarantine, held)
+    if taints is None and keep == held:
+        return None
+    own = [taint for taint in (taints if taints is not None else _normal_taints(((current or {}).get("spec") or {}).get("taints")))
+           if taint.get("key") != QUARANTINE_TAINT["key"]]
+    return own + ([dict(QUARANTINE_TAINT)] if keep else [])
 
 
 def wanted_labels(live, labels, labels_mode="merge"):

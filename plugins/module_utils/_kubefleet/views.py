@@ -13,6 +13,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import condition_true
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import member_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import quarantined
 
 
 def heartbeat_age(timestamp, now=None):
@@ -126,6 +127,21 @@ def describe_member(obj, now=None):
     }
 
 
+def quarantine_problems(obj):
+    """Why a quarantined MemberCluster is not verified yet: empty once it is joined, healthy and has reported its
+    properties (what placement decides on)."""
+    status = (obj or {}).get("status") or {}
+    problems = []
+    if not member_joined(obj):
+        problems.append("it has not joined")
+    healthy = member_healthy(obj)
+    if healthy is not True:
+        problems.append("the member agent reports it unhealthy" if healthy is False else "the member agent has not reported it healthy")
+    if not status.get("properties") and not (status.get("resourceUsage") or {}).get("observationTime"):
+        problems.append("the member agent has reported no properties or resource usage")
+    return problems
+
+
 def hub_view(obj, now=None):
     """The plain facts the hub knows of one member's MemberCluster (None when there is none)."""
     if obj is None:
@@ -139,6 +155,7 @@ def hub_view(obj, now=None):
     view["heartbeat"] = member_agent_heartbeat(obj)
     view["heartbeat_age_seconds"] = agent.get("heartbeat_age_seconds")
     view["heartbeat_stale"] = heartbeat_problem(view) is not None
+    view["quarantined"] = quarantined(obj)
     return view
 
 
@@ -150,7 +167,7 @@ def host_view(obj, now, stale_after=None):
         "manager": "kubefleet", "name": view["name"], "labels": view["labels"], "last_seen": view["heartbeat"],
         "heartbeat_age_seconds": view["heartbeat_age_seconds"], "heartbeat_period_seconds": view["heartbeat_period_seconds"],
         "joined": joined, "healthy": view["healthy"], "stale": joined and heartbeat_problem(view, stale_after) is not None,
-        "leaving": view["leaving"], "ready_to_join": view["ready_to_join"],
+        "leaving": view["leaving"], "ready_to_join": view["ready_to_join"], "quarantined": view["quarantined"],
         "properties": (obj.get("status") or {}).get("properties") or {}, "identity": recorded_identity(obj),
     }
 
