@@ -521,5 +521,16 @@ def test_a_quarantined_join_is_lifted_once_the_member_is_verified(lab_controller
     assert not [t for t in member_cluster["spec"].get("taints") or [] if t["key"] == "fleetops.registration/quarantine"]
     again = playbook(lab, "join_cluster.yml", *quarantined, tmp_path=tmp_path)
     assert again.unchanged({"fleet-hub", "member2"}), again.recap
+
+    # Left quarantined by an earlier run, and the variable since turned off: the run lifts it (after the agent step,
+    # which may be what repairs the member), and the next run has nothing to do.
+    custom = client.CustomObjectsApi(lab.api_client("hub"))
+    custom.patch_cluster_custom_object("cluster.kubernetes-fleet.io", "v1beta1", "memberclusters", "member2", {"spec": {"taints": [
+        {"key": "fleetops.registration/quarantine", "value": "unverified", "effect": "NoSchedule"}]}})
+    plain = ("--limit", "fleet-hub,member2", "-e", "fleetops_backends=kubefleet")
+    lifted = playbook(lab, "join_cluster.yml", *plain, tmp_path=tmp_path)
+    assert _task_outcome(lifted.output, "Lift the member's quarantine", "member2") == "changed", lifted.output[-3000:]
+    assert not hub.member_cluster("member2")["spec"].get("taints")
+    assert playbook(lab, "join_cluster.yml", *plain, tmp_path=tmp_path).unchanged({"fleet-hub", "member2"})
     left = playbook(lab, "leave_cluster.yml", "--limit", "member2", "-e", "fleetops_backends=kubefleet", tmp_path=tmp_path)
     assert left.changed("member2") > 0 and hub.member_cluster("member2") is None

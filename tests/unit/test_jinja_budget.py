@@ -28,8 +28,9 @@ BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # release for the hosts that failed out of the batch, made it 8,600; the cluster identity passed to the hub-side steps
 # (issue 19, item 2), 8,900.
 # Quarantine on join (issue 17, item 5; what is verified and when the taint is added, kept or lifted are decided in
-# Python) added ~170: the variable's default, the module option's value and the lift step's guard - so 9,100.
-TOTAL_BUDGET = 9100
+# Python) added ~250: the variable's default, the module option's value and the lift step's guard (which also lifts a
+# member left quarantined by an earlier run, after its agent step) - so 9,200.
+TOTAL_BUDGET = 9200
 LONGEST = 200
 
 
