@@ -136,7 +136,8 @@ options:
         earlier is not quarantined again.
       - V(lift) removes it once the member is joined, healthy (the MemberCluster's or its agent's C(Healthy)
         condition) and has reported its properties or resource usage, waiting for that within O(wait_timeout) when
-        O(wait=true). A member that is not verified by then keeps the taint, and the task fails saying why.
+        O(wait=true). A member that is not verified by then keeps the taint, and the task fails saying why (in check
+        mode, it warns).
       - Omit to leave the quarantine as it is.
     type: str
     choices: [hold, lift]

@@ -125,7 +125,9 @@ class MemberCluster(Runner):
         result = {"changed": changed, "member_cluster": clean(after), "member": describe_member(after),
                   "label_changes": label_changes(_labels_of(current), _labels_of(after)),
                   "quarantine": {"held": quarantined(after), "problems": problems}}
-        if problems:
+        if problems and self.check_mode:
+            self.warn("check mode: MemberCluster %s would stay quarantined: %s" % (self.name, "; ".join(problems)))
+        elif problems:
             raise FleetOpsError("MemberCluster %s stays quarantined: %s" % (self.name, "; ".join(problems)),
                                 "Look at the member agent (kubefleet_member_agent, its logs on the member) and run again; "
                                 "the quarantine is lifted once the member is verified", **result)
