@@ -269,7 +269,7 @@ def test_member_cluster_quarantine_holds_until_verified_and_says_why(lab, hub, m
                     "MemberCluster %s stays quarantined" % member, "it has not joined", "no properties")
     assert not lifted.changed and lifted["quarantine"]["held"] is True
     predicted = ok(run_module("kubefleet_member_cluster", dict(base, quarantine="lift", wait=True), check=True))
-    assert predicted["quarantine"]["problems"] and any("would stay quarantined" in w for w in predicted.get("warnings") or [])
+    assert predicted["quarantine"]["problems"] and any("would stay quarantined" in str(w) for w in predicted.get("warnings") or []), predicted.get("warnings")
     assert hub.member_cluster(member)["spec"]["taints"] == [QUARANTINE]
     info = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
     assert info["members"][member]["kubefleet"]["quarantined"] is True
