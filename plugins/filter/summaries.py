@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import first
 
 AGENT_STEPS = ("join", "reregister", "install", "upgrade")
 
@@ -65,9 +66,13 @@ def _manager_summary(manager, state, results):
                "agent": outcome, contact_key: view.get(contact_key), health_key: view.get(health_key),
                "labels": _label_drift([cluster_result])}
     summary.update(shape["extra"](view))
-    summary["line"] = "%s %s: agent %s, %s%s; labels %s" % (
+    cause = first(state.get("diagnosis"))
+    summary["cause"] = cause
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
-        ", " + health if summary[health_key] else "", summary["labels"])
+        ", " + health if summary[health_key] else "", summary["labels"],
+        "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
+        if cause else "")
     return summary
 
 

@@ -57,6 +57,7 @@ class MemberState:
             raise ValueError("unknown member action %r" % action)
         self.action = action
         self.reasons = list(reasons or [])
+        self.diagnosis = []  # diagnosis.py's findings, root cause first (set by member_info for a member that is not healthy)
 
     @property
     def healthy(self) -> bool:
@@ -71,6 +72,7 @@ class MemberState:
             "healthy": self.healthy,
             "action": self.action,
             "reasons": self.reasons,
+            "diagnosis": self.diagnosis,
             "steps": dict((step, step in STEPS[self.action]) for step in STEPS["reregister"]),
         }
 
@@ -136,6 +138,23 @@ class FleetManager:
         """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
         manager's one staleness rule, used by ``decide``, ``status_row`` and the inventory plugin alike.
         ``stale_after`` (seconds) is the user's bound where the manager takes one."""
+        raise NotImplementedError
+
+    def hub_findings(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> List[Dict[str, str]]:
+        """Pure: diagnosis findings (``diagnosis.finding``) from the hub view alone, as ``fleet_status`` shows them."""
+        raise NotImplementedError
+
+    def findings(self, name: str, hub_view: Optional[View], member_view: Optional[View], now: Any = None,
+                 stale_after: Optional[int] = None) -> List[Dict[str, str]]:
+        """Pure: diagnosis findings from both views (the hub's, and the member's agent, credential and its check)."""
+        raise NotImplementedError
+
+    def agent_trouble(self, member_view: Optional[View]) -> Optional[str]:
+        """Why the agent Deployment is not serving its current pods (None when it is, or when there is none)."""
+        raise NotImplementedError
+
+    def agent_workload(self, member_view: Optional[View]) -> Optional[Tuple[str, str]]:
+        """``(namespace, pod label selector)`` of the agent's pods on the member, None when it has no Deployment."""
         raise NotImplementedError
 
     def tidy_hub(self, hub: KubeClient, namespace: Optional[str], dry_run: bool = False) -> List[Dict[str, str]]:

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import first
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import live_locks
 
 NAME_WIDTH = 16
@@ -61,6 +62,15 @@ def shown_cluster(row, manager_names):
     return uids.pop()[:8] if len(uids) == 1 else "DIFFERS"
 
 
+def shown_cause(row, manager_names):
+    """The first cause the hub shows for the member, of the first manager that shows one (``-`` when none does)."""
+    for name in manager_names:
+        cause = first((row.get(name) or {}).get("diagnosis"))
+        if cause:
+            return cause["cause"]
+    return "-"
+
+
 def table(rows, manager_names):
     """Fixed-width lines: member, in inventory, then per manager its state, health and last contact age, then labels."""
     width = max([NAME_WIDTH] + [len(row["name"]) for row in rows])
@@ -68,7 +78,7 @@ def table(rows, manager_names):
     for name in manager_names:
         header.append("%-14s %-7s %-9s" % (name.upper(), "HEALTHY", "CONTACT"))
     locked = any(row.get("lock") for row in rows)
-    lines = [" | ".join(header + ["%-8s" % "CLUSTER", "LABELS"] + (["BEING CHANGED BY"] if locked else []))]
+    lines = [" | ".join(header + ["%-8s" % "CLUSTER", "%-16s" % "CAUSE", "LABELS"] + (["BEING CHANGED BY"] if locked else []))]
     for row in rows:
         cells = ["%-*s %-4s" % (width, row["name"], "yes" if row["in_inventory"] else "no")]
         for name in manager_names:
@@ -80,7 +90,8 @@ def table(rows, manager_names):
                                                   _age_text(status.get("last_contact_age_seconds"))))
         lock = row.get("lock")
         changing = ["%s (run %s, until %s)" % (lock["by"], lock["holder"], lock["expires"]) if lock else "-"] if locked else []
-        lines.append(" | ".join(cells + ["%-8s" % shown_cluster(row, manager_names), shown_labels(row, manager_names)] + changing))
+        lines.append(" | ".join(cells + ["%-8s" % shown_cluster(row, manager_names), "%-16s" % shown_cause(row, manager_names),
+                                         shown_labels(row, manager_names)] + changing))
     return lines
 
 
@@ -97,8 +108,12 @@ class FleetStatus:
         hub = self.module.kube()
         found = manager.read_hub(hub, namespace=self.params.get("fleet_namespace"),
                                  label_selector=self.params.get("label_selector"))
-        return dict((member, dict(manager.status_row(manager.hub_view(obj)), identity=recorded_identity(obj)))
-                    for member, obj in found.items())
+        rows = {}
+        for member, obj in found.items():
+            view = manager.hub_view(obj)
+            rows[member] = dict(manager.status_row(view), identity=recorded_identity(obj),
+                                diagnosis=manager.hub_findings(view))
+        return rows
 
     def run(self):
         views = dict((name, self.rows_of(name)) for name in self.backends)

@@ -64,6 +64,8 @@ SECRET = Resource("v1", "Secret", "secrets")
 SERVICE_ACCOUNT = Resource("v1", "ServiceAccount", "serviceaccounts")
 CONFIG_MAP = Resource("v1", "ConfigMap", "configmaps")
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
+POD = Resource("v1", "Pod", "pods")
+EVENT = Resource("v1", "Event", "events")
 
 NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
 
@@ -128,9 +130,10 @@ class KubeClient:
         except NotFoundError:
             return None
 
-    def list(self, resource: Resource, namespace: Optional[str] = None, label_selector: Optional[str] = None) -> List[Obj]:
-        query = {"labelSelector": label_selector} if label_selector else None
-        return (self.request("GET", resource.path(namespace), query=query) or {}).get("items", [])
+    def list(self, resource: Resource, namespace: Optional[str] = None, label_selector: Optional[str] = None,
+             field_selector: Optional[str] = None) -> List[Obj]:
+        query = dict((key, value) for key, value in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if value)
+        return (self.request("GET", resource.path(namespace), query=query or None) or {}).get("items", [])
 
     def create(self, resource: Resource, body: Obj, namespace: Optional[str] = None, dry_run: bool = False) -> Obj:
         body = dict(body, apiVersion=resource.api_version, kind=resource.kind)

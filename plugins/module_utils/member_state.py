@@ -15,7 +15,7 @@ __metaclass__ = type
 import secrets
 import string
 
-from ansible_collections.fleetops.registration.plugins.module_utils import cluster_identity, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import cluster_identity, diagnosis, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 
@@ -118,7 +118,9 @@ class MemberInfo:
         state = manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
             self.rebuilt.append(name)
-        return cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
+        state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
+        state.diagnosis = diagnosis.diagnose(manager, self.member(), state, self.params.get("stale_after"))
+        return state
 
     def identity(self):
         """The member cluster's identity (read once)."""

@@ -79,7 +79,9 @@ rows:
     - One row per member name, sorted - C(name), C(in_inventory), C(lock) (null, or the run changing the member now -
       C(holder), C(by), C(since), C(expires)), and per fleet manager its cell (null when that manager does not know the
       member) with C(state), C(healthy), C(last_contact_age_seconds), C(labels), C(identity) (the cluster the hub object
-      records - C(uid) of its C(kube-system) Namespace and C(ca_sha256) - or null) and more.
+      records - C(uid) of its C(kube-system) Namespace and C(ca_sha256) - or null), C(diagnosis) (what the hub alone shows
+      is wrong - a list of C(cause), C(evidence), C(fix), the root cause first; empty for a healthy member; see
+      M(fleetops.registration.member_info) for the member's side too) and more.
   returned: always
   type: list
   elements: dict
@@ -92,7 +94,8 @@ members:
 table:
   description:
     - The rows as fixed-width lines, a header first. The column C(CLUSTER) shows the start of the C(kube-system) UID
-      the member's hub objects record, or C(DIFFERS) when the fleet managers record different clusters.
+      the member's hub objects record, or C(DIFFERS) when the fleet managers record different clusters; C(CAUSE) the
+      first cause in a cell's C(diagnosis).
   returned: always
   type: list
   elements: str

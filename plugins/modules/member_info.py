@@ -218,7 +218,17 @@ healthy:
 managers:
   description:
     - Per fleet manager - C(hub) (what the hub knows, null when it has no object for the member), C(member) (what the
-      member knows - agent release, credential present and accepted), C(action), C(reasons) and C(healthy).
+      member knows - agent release, credential present and accepted, the token's expiry), C(action), C(reasons),
+      C(healthy) and C(diagnosis).
+    - C(diagnosis) names why a member is unhealthy, root cause first - a list of C(cause), C(evidence) and C(fix)
+      (whose last sentence says what a plain re-run does about it). Causes - C(not_member), C(leaving), C(agent_missing),
+      C(bootstrap_missing), C(credential_missing), C(token_expired), C(hub_ca_untrusted), C(hub_unreachable),
+      C(credential_rejected), C(wrong_identity), C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed),
+      C(crash_loop), C(pending), C(not_rolled_out), C(hub_reports), C(never_checked_in), C(silent).
+    - It is read from the agent's pods (container states), the Warning Events of its objects, the credential check made
+      as the agent connects (its hub URL, CA and token - so from the controller, which may reach the hub by another
+      route than the member), the token's C(exp), and the hub's conditions. The agent's pods and events are read only
+      for a member that is not healthy or whose agent Deployment is not serving; empty for a healthy member.
   returned: without O(members)
   type: dict
   sample:
@@ -226,6 +236,10 @@ managers:
       action: reregister
       healthy: false
       reasons: ["the hub rejects the member agent's token (401 Unauthorized)"]
+      diagnosis:
+        - cause: token_expired
+          evidence: the agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret expired at 2026-11-21T09:00:00Z
+          fix: A re-run issues a new credential (...). A plain re-run registers the member again (action reregister).
       hub: {"joined": true, "heartbeat_age_seconds": 12}
       member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}
 labels:

@@ -17,8 +17,8 @@ ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resource
 
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
-    assert sorted(METHODS) == ["check_member_name", "decide", "host_view", "hub_view", "leave_summary", "member_view", "read_hub",
-                               "stale_problem", "status_row"]
+    assert sorted(METHODS) == ["agent_trouble", "agent_workload", "check_member_name", "decide", "findings", "host_view",
+                               "hub_findings", "hub_view", "leave_summary", "member_view", "read_hub", "stale_problem", "status_row"]
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

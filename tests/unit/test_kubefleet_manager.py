@@ -74,6 +74,9 @@ def desired(**changes):
 
 @pytest.mark.parametrize("hub_view,member_view,wanted,action,reason", [
     (hub(), member(), desired(), "none", None),
+    (hub(), member(**{"credential.accepted": None, "credential.problem": "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"}),
+     desired(), "upgrade", "does not verify the hub's certificate"),
+    (hub(), member(**{"credential.accepted": None, "credential.problem": "Connection refused"}), desired(), "none", None),
     (None, member(), desired(), "join", "has no MemberCluster named east-1"),
     (hub(leaving=True), member(), desired(), "join", "is leaving the fleet"),
     (hub(joined=None, heartbeat=None), member(), desired(), "join", "never joined"),
@@ -124,7 +127,7 @@ def test_hub_view():
     assert view == {
         "name": "east-1", "labels": {"env": "prod"}, "identity": IDENTITY, "joined": True, "healthy": True,
         "ready_to_join": True, "heartbeat_period_seconds": 15, "leaving": False, "agent_joined": True,
-        "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False, "quarantined": False,
+        "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False, "quarantined": False, "conditions_false": [],
     }
     assert MANAGER.hub_view(None) is None
     assert hub(heartbeat="2026-11-21T09:59:14Z")["heartbeat_stale"] is True   # 46s > 3 x 15s

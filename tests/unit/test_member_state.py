@@ -82,9 +82,9 @@ def test_status_rows_merge_managers_and_inventory_by_name():
     assert rows[0] == {"name": "a", "in_inventory": True, "lock": None, "rancher_fleet": None, "kubefleet": None}
     lines = table(rows, ["rancher_fleet", "kubefleet"])
     assert lines[0].split() == ["MEMBER", "INV", "|", "RANCHER_FLEET", "HEALTHY", "CONTACT", "|", "KUBEFLEET", "HEALTHY", "CONTACT",
-                                "|", "CLUSTER", "|", "LABELS"]
-    assert lines[2].split() == ["b", "yes", "|", "checked-in", "yes", "4s", "|", "joined", "yes", "9s", "|", "-", "|", "env=lab"]
-    assert lines[3].split() == ["c", "no", "|", "absent", "-", "-", "|", "leaving", "-", "-", "|", "-", "|", "-"]
+                                "|", "CLUSTER", "|", "CAUSE", "|", "LABELS"]
+    assert lines[2].split() == ["b", "yes", "|", "checked-in", "yes", "4s", "|", "joined", "yes", "9s", "|", "-", "|", "-", "|", "env=lab"]
+    assert lines[3].split() == ["c", "no", "|", "absent", "-", "-", "|", "leaving", "-", "-", "|", "-", "|", "-", "|", "-"]
 
 
 def test_status_shows_which_cluster_the_hub_objects_record():
@@ -92,7 +92,14 @@ def test_status_shows_which_cluster_the_hub_objects_record():
     views = {"rancher_fleet": {"b": {"state": "checked-in", "identity": same}, "c": {"state": "checked-in", "identity": same}},
              "kubefleet": {"b": {"state": "joined", "identity": same}, "c": {"state": "joined", "identity": dict(same, uid="0b5e")}}}
     lines = table(merge_rows(views), ["rancher_fleet", "kubefleet"])
-    assert lines[1].split()[-3:] == ["6f1c2a9e", "|", "-"] and lines[2].split()[-3:] == ["DIFFERS", "|", "-"]
+    assert lines[1].split()[-5:-2] == ["6f1c2a9e", "|", "-"] and lines[2].split()[-5:-2] == ["DIFFERS", "|", "-"]
+
+
+def test_status_shows_the_first_cause_the_hub_shows():
+    silent = {"cause": "silent", "evidence": "last heartbeat 900s ago", "fix": "..."}
+    views = {"rancher_fleet": {"b": {"state": "checked-in", "diagnosis": []}},
+             "kubefleet": {"b": {"state": "silent", "diagnosis": [silent, dict(silent, cause="hub_reports")]}}}
+    assert table(merge_rows(views), ["rancher_fleet", "kubefleet"])[1].split()[-3:] == ["silent", "|", "-"]
 
 
 def test_status_labels_shown_per_manager_when_they_disagree():

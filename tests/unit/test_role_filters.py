@@ -79,6 +79,18 @@ def test_join_summary_in_check_mode_predicts_and_shows_label_drift():
     assert summary["line"] == "edge-07: kubefleet edge-07: agent would register, not joined; labels +env=prod ~tier=1 -old"
 
 
+def test_join_summary_names_the_first_cause_found_before_the_run_or_predicted_in_check_mode():
+    state = _state("kubefleet", "reregister", HEALTHY_KUBEFLEET, ["the hub rejects the member agent's token"])
+    state["diagnosis"] = [{"cause": "token_expired", "evidence": "the agent's token expired at 2026-11-21T09:00:00Z", "fix": "re-run"},
+                          {"cause": "crash_loop", "evidence": "pod x restarted 3 times", "fix": "logs"}]
+    info = _info(kubefleet=state)
+    summary = join_summary(info, {"member_join__kf_agent": {"changed": True}})
+    assert summary["kubefleet"]["cause"]["cause"] == "token_expired"
+    assert summary["line"].endswith("; cause found before the run token_expired: the agent's token expired at 2026-11-21T09:00:00Z")
+    predicted = join_summary(info, {"member_join__kf_agent": {"changed": True}}, check_mode=True)["line"]
+    assert "agent would re-register" in predicted and predicted.endswith("; cause token_expired: the agent's token expired at 2026-11-21T09:00:00Z")
+
+
 def test_join_summary_of_an_upgrade_and_an_unrun_agent_step():
     info = _info(kubefleet=_state("kubefleet", "upgrade", HEALTHY_KUBEFLEET))
     assert "agent installed/updated" in join_summary(info, {"member_join__kf_agent": {"changed": True}})["line"]

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
@@ -27,7 +28,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
 )
@@ -111,6 +112,8 @@ def _upgrade_reasons(member, desired):
         reasons.append("chart version %s -> %s" % (release.get("chart_version"), desired["chart_version"]))
     if desired.get("values") and not values_cover(release.get("values"), desired["values"]):
         reasons.append("values differ")
+    if tls_problem((member.get("credential") or {}).get("problem")):
+        reasons.append("the hub CA the member agent uses does not verify the hub's certificate")
     expected_url = member.get("expected_hub_url")
     if expected_url and member.get("hub_url") and member["hub_url"] != expected_url:
         reasons.append("the member agent uses hub URL %s, not %s" % (member["hub_url"], expected_url))
@@ -193,18 +196,21 @@ class KubeFleet(FleetManager):
             "expected_credential": {"name": option(params, "secret_name"), "namespace": option(params, "secret_namespace")},
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
-                           "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0},
+                           "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0,
+                           "rollout_problem": rollout_problem(deployment), "selector": pod_selector(deployment)},
         }
         return view
 
     def _credential(self, member, params, location, url, ca, insecure):
         """The token the agent reads: where its release's values say (``location``), else where the options say."""
         namespace, name = location or (option(params, "secret_namespace"), option(params, "secret_name"))
-        credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None}
+        credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None,
+                      "expires": None}
         token = secret_token(member.get(SECRET, name, namespace))
         if not token:
             return credential
         credential["present"] = True
+        credential["expires"] = token_expiry(token)
         if not url:
             credential["problem"] = "the hub URL the agent uses is not known"
             return credential
@@ -228,6 +234,19 @@ class KubeFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return heartbeat_problem(hub_view or {}, stale_after)
+
+    def hub_findings(self, hub_view, stale_after=None):
+        return diagnosis.hub_findings(hub_view, stale_after)
+
+    def findings(self, name, hub_view, member_view, now=None, stale_after=None):
+        return diagnosis.findings(hub_view, member_view, now, stale_after)
+
+    def agent_trouble(self, member_view):
+        return ((member_view or {}).get("deployment") or {}).get("rollout_problem")
+
+    def agent_workload(self, member_view):
+        deployment = (member_view or {}).get("deployment") or {}
+        return (deployment["namespace"], deployment["selector"]) if deployment.get("present") and deployment.get("selector") else None
 
     def leave_summary(self, results):
         return views.leave_summary(results)

@@ -156,7 +156,20 @@ def hub_view(obj, now=None):
     view["heartbeat_age_seconds"] = agent.get("heartbeat_age_seconds")
     view["heartbeat_stale"] = heartbeat_problem(view) is not None
     view["quarantined"] = quarantined(obj)
+    view["conditions_false"] = conditions_false(obj)
     return view
+
+
+def conditions_false(obj):
+    """``Type (reason): message`` of each False condition of the MemberCluster and of its member agent: what the hub
+    says is wrong."""
+    status = (obj or {}).get("status") or {}
+    found = []
+    for owner, items in (("MemberCluster", status.get("conditions")), ("member agent", member_agent_status(obj).get("conditions"))):
+        for item in items or []:
+            if item.get("status") == "False":
+                found.append("%s %s=False (%s): %s" % (owner, item.get("type"), item.get("reason") or "-", item.get("message") or "-"))
+    return found
 
 
 def host_view(obj, now, stale_after=None):

@@ -11,11 +11,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState, object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, diagnosis
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES, TOKEN,
+    AGENT_NAMESPACE, AGENT_POD_SELECTOR, API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES, TOKEN,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens, validate_name
 
@@ -170,6 +170,18 @@ class RancherFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return views.stale_problem(hub_view, stale_after)
+
+    def hub_findings(self, hub_view, stale_after=None):
+        return diagnosis.hub_findings(hub_view, stale_after)
+
+    def findings(self, name, hub_view, member_view, now=None, stale_after=None):
+        return diagnosis.findings(hub_view, member_view, now, stale_after)
+
+    def agent_trouble(self, member_view):
+        return (member_view or {}).get("deployment_problem")
+
+    def agent_workload(self, member_view):
+        return (AGENT_NAMESPACE, AGENT_POD_SELECTOR) if (member_view or {}).get("deployment") else None
 
     def leave_summary(self, results):
         return views.leave_summary(results)

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils import leases
@@ -96,7 +97,9 @@ def member_view(facts, check=None):
         "credential_accepted": check.get("accepted"),
         "credential_user": check.get("user"),
         "credential_error": check.get("error"),
+        "credential_expires": token_expiry(endpoint[2]) if endpoint else None,
         "bootstrap": facts["bootstrap"] is not None,
         "deployment": deployment is not None,
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
+        "deployment_problem": rollout_problem(deployment),
     }

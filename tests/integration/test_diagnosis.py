@@ -1,0 +1,147 @@
+"""member_info's diagnosis against the lab: faults injected into a real KubeFleet member agent on member2, each named
+with its cause, evidence and fix, then undone.
+
+One join serves every fault (the agent tests share member2's single member-agent release, see
+test_kubefleet_modules.py): a crash-looping agent, an image the member cannot pull, a hub CA that does not verify the
+hub, and an expired token signed by the hub's own service-account key.
+"""
+
+import base64
+import copy
+import datetime
+import json
+import time
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from cryptography.x509.oid import NameOID
+from kubernetes import client
+
+from modrun import run_module
+from kube_helpers import wait_for
+from test_kubefleet_modules import (  # pylint: disable=unused-import
+    HUB_NS, MEMBER_CTX, TOKEN_NS, agent_args, agent_member, hub, hub_args, member, ok,
+)
+
+pytestmark = pytest.mark.lab
+
+AGENT_NAMESPACE, AGENT_DEPLOYMENT = "fleet-system", "member-agent"
+
+
+@pytest.fixture(autouse=True)
+def _needs_controllers(lab_controllers):
+    return lab_controllers
+
+
+def diagnosis(lab, name):
+    """member_info's KubeFleet part for ``name`` on member2: ``(action, findings)``."""
+    args = dict(name=name, kubeconfig=str(lab.kubeconfig), context=MEMBER_CTX, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub",
+                backends=["kubefleet"])
+    result = ok(run_module("member_info", args))
+    state = result["managers"]["kubefleet"]
+    return state["action"], state["diagnosis"]
+
+
+def wait_for_cause(lab, name, cause, timeout=90):
+    def found():
+        action, findings = diagnosis(lab, name)
+        return (action, findings) if findings and findings[0]["cause"] == cause else None
+    return wait_for(found, timeout, "member_info to name %s first" % cause, interval=2)
+
+
+def wait_until_healthy(lab, name, timeout=120):
+    return wait_for(lambda: diagnosis(lab, name)[1] == [] or None, timeout, "the agent to serve again", interval=2)
+
+
+def patch_agent_container(lab, change):
+    """Apply ``change`` to the agent container of the member-agent Deployment; returns the container as it was."""
+    apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
+    deployment = apps.read_namespaced_deployment(AGENT_DEPLOYMENT, AGENT_NAMESPACE)
+    containers = lab.api_client(MEMBER_CTX).sanitize_for_serialization(deployment.spec.template.spec.containers)
+    original = copy.deepcopy(containers)
+    change(containers[0])
+    apps.patch_namespaced_deployment(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"template": {"spec": {"containers": containers}}}})
+    return original
+
+
+def restore_agent_containers(lab, containers):
+    apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
+    apps.patch_namespaced_deployment(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"template": {"spec": {"containers": containers}}}})
+
+
+def other_ca_pem():
+    """A CA certificate no lab cluster uses."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "not-the-hub-ca")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def expired_service_account_token(lab, member_name):
+    """A token for the member's hub identity, signed with the hub's own service-account key, that expired an hour ago:
+    what the member would hold had it been issued with an expiry and never renewed."""
+    key = serialization.load_pem_private_key((lab.ca_files["hub"].parent / "sa.key").read_bytes(), password=None)
+    now = int(time.time())
+    issuer = lab.api_urls["hub"]
+    account = "%s-hub-cluster-access" % member_name
+    claims = {"iss": issuer, "aud": [issuer], "sub": "system:serviceaccount:%s:%s" % (HUB_NS, account),
+              "iat": now - 7200, "nbf": now - 7200, "exp": now - 3600,
+              "kubernetes.io": {"namespace": HUB_NS, "serviceaccount": {"name": account, "uid": "00000000-0000-0000-0000-000000000000"}}}
+    signing_input = "%s.%s" % (_b64url(json.dumps({"alg": "ES256", "typ": "JWT"}).encode()), _b64url(json.dumps(claims).encode()))
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    return "%s.%s" % (signing_input, _b64url(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+
+
+def test_member_info_names_the_cause_of_each_injected_agent_fault(lab, hub, agent_member):
+    name = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=name, heartbeat_period_seconds=5)))
+    args = agent_args(lab, name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+    assert diagnosis(lab, name)[1] == []  # healthy (relabel at most: the modules alone record no cluster identity)
+
+    # a crash-looping agent: the new pod exits at once (an unknown flag), the old one still serves
+    original = patch_agent_container(lab, lambda c: c.setdefault("args", []).append("--no-such-flag"))
+    _action, findings = wait_for_cause(lab, name, "crash_loop")
+    assert "last exit code" in findings[0]["evidence"] and "--previous" in findings[0]["fix"]
+    assert any(f["cause"] == "not_rolled_out" for f in findings), findings
+    restore_agent_containers(lab, original)
+    wait_until_healthy(lab, name)
+
+    # a hub CA that does not verify the hub: the root cause, before whatever the agent does with it
+    lab.run_helm(MEMBER_CTX, "upgrade", "member-agent", str(lab.kubefleet_chart("member-agent")), "--namespace", "default",
+                 "--reuse-values", "--set", "config.hubCA=%s" % base64.b64encode(other_ca_pem().encode()).decode())
+    action, findings = wait_for_cause(lab, name, "hub_ca_untrusted", timeout=30)
+    assert lab.api_urls["hub"] in findings[0]["evidence"] and "CERTIFICATE_VERIFY_FAILED" in findings[0]["evidence"]
+    assert action == "upgrade" and "fleetops_ca_file" in findings[0]["fix"] and findings[0]["fix"].endswith("(action upgrade).")
+    repaired = ok(run_module("kubefleet_member_agent", args))
+    assert repaired.changed
+    wait_until_healthy(lab, name)
+
+    # an expired token in the member's Secret: named as expired (not merely rejected), and a plain re-run replaces it
+    token = expired_service_account_token(lab, name)
+    hub.member_core.patch_namespaced_secret("hub-kubeconfig-secret", TOKEN_NS, {"data": {"token": base64.b64encode(token.encode()).decode()}})
+    action, findings = wait_for_cause(lab, name, "token_expired", timeout=30)
+    assert action == "reregister" and "expired at" in findings[0]["evidence"], findings
+    assert findings[0]["fix"].endswith("(action reregister).")
+    assert token not in json.dumps(findings)
+    ok(run_module("kubefleet_member_agent", args))
+    wait_until_healthy(lab, name)
+
+    # an image the member cannot pull
+    original = patch_agent_container(lab, lambda c: c.update(image="registry.invalid/fleet/member-agent:missing"))
+    _action, findings = wait_for_cause(lab, name, "image_pull")
+    assert "registry.invalid/fleet/member-agent:missing" in findings[0]["evidence"] + findings[0]["fix"]
+    assert "ImagePullBackOff" in findings[0]["evidence"] or "ErrImagePull" in findings[0]["evidence"]
+    restore_agent_containers(lab, original)
+    wait_until_healthy(lab, name)
