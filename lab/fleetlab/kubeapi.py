@@ -2,7 +2,8 @@
 
 Admin credentials from the lab kubeconfig; pods are listed and watched as raw JSON (no model
 objects), Secrets and ConfigMaps read for volumes and env, ServiceAccount tokens minted with
-TokenRequest (bound to the pod), and pod status written through the ``pods/status`` subresource.
+TokenRequest (bound to the pod), pod status written through the ``pods/status`` subresource, and
+kubelet-like core/v1 Events recorded for pods.
 """
 
 import calendar
@@ -94,3 +95,18 @@ class ClusterAPI:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+    def create_event(self, namespace, body):
+        """Create a core/v1 Event."""
+        self.core.create_namespaced_event(namespace, body, _preload_content=False, _request_timeout=30)
+
+    def patch_event(self, namespace, name, patch):
+        """Strategic-merge patch of a core/v1 Event (count, lastTimestamp); False if it is gone (expired or deleted)."""
+        from kubernetes.client.rest import ApiException  # pylint: disable=import-outside-toplevel
+        try:
+            self.core.patch_namespaced_event(name, namespace, patch, _preload_content=False, _request_timeout=30)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True

@@ -32,15 +32,22 @@ compute ``readyReplicas``/``availableReplicas``, so ``helm --wait`` and readines
 on a real cluster. A container that exits is restarted with back-off (restartCount, lastState and
 Ready=False are reported meanwhile).
 
+A Pod with an image the lab has no binary for is reported as a kubelet reports an image it cannot
+pull (``ErrImagePull``, then ``ImagePullBackOff``, with the kubelet's Events; see ``imagepull``), so
+that fault can be injected by setting a Deployment's image to, say,
+``registry.invalid/fleet-agent:missing``, and a Pod of the fixed Deployment is realised as usual.
+Pods with init containers are left alone (Pending without status).
+
 Lifecycle follows the Pod: ``helm upgrade`` that changes the pod template rolls out a new Pod
 (new processes with the new env) and the old Pod's deletion stops the old ones; deleting the
 Deployment or uninstalling the release deletes its Pods (garbage collection) and stops them.
 Logs go to ``.lab/logs/<cluster>/<namespace>.<pod>.<container>.log``.
 
 Where each concern lives: ``kubeapi`` (Kubernetes API access), ``podspec`` (pure pod spec ->
-process rules), ``sandbox`` (the pod's directory, tokens, volumes and mounts), ``supervisor``
-(start, restart, status, stop of one pod's processes) and this module (watching every cluster's
-Pods and deciding which to realise).
+process rules), ``imagepull`` (pure status and Events of a Pod whose image cannot be pulled),
+``sandbox`` (the pod's directory, tokens, volumes and mounts), ``supervisor`` (start, restart,
+status, stop of one pod's processes) and this module (watching every cluster's Pods, deciding
+which to realise and reporting those it cannot pull).
 """
 
 import json
@@ -49,17 +56,55 @@ import shutil
 import signal
 import sys
 import threading
+import time
 
-from fleetlab import processes
+from fleetlab import imagepull, processes
 from fleetlab import state as labstate
 from fleetlab.kubeapi import ClusterAPI
 from fleetlab.paths import LabPaths
 from fleetlab.podspec import lookup_binary
-from fleetlab.supervisor import STOP_GRACE, ContainerRun, PodRun
+from fleetlab.supervisor import STOP_GRACE, ContainerRun, PodRun, now_rfc3339
 
 LOG = logging.getLogger('fleetlab.runner')
 
 SHUTDOWN_GRACE = 3.0   # runner shutdown (lab down): KubeFleet's hubagent ignores SIGTERM
+
+
+class UnpulledPod:
+    """A pod with an image the lab cannot pull, reported as a kubelet reports it (rules in ``imagepull``)."""
+
+    def __init__(self, cluster, pod, missing):
+        self.cluster = cluster
+        self.pod = pod
+        self.missing = missing
+        self.first = time.monotonic()
+        self.since = now_rfc3339()
+        self.reported = None   # last status written (JSON)
+        self.events = {}       # (container, reason, message) -> [event name, count]
+
+    def report(self, api):
+        """Write the pod status when it changed and the Events that are due (main loop)."""
+        meta = self.pod['metadata']
+        containers = self.pod['spec'].get('containers') or []
+        elapsed = time.monotonic() - self.first
+        status = imagepull.pod_status(containers, self.missing, elapsed, self.since)
+        signature = json.dumps(status, sort_keys=True)
+        if signature != self.reported:
+            api.patch_pod_status(meta['namespace'], meta['name'], status)
+            self.reported = signature
+            LOG.info('%s %s/%s: reported %s', self.cluster, meta['namespace'], meta['name'],
+                     ', '.join('%s %s' % (s['name'], s['state']['waiting']['reason']) for s in status['containerStatuses']))
+        for wanted in imagepull.wanted_events(self.missing, elapsed):
+            key, count = (wanted[0], wanted[2], wanted[3]), wanted[4]
+            recorded = self.events.get(key)
+            if recorded is not None and recorded[1] >= count:
+                continue
+            stamp = now_rfc3339()
+            if recorded is None or not api.patch_event(meta['namespace'], recorded[0], {'count': count, 'lastTimestamp': stamp}):
+                name = '%s.%x' % (meta['name'], time.time_ns())
+                api.create_event(meta['namespace'], imagepull.event_body(self.pod, wanted, name, stamp, stamp))
+                recorded = self.events[key] = [name, count]
+            recorded[1] = count
 
 
 class Runner:
@@ -75,26 +120,32 @@ class Runner:
         self.lock = threading.Lock()
         self.pods = {}         # (cluster, uid) -> PodRun
         self.seen = {}         # (cluster, uid) -> pod dict (latest)
+        self.unpulled = {}     # (cluster, uid) -> UnpulledPod
         self.stopping = threading.Event()
-        self.ignored = set()
+
+    @staticmethod
+    def candidate(pod):
+        """True for a pod a kubelet of this lab would handle: not bound, not being deleted, not finished, no init containers."""
+        spec = pod.get('spec') or {}
+        if spec.get('nodeName') or pod['metadata'].get('deletionTimestamp'):
+            return False
+        if (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed'):
+            return False
+        return not spec.get('initContainers') and bool(spec.get('containers'))
+
+    def missing_images(self, pod):
+        """Containers of a candidate pod whose image the lab cannot run (see ``imagepull.missing_images``)."""
+        return imagepull.missing_images(pod['spec']['containers'], self.image_binaries, self.binaries)
 
     def eligible(self, pod):
         """ContainerRuns for a pod the runner can realise, else None."""
-        spec = pod.get('spec') or {}
-        meta = pod['metadata']
-        if spec.get('nodeName') or meta.get('deletionTimestamp'):
-            return None
-        if (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed'):
-            return None
-        if spec.get('initContainers'):
+        if not self.candidate(pod) or self.missing_images(pod):
             return None
         runs = []
-        for container in spec.get('containers') or []:
+        for container in pod['spec']['containers']:
             name = lookup_binary(container.get('image', ''), self.image_binaries)
-            if not name or name not in self.binaries:
-                return None
             runs.append(ContainerRun(container, name, self.binaries[name]))
-        return runs or None
+        return runs
 
     def on_pod(self, cluster, pod):
         """Watch event: pod added or modified."""
@@ -108,6 +159,14 @@ class Runner:
                     self.pods.pop(key)
                     self._stop_later(current, pod)
                 return
+            missing = self.missing_images(pod) if self.candidate(pod) else []
+            unpulled = self.unpulled.pop(key, None)
+            if missing:
+                if unpulled is None or unpulled.missing != missing:
+                    unpulled = UnpulledPod(cluster, pod, missing)
+                unpulled.pod = pod
+                self.unpulled[key] = unpulled
+                return
             runs = self.eligible(pod)
             if runs:
                 LOG.info('%s %s/%s: realising pod (%s)', cluster, pod['metadata']['namespace'], pod['metadata']['name'],
@@ -119,6 +178,7 @@ class Runner:
         key = (cluster, uid)
         with self.lock:
             self.seen.pop(key, None)
+            self.unpulled.pop(key, None)
             current = self.pods.pop(key, None)
         if current is not None:
             self._stop_later(current, current.pod)
@@ -216,11 +276,17 @@ class Runner:
             changed = False
             with self.lock:
                 current = list(self.pods.values())
+                unpulled = list(self.unpulled.values())
             for podrun in current:
                 try:
                     changed = podrun.supervise() or changed
                 except Exception as exc:  # pylint: disable=broad-except
                     LOG.warning('%s %s: %s', podrun.cluster, podrun.label(), exc)
+            for pod in unpulled:
+                try:
+                    pod.report(self.apis[pod.cluster])
+                except Exception as exc:  # pylint: disable=broad-except
+                    LOG.warning('%s %s/%s: %s', pod.cluster, pod.pod['metadata']['namespace'], pod.pod['metadata']['name'], exc)
             if changed:
                 self.record_state()
             self.stopping.wait(0.5)

@@ -1,5 +1,6 @@
 """The lab's clusters behave like real ones where the collection depends on it: the controller
-manager fills service-account token Secrets, finishes namespace deletion, and RBAC is enforced."""
+manager fills service-account token Secrets, finishes namespace deletion, and RBAC is enforced; a Pod
+whose image cannot be pulled is reported as a kubelet reports it (so tests can inject that fault)."""
 
 import base64
 import time
@@ -150,3 +151,39 @@ def test_rbac_denies_an_unprivileged_service_account_and_allows_what_is_granted(
     with pytest.raises(ApiException) as still_denied:
         as_nobody.list_namespaced_secret(ns)
     assert still_denied.value.status == 403
+
+
+def test_a_pod_whose_image_cannot_be_pulled_is_reported_as_a_kubelet_does(lab_controllers, namespace, wait):
+    lab = lab_controllers
+    core = _core(lab, 'member1')
+    ns = namespace('member1')
+    image = 'registry.invalid/nothing:1'
+    labels = {'app': 'unpullable'}
+    deployment = {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'unpullable'},
+                  'spec': {'selector': {'matchLabels': labels},
+                           'template': {'metadata': {'labels': labels}, 'spec': {'containers': [{'name': 'main', 'image': image}]}}}}
+    apps = client.AppsV1Api(lab.api_client('member1'))
+    apps.create_namespaced_deployment(ns, deployment)
+
+    def backing_off():
+        pods = core.list_namespaced_pod(ns, label_selector='app=unpullable').items
+        statuses = (pods[0].status.container_statuses or []) if pods else []
+        waiting = statuses[0].state.waiting if statuses else None
+        return (pods[0], waiting) if waiting and waiting.reason == 'ImagePullBackOff' else None
+    pod, waiting = wait(backing_off, 60, 'the pod to wait with ImagePullBackOff')
+    assert waiting.message.startswith('Back-off pulling image "%s": ErrImagePull: ' % image)
+    assert pod.status.phase == 'Pending'
+    ready = next(c for c in pod.status.conditions if c.type == 'Ready')
+    assert (ready.status, ready.reason, ready.message) == ('False', 'ContainersNotReady', 'containers with unready status: [main]')
+
+    def events():
+        found = core.list_namespaced_event(ns, field_selector='involvedObject.name=%s' % pod.metadata.name).items
+        seen = {(e.type, e.reason, e.message.split(': failed to pull and unpack')[0]) for e in found
+                if e.source.component == 'kubelet' and e.involved_object.field_path == 'spec.containers{main}'}
+        return seen if len(seen) == 5 else None
+    assert wait(events, 30, 'the kubelet events of the pod') == {
+        ('Normal', 'Pulling', 'Pulling image "%s"' % image), ('Warning', 'Failed', 'Failed to pull image "%s"' % image),
+        ('Warning', 'Failed', 'Error: ErrImagePull'), ('Normal', 'BackOff', 'Back-off pulling image "%s"' % image),
+        ('Warning', 'Failed', 'Error: ImagePullBackOff')}
+    status = apps.read_namespaced_deployment_status('unpullable', ns).status
+    assert not status.available_replicas and not status.ready_replicas

@@ -127,3 +127,86 @@ def test_restart_backoff_doubles_and_resets_after_a_long_run():
     assert supervisor.next_backoff(40.0, 300) == 1.0
     assert supervisor.exit_record(-9, 't0')['exitCode'] == 137
     assert supervisor.exit_record(0, 't0')['reason'] == 'Completed'
+
+
+BINARIES = {'fleetagent': '/bin/fleetagent', 'memberagent': '/bin/memberagent'}
+MISSING_IMAGE = 'registry.invalid/fleet-agent:missing'
+UNPULLED = {'metadata': {'name': 'agent-1', 'namespace': 'ns', 'uid': 'u-1'},
+            'spec': {'containers': [{'name': 'agent', 'image': MISSING_IMAGE},
+                                    {'name': 'sidecar', 'image': 'ghcr.io/azure/fleet/member-agent:v1'}]}}
+
+
+def test_missing_images_names_the_unknown_repository_and_the_unbuilt_binary():
+    from fleetlab import imagepull
+    containers = [{'name': 'a', 'image': 'rancher/fleet-agent:v0.16.0'}, {'name': 'b', 'image': MISSING_IMAGE},
+                  {'name': 'c', 'image': 'rancher/fleet:v0.16.0'}]
+    assert imagepull.missing_images(containers, TABLE, BINARIES) == [
+        ('b', MISSING_IMAGE, 'failed to pull and unpack image "%s": not found in the lab '
+                             '(no binary for repository registry.invalid/fleet-agent)' % MISSING_IMAGE),
+        ('c', 'rancher/fleet:v0.16.0', 'failed to pull and unpack image "rancher/fleet:v0.16.0": not found in the lab '
+                                       '(binary fleetcontroller not built)')]
+    assert imagepull.missing_images(containers[:1], TABLE, BINARIES) == []
+
+
+def _unpulled_status(elapsed):
+    from fleetlab import imagepull
+    containers = UNPULLED['spec']['containers']
+    return imagepull.pod_status(containers, imagepull.missing_images(containers, TABLE, BINARIES), elapsed, 't0')
+
+
+def test_unpulled_pod_status_is_errimagepull_then_imagepullbackoff():
+    status = _unpulled_status(0)
+    assert status['phase'] == 'Pending' and status['startTime'] == 't0'
+    conditions = {c['type']: c for c in status['conditions']}
+    want = {'Initialized': 'True', 'PodScheduled': 'True', 'Ready': 'False', 'ContainersReady': 'False'}
+    assert {k: c['status'] for k, c in conditions.items()} == want
+    assert conditions['Ready']['reason'] == 'ContainersNotReady'
+    assert conditions['Ready']['message'] == 'containers with unready status: [agent sidecar]'
+    agent, sidecar = status['containerStatuses']
+    assert agent['state']['waiting']['reason'] == 'ErrImagePull'
+    assert agent['state']['waiting']['message'].startswith('failed to pull and unpack image "%s"' % MISSING_IMAGE)
+    assert {k: agent[k] for k in ('image', 'imageID', 'restartCount', 'ready', 'started')} == {
+        'image': MISSING_IMAGE, 'imageID': '', 'restartCount': 0, 'ready': False, 'started': False}
+    assert sidecar['state'] == {'waiting': {'reason': 'ContainerCreating'}}
+    later = _unpulled_status(6)
+    waiting = later['containerStatuses'][0]['state']['waiting']
+    assert waiting['reason'] == 'ImagePullBackOff'
+    assert waiting['message'].startswith('Back-off pulling image "%s": ErrImagePull: failed to pull' % MISSING_IMAGE)
+    assert later['conditions'] == status['conditions']       # no transition: written only when the waiting reason changes
+    assert _unpulled_status(60) == later
+
+
+def test_unpulled_pod_events_follow_the_kubelet_and_do_not_flood():
+    from fleetlab import imagepull
+    missing = imagepull.missing_images(UNPULLED['spec']['containers'], TABLE, BINARIES)
+    first = imagepull.wanted_events(missing, 0)
+    assert [(e[0], e[1], e[2], e[4]) for e in first] == [('agent', 'Normal', 'Pulling', 1), ('agent', 'Warning', 'Failed', 1),
+                                                         ('agent', 'Warning', 'Failed', 1)]
+    assert first[1][3].startswith('Failed to pull image "%s": failed to pull and unpack' % MISSING_IMAGE)
+    assert first[2][3] == 'Error: ErrImagePull'
+    backoff = imagepull.wanted_events(missing, imagepull.BACKOFF_AFTER)[3:]
+    assert [e[1:] for e in backoff] == [('Normal', 'BackOff', 'Back-off pulling image "%s"' % MISSING_IMAGE, 1),
+                                        ('Warning', 'Failed', 'Error: ImagePullBackOff', 1)]
+    counts = [imagepull.wanted_events(missing, imagepull.BACKOFF_AFTER + s)[3][4] for s in (29, 30, 59, 60, 300)]
+    assert counts == [1, 2, 2, 3, 11]
+
+
+def test_unpulled_pod_event_body_is_a_kubelet_event_on_the_container():
+    from fleetlab import imagepull
+    wanted = ('agent', 'Warning', 'Failed', 'Error: ErrImagePull', 2)
+    body = imagepull.event_body(UNPULLED, wanted, 'agent-1.17f', 't1', 't2')
+    assert body['metadata'] == {'name': 'agent-1.17f', 'namespace': 'ns'}
+    assert body['involvedObject'] == {'apiVersion': 'v1', 'kind': 'Pod', 'namespace': 'ns', 'name': 'agent-1', 'uid': 'u-1',
+                                      'fieldPath': 'spec.containers{agent}'}
+    assert (body['type'], body['reason'], body['message'], body['count']) == ('Warning', 'Failed', 'Error: ErrImagePull', 2)
+    assert (body['firstTimestamp'], body['lastTimestamp']) == ('t1', 't2')
+    assert body['source'] == {'component': 'kubelet'} and body['reportingComponent'] == 'kubelet'
+
+
+def test_runner_handles_only_unbound_live_pods_without_init_containers():
+    from fleetlab.runner import Runner
+    assert Runner.candidate(UNPULLED)
+    assert not Runner.candidate(dict(UNPULLED, spec=dict(UNPULLED['spec'], nodeName='node-1')))
+    assert not Runner.candidate(dict(UNPULLED, spec=dict(UNPULLED['spec'], initContainers=[{'name': 'i', 'image': 'x'}])))
+    assert not Runner.candidate(dict(UNPULLED, metadata=dict(UNPULLED['metadata'], deletionTimestamp='t')))
+    assert not Runner.candidate(dict(UNPULLED, status={'phase': 'Failed'}))
