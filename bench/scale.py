@@ -16,6 +16,7 @@ Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for deve
   rerun    no-change re-run over all members, and over 1 and 4 (how the cost grows)
   kcore    the same checks as a plain kubernetes.core playbook (bench/kubernetes_core_rerun.yml)
   count    module processes, API round trips and Helm runs per member of a no-change re-run
+  rotate   a credential rotation of one member in both managers: the longest gap in heartbeats and check-ins
   hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled (playbooks/predefine_clusters.yml) and listed
 """
 
@@ -30,7 +31,7 @@ import scale_figures as figures
 import scale_lab as labctl
 import scale_timeline as timeline
 
-STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'hub100')
+STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'rotate', 'hub100')
 JOIN = 'playbooks/join_cluster.yml'
 LEAVE = 'playbooks/leave_cluster.yml'
 HUB100_SELECTOR = 'bench=hub100'
@@ -39,7 +40,8 @@ PREDEFINE = 'playbooks/predefine_clusters.yml'
 # The raw measurements each stage makes: a stage that raised makes none of them.
 STAGE_KEYS = {'first': ('join_1_seconds', 'checkin_window_seconds', 'checkin_interval_seconds'), 'batch': ('join_batch_seconds',),
               'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',), 'kcore': ('kcore_seconds',),
-              'count': (), 'hub100': ('hub_100_seconds',)}
+              'count': (), 'rotate': ('rotation_heartbeat_gap_seconds', 'rotation_checkin_gap_seconds', 'heartbeat_period_seconds'),
+              'hub100': ('hub_100_seconds',)}
 
 
 class Bench:
@@ -321,6 +323,31 @@ def parse(argv):
     if unknown:
         parser.error('unknown stage(s) %s; choose from %s' % (', '.join(sorted(unknown)), ', '.join(STAGES)))
     return args
+
+
+def stage_rotate(bench):
+    """A credential rotation of one joined member in both fleet managers (join_cluster.yml with
+    fleetops_rotate_credentials), the hub sampled meanwhile: the longest time without a heartbeat (KubeFleet) and without
+    a check-in (Fleet), against the heartbeat period and the check-in interval (goal: no interval missed)."""
+    keys = STAGE_KEYS['rotate']
+    member = bench.plan['first'][0]
+    if not bench.joined_or_refuse(*keys):
+        return
+    sampler = labctl.ContactSampler(bench.hub, member)
+    sampler.start()
+    run = bench.play('rotate', limit=[member], extra_vars={'fleetops_rotate_credentials': 'true'})
+    heartbeats, checkins = sampler.finish()
+    interval, no_interval = figures.checkin_interval(bench.hub.checkin_interval())
+    heartbeat_gap, checkin_gap = figures.longest_gap(heartbeats), figures.longest_gap(checkins)
+    print('   %s: rotation %.1f s; longest gap: %s s between heartbeats (period %s s), %s s between check-ins (interval %s s)'
+          % (member, run.seconds, heartbeat_gap, sampler.period, checkin_gap, interval))
+    bench.record([run.label], rotation_heartbeat_gap_seconds=heartbeat_gap, rotation_checkin_gap_seconds=checkin_gap,
+                 heartbeat_period_seconds=sampler.period)
+    failed = figures.refusal(run.label, run.rc)
+    if failed:
+        bench.refuse(failed, *keys)
+    if no_interval:
+        bench.refuse(no_interval, 'checkin_interval_seconds')
 
 
 def run_stages(bench, stages):

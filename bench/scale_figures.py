@@ -16,6 +16,7 @@ KEYS = (
     'parallel_join_ratio',
     'hub_100_seconds',
     'lab_12_members_gib',
+    'rotation_gap_intervals',
     'sliced_runs_ok',
 )
 
@@ -27,6 +28,7 @@ TARGETS = {
     'parallel_join_ratio': ('<=', 1.5),
     'hub_100_seconds': ('<=', 20.0),
     'lab_12_members_gib': ('<=', 8.0),
+    'rotation_gap_intervals': ('<=', 1.0),
     'sliced_runs_ok': ('==', True),
 }
 
@@ -71,6 +73,8 @@ FIGURE_INPUTS = {
     'parallel_join_ratio': ('join_batch_seconds', 'join_1_seconds'),
     'hub_100_seconds': ('hub_100_seconds',),
     'lab_12_members_gib': ('lab_rss_bytes',),
+    'rotation_gap_intervals': ('rotation_heartbeat_gap_seconds', 'heartbeat_period_seconds', 'rotation_checkin_gap_seconds',
+                               'checkin_interval_seconds'),
     'sliced_runs_ok': ('sliced_ok',),
 }
 NOT_MEASURED = 'not measured in this run'
@@ -89,6 +93,19 @@ def verdict(key, value, reason=None):
     return 'PASS' if value == target else 'OVER'
 
 
+def longest_gap(contacts):
+    """The longest time between two consecutive contacts (epoch seconds, any order, repeats and None ignored); None
+    with fewer than two."""
+    times = sorted(set(c for c in contacts if c is not None))
+    return max(later - earlier for earlier, later in zip(times, times[1:])) if len(times) > 1 else None
+
+
+def worst_ratio(*pairs):
+    """The largest numerator / denominator of ``pairs``, None when any of them is not a measurement."""
+    ratios = [ratio(numerator, denominator) for numerator, denominator in pairs]
+    return None if any(r is None for r in ratios) else max(ratios)
+
+
 def compute_figures(m):
     """The figures of scale.json from raw measurements (a dict; any of them may be missing).
 
@@ -96,7 +113,9 @@ def compute_figures(m):
     kcore_seconds: the kubernetes.core baseline over the same members; checkin_window_seconds: a first join's
     agent install to check-in; checkin_interval_seconds: the hub's agentCheckinInterval;
     join_1_seconds / join_batch_seconds: first join of 1 member / of the batch in one run;
-    hub_100_seconds; lab_rss_bytes; sliced_ok.
+    hub_100_seconds; lab_rss_bytes; sliced_ok; rotation_heartbeat_gap_seconds / rotation_checkin_gap_seconds: the
+    longest time without a KubeFleet heartbeat / a Fleet check-in around a credential rotation, and
+    heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed).
     """
     def rounded(value, digits=2):
         return None if value is None else round(value, digits)
@@ -108,6 +127,8 @@ def compute_figures(m):
         'parallel_join_ratio': rounded(ratio(m.get('join_batch_seconds'), m.get('join_1_seconds'))),
         'hub_100_seconds': rounded(m.get('hub_100_seconds'), 1),
         'lab_12_members_gib': rounded(None if m.get('lab_rss_bytes') is None else m['lab_rss_bytes'] / 2 ** 30),
+        'rotation_gap_intervals': rounded(worst_ratio((m.get('rotation_heartbeat_gap_seconds'), m.get('heartbeat_period_seconds')),
+                                                      (m.get('rotation_checkin_gap_seconds'), m.get('checkin_interval_seconds')))),
         'sliced_runs_ok': m.get('sliced_ok'),
     }
     return {key: figures[key] for key in KEYS}

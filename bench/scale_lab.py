@@ -5,11 +5,13 @@ or test lab is never touched. Playbooks run with the project's ansible-playbook 
 the benchmark virtualenv's), the lab's inventory, the bench_timer callback and one log file per run.
 """
 
+import calendar
 import json
 import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -217,6 +219,14 @@ class Hub:
             joined[member['metadata']['name']] = any(c.get('type') == 'Joined' and c.get('status') == 'True' for c in conditions)
         return {name: seen.get(name, False) and joined.get(name, False) for name in names}
 
+    def contacts(self, name):
+        """``(KubeFleet heartbeat, Fleet check-in, heartbeatPeriodSeconds)`` the hub records for member ``name``."""
+        member = self.custom.get_cluster_custom_object(*KUBEFLEET, 'memberclusters', name)
+        agents = [a for a in (member.get('status') or {}).get('agentStatus') or [] if a.get('type') == 'MemberAgent']
+        cluster = self.custom.get_namespaced_custom_object(*FLEET, FLEET_NAMESPACE, 'clusters', name)
+        return (agents[0].get('lastReceivedHeartbeat') if agents else None, ((cluster.get('status') or {}).get('agent') or {}).get('lastSeen'),
+                (member.get('spec') or {}).get('heartbeatPeriodSeconds'))
+
     def present(self, names):
         """Names that have a Fleet Cluster or a MemberCluster on the hub."""
         existing = {c['metadata']['name'] for c in self.fleet_clusters()} | {m['metadata']['name'] for m in self.member_clusters()}
@@ -234,6 +244,46 @@ class Hub:
                 self.custom.patch_cluster_custom_object(*KUBEFLEET, 'memberclusters', name, {'metadata': {'finalizers': None}})
             except Exception:  # pylint: disable=broad-except
                 pass  # already gone
+
+
+class ContactSampler(threading.Thread):
+    """Reads a member's last heartbeat and check-in every half second until stopped, then until the hub has recorded
+    one of each after the stop (so the gap a run leaves is closed) or ``settle`` seconds have passed."""
+
+    def __init__(self, hub, name, settle=180):
+        super().__init__(daemon=True)
+        self.hub, self.name, self.settle = hub, name, settle
+        self.heartbeats, self.checkins, self.period = set(), set(), None
+        self.stopped = threading.Event()
+        self.stopped_at = None
+
+    def run(self):
+        while True:
+            heartbeat, checkin, self.period = self.hub.contacts(self.name)
+            self.heartbeats.add(heartbeat)
+            self.checkins.add(checkin)
+            if self.stopped.is_set() and (self._heard_after() or time.time() > self.stopped_at + self.settle):
+                return
+            time.sleep(0.5)
+
+    def _heard_after(self):
+        def after(stamps):
+            return any(epoch(stamp) and epoch(stamp) > self.stopped_at for stamp in stamps)
+        return after(self.heartbeats) and after(self.checkins)
+
+    def finish(self):
+        """Stop sampling once both agents were heard from after now; returns (heartbeat epochs, check-in epochs)."""
+        self.stopped_at = time.time()
+        self.stopped.set()
+        self.join()
+        return [epoch(s) for s in self.heartbeats], [epoch(s) for s in self.checkins]
+
+
+def epoch(stamp):
+    """An RFC 3339 UTC timestamp as epoch seconds (None stays None)."""
+    if not stamp:
+        return None
+    return calendar.timegm(time.strptime(stamp.split('.')[0].rstrip('Z'), '%Y-%m-%dT%H:%M:%S'))
 
 
 def lab_pss(report):

@@ -30,13 +30,18 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 View = Dict[str, Any]  # a plain-facts mapping (hub view, member view, host view, status row)
 
 # The actions ``decide`` may return, in the order a role applies them.
-ACTIONS = ("none", "join", "reregister", "install", "upgrade", "relabel")
+ACTIONS = ("none", "join", "reregister", "install", "upgrade", "rotate", "relabel")
 
-# Which of a join's steps each action needs: the hub-side member object (with its labels), the member's hub identity,
-# removing an agent whose credential the hub no longer accepts, and the agent itself.
+# Which of a join's steps each action needs: the hub-side member object (with its labels), the member's hub identity
+# (KubeFleet: a new token in a rotation; Rancher Fleet: a registration token), removing the agent's credential so it
+# registers again (Rancher Fleet: one the hub no longer accepts, or one a rotation replaces), the agent itself, and
+# revoking the credential a rotation replaced once the agent has checked in with the new one (KubeFleet; Fleet deletes
+# the old registration itself when it grants the new one).
+STEP_NAMES = ("member_object", "identity", "reset_credential", "agent", "revoke_previous")
 STEPS = {
     "none": (),
     "relabel": ("member_object",),
+    "rotate": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
     "upgrade": ("member_object", "agent"),
     "install": ("member_object", "agent"),
     "reregister": ("member_object", "identity", "reset_credential", "agent"),
@@ -61,7 +66,7 @@ class MemberState:
 
     @property
     def healthy(self) -> bool:
-        return self.action in ("none", "relabel")
+        return self.action in ("none", "relabel", "rotate")
 
     def as_dict(self) -> View:
         return {
@@ -73,7 +78,7 @@ class MemberState:
             "action": self.action,
             "reasons": self.reasons,
             "diagnosis": self.diagnosis,
-            "steps": dict((step, step in STEPS[self.action]) for step in STEPS["reregister"]),
+            "steps": dict((step, step in STEPS[self.action]) for step in STEP_NAMES),
         }
 
 

@@ -18,6 +18,7 @@ import string
 from ansible_collections.fleetops.registration.plugins.module_utils import cluster_identity, diagnosis, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -55,6 +56,8 @@ def desired_for(name, params):
         "values": (params.get("agent_values") or {}).get(name) or {},
         "force": name in force,
         "namespace": params.get("fleet_namespace") if name == "rancher_fleet" else None,
+        "rotate": bool(params.get("rotate_credentials")),
+        "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
     }
 
 
@@ -174,4 +177,6 @@ def member_info_argument_spec():
         agent_values=dict(type="dict", default={}),
         force=dict(type="list", elements="str", default=[]),
         replace_rebuilt=dict(type="bool", default=False),
+        credential_max_age=dict(type="str", no_log=False),
+        rotate_credentials=dict(type="bool", default=False),
     )

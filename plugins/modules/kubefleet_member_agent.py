@@ -85,7 +85,11 @@ options:
     type: str
   token_secret_name:
     description:
-      - The hub Secret to read the token from. Defaults to C(<service_account_name>-token).
+      - The identity's first token Secret on the hub. Defaults to C(<service_account_name>-token).
+      - The token given to the agent is the identity's current one - the newer of this Secret and
+        C(<token_secret_name>-2), where M(fleetops.registration.kubefleet_member_identity) issues the token of a
+        rotation. The member's copy records when the hub issued it (annotation C(fleetops.registration/token-issued)),
+        which M(fleetops.registration.member_info) reads as the credential's age. A new token restarts the agent.
     type: str
   secret_name:
     description:

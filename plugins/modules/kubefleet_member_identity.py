@@ -55,8 +55,31 @@ options:
     type: str
   token_secret_name:
     description:
-      - Name of the token Secret. Defaults to C(<service_account_name>-token).
+      - Name of the identity's first token Secret. Defaults to C(<service_account_name>-token).
+      - A rotation (O(rotate), O(token_max_age)) issues the next token in C(<token_secret_name>-2), the one after that
+        in C(<token_secret_name>) again, so every name is known in advance and at most two tokens are valid at once. The
+        newest of the two is the current token, the one RV(token_secret) names and
+        M(fleetops.registration.kubefleet_member_agent) gives the member.
     type: str
+  rotate:
+    description:
+      - Issue a new token now, in the free token Secret name, unless a rotation is already under way (both Secrets
+        exist - the newer one is then the new token, and no third is made). The older token stays valid until
+        O(revoke_previous) removes it, so the member agent keeps working while it switches.
+    type: bool
+    default: false
+  token_max_age:
+    description:
+      - Issue a new token as O(rotate) does when the current one is older than this, a Go duration such as C(720h).
+        Unset, a token is kept for as long as the identity exists.
+    type: str
+  revoke_previous:
+    description:
+      - Delete the token Secrets older than the current one, which revokes their tokens (the hub answers 401 to them
+        within seconds). Use it once the member agent runs with the current token (the role does, after the agent
+        step has seen a heartbeat made with it); RV(revoked) names what was removed.
+    type: bool
+    default: false
   create_service_account:
     description:
       - Whether to create the ServiceAccount when it is missing (and remove it with O(state=absent)).
@@ -75,7 +98,7 @@ options:
   state:
     description:
       - V(present) ensures the ServiceAccount and a filled token Secret.
-      - V(absent) deletes the token Secret and the ServiceAccount (the latter only if O(create_service_account=true)).
+      - V(absent) deletes the token Secrets and the ServiceAccount (the latter only if O(create_service_account=true)).
         Remove the MemberCluster first; its member agent loses access to the hub.
     type: str
     choices: [present, absent]
@@ -84,7 +107,9 @@ options:
     description:
       - Whether to wait until kube-controller-manager has written the token into the Secret.
 notes:
-  - The token does not expire; it stays valid until the Secret or the ServiceAccount is deleted.
+  - The token does not expire; it stays valid until the Secret or the ServiceAccount is deleted. Rotate it with
+    O(rotate) or O(token_max_age), then O(revoke_previous) once the member uses the new one (the role
+    C(member_join) does all three with C(fleetops_credential_max_age) or C(fleetops_rotate_credentials)).
 seealso:
   - module: fleetops.registration.kubefleet_member_cluster
   - module: fleetops.registration.kubefleet_member_agent
@@ -103,6 +128,18 @@ EXAMPLES = r'''
     return_token: true
   register: identity
   no_log: true
+
+- name: Issue a new token when the current one is older than 30 days (the old one stays valid)
+  fleetops.registration.kubefleet_member_identity:
+    context: hub
+    name: east-1
+    token_max_age: 720h
+
+- name: Once the member agent runs with the new token, revoke the old one
+  fleetops.registration.kubefleet_member_identity:
+    context: hub
+    name: east-1
+    revoke_previous: true
 
 - name: Remove the identity after the member has left
   fleetops.registration.kubefleet_member_identity:
@@ -133,7 +170,7 @@ service_account:
       type: str
   sample: {name: east-1-hub-cluster-access, namespace: fleet-system, uid: 6f0c1c0e-8d0e-4bb4-9d8e-1b5c2f0e2a11}
 token_secret:
-  description: The token Secret.
+  description: The current token Secret (the newer one while a rotation is under way).
   returned: always
   type: dict
   contains:
@@ -146,7 +183,19 @@ token_secret:
     token_ready:
       description: Whether kube-controller-manager has written the token.
       type: bool
-  sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true}
+    issued:
+      description: When the token was issued (the Secret's creation time); null with O(state=absent).
+      type: str
+  sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true, issued: "2026-11-24T17:00:00Z"}
+rotated:
+  description: Whether this run issued a new token next to an existing one.
+  returned: always
+  type: bool
+revoked:
+  description: The token Secrets this run deleted (with O(revoke_previous), the older ones; with O(state=absent), all).
+  returned: always
+  type: list
+  elements: str
 member_cluster_names_identity:
   description: Whether a MemberCluster that is not leaving still names this identity when it is removed (its member agent
     then loses access to the hub). A real run also warns; check mode does not, because the MemberCluster's removal an
@@ -175,6 +224,9 @@ def argument_spec():
         namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
+        rotate=dict(type="bool", default=False),
+        token_max_age=dict(type="str", no_log=False),
+        revoke_previous=dict(type="bool", default=False),
         create_service_account=dict(type="bool", default=True),
         return_token=dict(type="bool", default=False),
         state=dict(type="str", choices=["present", "absent"], default="present"),

@@ -18,8 +18,9 @@ description:
   - Returns, per fleet manager, the action the member needs and the reasons - C(none), C(join) (the hub has no member
     object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
-    (the chart version or the values differ), C(relabel) (only the labels drift, or the hub does not record the
-    member's cluster identity yet).
+    (the chart version or the values differ, or a KubeFleet agent's hub CA does not verify the hub), C(rotate) (a
+    KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age); the member stays
+    healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
@@ -128,6 +129,19 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  credential_max_age:
+    description:
+      - Rotate a KubeFleet member agent's token once it is older than this, a Go duration such as C(720h) - the action
+        C(rotate). Its age is read from the member's copy of the token, which records when the hub issued it; a copy
+        that does not record it (written by an older version of the collection) is rotated once.
+      - Rancher Fleet agents keep the credential of their registration; RV(managers) reports its age
+        (C(member.credential_age_seconds)). Rotating it is not supported yet.
+    type: str
+  rotate_credentials:
+    description:
+      - Rotate every KubeFleet member agent's token now (the action C(rotate)), whatever its age.
+    type: bool
+    default: false
 seealso:
   - module: fleetops.registration.fleet_status
   - module: fleetops.registration.fleet_agent

@@ -71,7 +71,8 @@ class Hub:
                                                                              {"metadata": {"finalizers": None}}))
             self._ignore_404(lambda: self.custom.delete_cluster_custom_object(GROUP, VERSION, "memberclusters", member))
         self._ignore_404(lambda: self.core.delete_namespace("fleet-member-" + member))
-        self._ignore_404(lambda: self.core.delete_namespaced_secret("%s-hub-cluster-access-token" % member, HUB_NS))
+        for name in ("%s-hub-cluster-access-token" % member, "%s-hub-cluster-access-token-2" % member):  # a rotated identity's two
+            self._ignore_404(lambda name=name: self.core.delete_namespaced_secret(name, HUB_NS))
         self._ignore_404(lambda: self.core.delete_namespaced_service_account("%s-hub-cluster-access" % member, HUB_NS))
 
     def cleanup_agent(self):
@@ -138,13 +139,14 @@ def test_identity_waits_for_the_token_and_keeps_it_on_rerun(lab, hub, member):
 
     first = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member), diff=True))
     assert first.changed
-    assert first["token_secret"] == {"name": sa_name + "-token", "namespace": HUB_NS, "token_ready": True}
+    assert first["token_secret"] == {"name": sa_name + "-token", "namespace": HUB_NS, "token_ready": True,
+                                     "issued": hub.secret(sa_name + "-token").metadata.creation_timestamp.strftime("%Y-%m-%dT%H:%M:%SZ")}
     assert first["identity"] == {"kind": "ServiceAccount", "name": sa_name, "namespace": HUB_NS, "apiGroup": ""}
     token = hub.token(member)
     assert "token" not in first
     assert token not in first["raw_output"]
     assert base64.b64encode(token.encode()).decode() not in first["raw_output"]
-    assert first["diff"]["after"]["token_secret"]["data"]["token"] == MASK
+    assert first["diff"]["after"]["token_secrets"][0]["data"]["token"] == MASK
     uid = hub.service_account(sa_name).metadata.uid
     assert first["service_account"]["uid"] == uid
 
@@ -153,6 +155,17 @@ def test_identity_waits_for_the_token_and_keeps_it_on_rerun(lab, hub, member):
     assert again["service_account"]["uid"] == uid, "the ServiceAccount was recreated"
     assert again["token"] == token, "the token changed on a re-run"
     assert hub.token(member) == token
+
+    # A rotation issues a second token next to the first; both stay valid until the older one is revoked.
+    rotated = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, rotate=True)))
+    assert rotated.changed and rotated["rotated"] and rotated["token_secret"]["name"] == sa_name + "-token-2"
+    assert hub.secret(sa_name + "-token") is not None and rotated["revoked"] == []
+    under_way = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, rotate=True)))
+    assert not under_way.changed and under_way["token_secret"]["name"] == sa_name + "-token-2", "a second rotation began"
+    revoked = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, revoke_previous=True)))
+    assert revoked.changed and revoked["revoked"] == [sa_name + "-token"] and hub.secret(sa_name + "-token") is None
+    assert token not in revoked["raw_output"]
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, revoke_previous=True, token_max_age="720h"))).changed
 
 
 def test_identity_absent_removes_both(lab, hub, member):

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 import yaml
@@ -225,6 +226,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
                          if r["spec"].get("clientID") == client_ids["member1"] and r["metadata"]["name"] not in old_registrations]
     assert new_registrations and all(r["status"].get("granted") for r in new_registrations)
     assert hub.fleet_list("clusterregistrationtokens") == []
+    rotate_credentials(lab, hub, "member2", tmp_path)
     settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert settled.unchanged({"fleet-hub", "member1", "member2"}), settled.recap
 
@@ -270,6 +272,77 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
 
     again = playbook(lab, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
     assert again.unchanged(members), again.recap
+
+
+def hub_answer(lab, token):
+    """The HTTP status of the hub's SelfSubjectReview with ``token`` (201: accepted, 401: rejected)."""
+    configuration = client.Configuration()
+    configuration.host, configuration.ssl_ca_cert = lab.api_urls["hub"], str(lab.ca_files["hub"])
+    configuration.api_key = {"authorization": "Bearer " + token}
+    try:
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        client.AuthenticationV1Api(client.ApiClient(configuration)).create_self_subject_review(review)
+        return 201
+    except client.ApiException as exc:
+        return exc.status
+
+
+class MemberWatch(threading.Thread):
+    """Samples a member's hub objects every second while a run rotates its credentials: was it ever not Joined
+    (KubeFleet), did its Fleet Cluster ever go, and which heartbeats and check-ins did the hub see?"""
+
+    def __init__(self, hub, member):
+        super().__init__(daemon=True)
+        self.hub, self.member, self.stop, self.samples = hub, member, threading.Event(), []
+
+    def run(self):
+        while not self.stop.is_set():
+            mc = self.hub.member_cluster(self.member) or {}
+            agent = [a for a in mc.get("status", {}).get("agentStatus") or [] if a["type"] == "MemberAgent"]
+            cluster = self.hub.fleet_cluster(self.member)
+            self.samples.append({"joined": condition(mc, "Joined"), "heartbeat": agent[0].get("lastReceivedHeartbeat") if agent else None,
+                                 "cluster": cluster is not None,
+                                 "last_seen": ((cluster or {}).get("status") or {}).get("agent", {}).get("lastSeen")})
+            self.stop.wait(1)
+
+
+def agent_credential_token(lab, hub, member):
+    """The token in the Fleet agent's credential on the member (the kubeconfig of Secret fleet-agent)."""
+    kubeconfig = yaml.safe_load(hub.secret_value(client.CoreV1Api(lab.api_client(member)), "cattle-fleet-system", "fleet-agent", "kubeconfig"))
+    return kubeconfig["users"][0]["user"]["token"]
+
+
+def rotate_credentials(lab, hub, member, tmp_path):
+    """A credential rotation in both fleet managers: the member keeps its membership (KubeFleet never leaves Joined,
+    the Fleet Cluster stays), and the old credentials are rejected by the hub afterwards - KubeFleet's revoked only once
+    the agent has sent a heartbeat made with the new token, Fleet's when Fleet grants the new registration."""
+    old_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+    old_credential = agent_credential_token(lab, hub, member)
+    assert hub_answer(lab, old_token) == 201 and hub_answer(lab, old_credential) == 201
+    watch = MemberWatch(hub, member)
+    watch.start()
+    try:
+        rotated = playbook(lab, "join_cluster.yml", "--limit", member, "-e", "fleetops_rotate_credentials=true", tmp_path=tmp_path)
+    finally:
+        watch.stop.set()
+        watch.join()
+    assert "%s: rancher_fleet %s/%s: agent credential rotated, checked in, ready" % (member, FLEET_NS, member) in rotated.output, \
+        rotated.output[-3000:]
+    assert "kubefleet %s: agent credential rotated, joined, healthy" % member in rotated.output, rotated.output[-3000:]
+    new_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token-2", "token")
+    new_credential = agent_credential_token(lab, hub, member)
+    assert new_token and new_token != old_token and new_credential != old_credential
+    for secret in (old_token, new_token, old_credential, new_credential):
+        assert secret not in rotated.output
+    assert hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token") is None
+    member_core = client.CoreV1Api(lab.api_client(member))
+    assert hub.secret_value(member_core, "fleet-hub-credentials", "hub-kubeconfig-secret", "token") == new_token
+    # The token authenticator reads Secrets through an informer: a revocation reaches it within seconds.
+    for old in (old_token, old_credential):
+        wait_for(lambda old=old: hub_answer(lab, old) == 401 or None, 60, "the hub to reject a replaced credential")
+    assert hub_answer(lab, new_token) == 201 and hub_answer(lab, new_credential) == 201
+    assert watch.samples and all(s["joined"] == "True" and s["cluster"] for s in watch.samples), watch.samples
+    assert len(set(s["heartbeat"] for s in watch.samples)) > 1 and len(set(s["last_seen"] for s in watch.samples)) > 1, watch.samples
 
 
 @pytest.fixture

@@ -209,13 +209,18 @@ def test_hub_view_and_status_row():
     (HUB, MEMBER, dict(WANT, labels={"env": "prod"}), "relabel", "labels"),
     (HUB, MEMBER, dict(WANT, labels={}, labels_mode="replace"), "relabel", "labels"),
     (HUB, MEMBER, dict(WANT, labels={"env": "dev"}, labels_mode="replace"), "none", None),
+    # a credential rotation: asked for, or the credential is older than the max age (its Secret's creation time)
+    (HUB, MEMBER, dict(WANT, rotate=True), "rotate", "asked for"),
+    (HUB, dict(MEMBER, credential_age_seconds=7200), dict(WANT, credential_max_age=3600), "rotate", "more than the credential max age"),
+    (HUB, dict(MEMBER, credential_age_seconds=60), dict(WANT, credential_max_age=3600), "none", None),
+    (HUB, dict(MEMBER, credential_accepted=False), dict(WANT, rotate=True), "reregister", "refuses"),
     # the most urgent action wins, every reason is kept
     (HUB, dict(MEMBER, release=None, credential=False), dict(WANT, labels={"env": "prod"}), "reregister", "labels"),
 ])
 def test_decide(hub, member, want, action, reason):
     state = MANAGER.decide("edge-1", hub, member, want)
     assert state.action == action and state.action in ACTIONS
-    assert state.healthy == (action in ("none", "relabel"))
+    assert state.healthy == (action in ("none", "relabel", "rotate"))
     if reason is None:
         assert state.reasons == []
     else:

@@ -91,6 +91,13 @@ def test_join_summary_names_the_first_cause_found_before_the_run_or_predicted_in
     assert "agent would re-register" in predicted and predicted.endswith("; cause token_expired: the agent's token expired at 2026-11-21T09:00:00Z")
 
 
+def test_join_summary_of_a_credential_rotation():
+    info = _info(kubefleet=_state("kubefleet", "rotate", HEALTHY_KUBEFLEET, ["credential rotation was asked for"]))
+    assert "agent credential rotated, joined, healthy" in join_summary(info, {"member_join__kf_agent": {"changed": True}})["line"]
+    assert "agent would rotate its credential" in join_summary(info, {}, check_mode=True)["line"]
+    assert "agent unchanged" in join_summary(info, {"member_join__kf_agent": {"skipped": True}})["line"]
+
+
 def test_join_summary_of_an_upgrade_and_an_unrun_agent_step():
     info = _info(kubefleet=_state("kubefleet", "upgrade", HEALTHY_KUBEFLEET))
     assert "agent installed/updated" in join_summary(info, {"member_join__kf_agent": {"changed": True}})["line"]

@@ -20,7 +20,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
     chart_fullname, default_service_account, default_token_secret, validate_member_name,
@@ -68,34 +68,32 @@ class MemberAgent(AgentFlow, Runner):
     # -- what the agent needs ---------------------------------------------------
 
     def hub_token(self):
-        """The identity token: given, or read from the hub (waiting until it is filled); None in check mode before it exists."""
+        """``(token, its hub Secret or None)``: the identity's current token, given or read from the hub (waiting until
+        it is filled); ``(None, None)`` in check mode before it exists."""
         if self.params["token"]:
-            return self.params["token"]
+            return self.params["token"], None
         if not self.hub_configured:
             raise ParameterError("token", "no token given and no hub connection to read it from",
                                  "Give token, or hub_kubeconfig so the token is read from the identity Secret on the hub")
         namespace = self.params["identity_namespace"]
-        what = "the token of Secret %s/%s on the hub" % (namespace, self.token_secret_name)
-
-        def fetch():
-            return self.hub.get(SECRET, self.token_secret_name, namespace)
-
-        secret = fetch()
+        secret = tokens.current([self.hub.get(SECRET, name, namespace) for name in tokens.slots(self.token_secret_name)])
+        name = secret["metadata"]["name"] if secret else self.token_secret_name
+        what = "the token of Secret %s/%s on the hub" % (namespace, name)
         if self.check_mode and not secret_token(secret):
-            self.assume_created_earlier("the hub has no filled token Secret %s/%s yet" % (namespace, self.token_secret_name))
-            return None
+            self.assume_created_earlier("the hub has no filled token Secret %s/%s yet" % (namespace, name))
+            return None, None
         if secret is None:
             raise ParameterError(
-                "name", "the hub has no identity token Secret %s/%s for member %s" % (namespace, self.token_secret_name, self.name),
+                "name", "the hub has no identity token Secret %s/%s for member %s" % (namespace, name, self.name),
                 "Create the identity first with fleetops.registration.kubefleet_member_identity",
             )
         if not secret_token(secret) and self.params["wait"]:
-            secret = self.module.waiter.until(fetch, "service_account_token", what)
+            secret = self.module.waiter.until(lambda: self.hub.get(SECRET, name, namespace), "service_account_token", what)
         token = secret_token(secret)
         if not token:
             raise ApiError("%s is still empty" % what, hint="Run kubefleet_member_identity with wait: true first")
         self.module.hide(token, secret["data"]["token"])
-        return token
+        return token, secret
 
     def check_member_cluster(self):
         """With hub access: the MemberCluster must exist and not be leaving (else the agent can never join)."""
@@ -152,7 +150,7 @@ class MemberAgent(AgentFlow, Runner):
         url, ca = hub_access.hub_url_and_ca(self.module)
         chart, chart_name, chart_version = self.chart()
         previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
-        token = self.hub_token()
+        token, source = self.hub_token()
         preflight = None
         if self.params["preflight"] and token is not None:
             preflight = {"hub_url": url, "username": self.preflight(url, ca, token)}
@@ -161,7 +159,7 @@ class MemberAgent(AgentFlow, Runner):
         self._check_agent_namespace()
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         desired_values = self.values(url, ca)
-        desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token) if token else None
+        desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token, source) if token else None
         plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
                           missing, self._moved_token(prior))
         for namespace in plan.create_namespaces:

@@ -20,7 +20,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     QUARANTINE_TAINT, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
@@ -125,6 +127,12 @@ def _upgrade_reasons(member, desired):
     return reasons
 
 
+def _rotation_reasons(member, desired):
+    credential = member.get("credential") or {}
+    return rotation_reasons(credential.get("present"), credential.get("accepted"), credential.get("age_seconds"), desired,
+                            "the member agent's token")
+
+
 def _quarantine_reasons(hub):
     """A quarantined member stays 'relabel' (the member object step, then the lift) until it is verified and lifted."""
     if hub.get("quarantined"):
@@ -205,12 +213,13 @@ class KubeFleet(FleetManager):
         """The token the agent reads: where its release's values say (``location``), else where the options say."""
         namespace, name = location or (option(params, "secret_namespace"), option(params, "secret_name"))
         credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None,
-                      "expires": None}
-        token = secret_token(member.get(SECRET, name, namespace))
+                      "expires": None, "issued": None, "age_seconds": None}
+        secret = member.get(SECRET, name, namespace)
+        token = secret_token(secret)
         if not token:
             return credential
-        credential["present"] = True
-        credential["expires"] = token_expiry(token)
+        issued = ((secret.get("metadata") or {}).get("annotations") or {}).get(tokens.ISSUED_ANNOTATION)
+        credential.update(present=True, expires=token_expiry(token), issued=issued, age_seconds=age_seconds(issued))
         if not url:
             credential["problem"] = "the hub URL the agent uses is not known"
             return credential
@@ -226,6 +235,7 @@ class KubeFleet(FleetManager):
             ("reregister", _reregister_reasons(hub_view or {}, member, desired) if hub_view else []),
             ("install", _install_reasons(member)),
             ("upgrade", _upgrade_reasons(member, desired)),
+            ("rotate", _rotation_reasons(member, desired)),
             ("relabel", _relabel_reasons(hub_view, desired) + _quarantine_reasons(hub_view) if hub_view else []),
         ):
             if reasons:

@@ -14,6 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     QUARANTINE_TAINT,
     CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY,
@@ -253,9 +254,13 @@ def token_location(values):
     return None
 
 
-def desired_hub_secret(name, namespace, token):
-    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
-            "type": "Opaque", "data": {"token": b64(token)}}
+def desired_hub_secret(name, namespace, token, source=None):
+    """The member's copy of the token; ``source``: the hub token Secret it came from, whose name and creation time the
+    copy records (the credential's age, for rotation), never its data."""
+    metadata = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}
+    if source is not None:
+        metadata["annotations"] = {tokens.ISSUED_ANNOTATION: tokens.issued(source), tokens.SOURCE_ANNOTATION: source["metadata"]["name"]}
+    return {"metadata": metadata, "type": "Opaque", "data": {"token": b64(token)}}
 
 
 def release_view(release, values):
@@ -278,7 +283,8 @@ def explicit_hub_ca(pem, param="hub_ca_pem"):
 class AgentPlan:
     """What ``kubefleet_member_agent`` will do on the member, and why; built by ``plan_agent``."""
 
-    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespaces=(), stale_secret=None):
+    def __init__(self, secret_action, secret_patch, release, reasons, restart, create_namespaces=(), stale_secret=None,  # pylint: disable=too-many-arguments
+                 new_token=True):
         self.secret_action = secret_action    # none, create, update, predict (token not known in check mode)
         self.secret_patch = secret_patch      # the merge patch for "update"
         self.release = release                # a helm.ReleasePlan
@@ -286,6 +292,7 @@ class AgentPlan:
         self.restart = restart                # roll the agent to pick up a new token without a Helm change
         self.create_namespaces = tuple(create_namespaces)  # the release record's and the token's, made (and labelled) here
         self.stale_secret = stale_secret      # (namespace, name) of the token the release read before, removed after Helm
+        self.new_token = new_token            # whether the token itself changes (not only the copy's annotations)
 
     @property
     def changed(self):
@@ -293,7 +300,7 @@ class AgentPlan:
 
     @property
     def token_changed(self):
-        return self.secret_action in ("update", "predict") and self.secret_patch is not None
+        return self.secret_action in ("update", "predict") and self.secret_patch is not None and self.new_token
 
 
 def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), moved=None):
@@ -323,9 +330,10 @@ def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), move
         elif patch:
             reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
     reasons.extend(release_plan.reasons)
-    restart = action == "update" and release_plan.action == "none"
+    new_token = secret is None or desired_secret is None or secret_token(secret) != secret_token(desired_secret)
+    restart = action == "update" and new_token and release_plan.action == "none"
     stale = moved[0] if moved and release_plan.action != "none" else None
-    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespaces, stale)
+    return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespaces, stale, new_token)
 
 
 def desired_namespace(name):

@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState, object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, diagnosis
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
@@ -64,7 +65,9 @@ def _namespace_reasons(name, hub):
 
 
 def _wanted_reasons(hub, member, desired):
-    found = []
+    found = [("rotate", reason) for reason in rotation_reasons(
+        member.get("credential_usable"), member.get("credential_accepted"), member.get("credential_age_seconds"), desired,
+        "the agent's credential (Secret fleet-agent)")]
     if desired.get("force"):
         found.append(("reregister", "force asks for a new registration"))
     release = member.get("release") or {}

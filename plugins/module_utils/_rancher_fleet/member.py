@@ -17,6 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig i
     kubeconfig_ca_pem, kubeconfig_server, kubeconfig_token,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_KEY, AGENT_CREDENTIAL_SECRET, AGENT_DEPLOYMENT, AGENT_LEASE, AGENT_NAMESPACE,
     AGENT_POD_SELECTOR, AGENT_RELEASE,
@@ -98,6 +99,7 @@ def member_view(facts, check=None):
         "credential_user": check.get("user"),
         "credential_error": check.get("error"),
         "credential_expires": token_expiry(endpoint[2]) if endpoint else None,
+        "credential_age_seconds": age_seconds(((facts["credential"] or {}).get("metadata") or {}).get("creationTimestamp")),
         "bootstrap": facts["bootstrap"] is not None,
         "deployment": deployment is not None,
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
