@@ -55,6 +55,15 @@ def _latest_view(state, results, key):
     return state.get("hub") or {}
 
 
+def _agent_release(state, agent):
+    """The agent release after the run (name, chart, chart_version, revision, status; never its values): the agent
+    step's, else the one member_info found."""
+    release = agent.get("release") if _ran(agent) and isinstance(agent.get("release"), dict) else (state.get("member") or {}).get("release")
+    if not isinstance(release, dict):
+        return None
+    return dict((key, release.get(key)) for key in ("name", "namespace", "chart", "chart_version", "revision", "status"))
+
+
 def _manager_summary(manager, state, results):
     """One manager's part of the join summary: what it needed, what the run did, what the hub sees now, one line."""
     shape = registry.manager(manager).summary_shape
@@ -68,6 +77,7 @@ def _manager_summary(manager, state, results):
                "agent": outcome, contact_key: view.get(contact_key), health_key: view.get(health_key),
                "labels": _label_drift([cluster_result])}
     summary.update(shape["extra"](view))
+    summary["release"] = _agent_release(state, agent_result)
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
     summary["line"] = "%s %s: agent %s, %s%s; labels %s%s" % (

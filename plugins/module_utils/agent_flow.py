@@ -10,7 +10,10 @@ __metaclass__ = type
 
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release_history, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
 
 Sourced = Tuple[Optional[str], Optional[str]]  # (value, the option or connection it came from)
 HUB_CONNECTION = "hub_kubeconfig"
@@ -56,6 +59,55 @@ class AgentFlow:
     def waits_for_agent(self) -> bool:
         """``wait`` asks for the hub to see the agent; only a real run that reaches the hub can watch for it."""
         return bool(self.params.get("wait") and not self.check_mode and self.hub_configured)
+
+    def wait_rolled_out(self, namespace: str, name: str) -> None:
+        """Wait until the agent Deployment serves its current pod template (diagnosis.rollout_problem says nothing).
+
+        After an upgrade the agent of the old pod template keeps running (and reporting to the hub) until the new pods
+        are available, so the hub's word alone does not prove the new agent works: a new image that cannot be pulled
+        would pass unnoticed."""
+        def done(deployment):
+            return deployment is not None and rollout_problem(deployment) is None
+
+        try:
+            self.module.waiter.until(lambda: self.kube.get(DEPLOYMENT, name, namespace), done,
+                                     "the agent Deployment %s/%s on the member to roll out its new pods" % (namespace, name),
+                                     "Look at the new agent pods (kubectl -n %s describe pod): an image that cannot be pulled, a "
+                                     "crash; roll back with rollback_to_revision or fix the values and re-run" % namespace)
+        except WaitTimeout as exc:
+            problem = rollout_problem(exc.last) if exc.last else "the Deployment does not exist"
+            exc.msg += " (%s)" % problem
+            raise
+
+    # -- rollback_to_revision: each agent runner supplies release_location, agent_contact and wait_after_rollback ----
+
+    def hide_release_values(self, releases: Iterable[Optional[Dict[str, Any]]]) -> None:
+        """Mark secrets in the releases' values (Rancher Fleet's hold the registration token); none by default."""
+
+    def rollback(self) -> Dict[str, Any]:
+        """Helm's rollback of the agent release to ``rollback_to_revision`` (a new revision with that one's chart and
+        values; nothing when the release already runs them), then the same wait for the agent as after an upgrade."""
+        revision = self.params["rollback_to_revision"]
+        name, namespace = self.release_location()
+        history = read_release_history(self.kube, name, namespace)
+        plan = ReleasePlan.rollback(history, revision)
+        current = history[max(history)]
+        self.hide_release_values(history.values())
+        contact = self.agent_contact(history[revision]) if self.waits_for_agent() else None
+        release = current
+        if plan.changes and self.check_mode:
+            release = dict(current, revision=current["revision"] + 1, chart_version=history[revision].get("chart_version"),
+                           status="deployed (predicted)")
+        elif plan.changes:
+            self.module.helm().rollback(name, namespace, revision)
+            release = read_release_history(self.kube, name, namespace).get(current["revision"] + 1) or current
+        result = {"changed": plan.changes, "action": plan.action, "reasons": plan.reasons, "release": release_view(release),
+                  "rolled_back_from": release_view(current) if plan.changes else None}
+        if self.waits_for_agent():
+            result.update(self.wait_after_rollback(plan, history[revision], contact))
+        before = {"revision": current["revision"], "chart_version": current.get("chart_version"), "status": current.get("status")}
+        after = {"revision": release["revision"], "chart_version": release.get("chart_version"), "status": release.get("status")}
+        return self.finish(result, before, after)
 
 
 class LeaseReleasingPoll:

@@ -171,6 +171,10 @@ class Helm:
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
+    def rollback(self, name, namespace, revision):
+        """``helm rollback``: a new revision with the chart and values of ``revision`` (Helm keeps the history)."""
+        self.run(["rollback", name, str(int(revision)), "--namespace", namespace])
+
     def uninstall(self, name, namespace, wait=False, timeout=300):
         args = ["uninstall", name, "--namespace", namespace]
         if wait:
@@ -215,29 +219,39 @@ def release_from_storage(payload, namespace):
     }
 
 
+def _decode_secret(secret, namespace, name):
+    data = (secret.get("data") or {}).get("release")
+    if not data:
+        return None
+    try:
+        payload = decode_release(data)
+    except (ValueError, TypeError, OSError) as exc:
+        raise HelmError("cannot decode Helm's record of release %s/%s (Secret %s): %s" % (
+            namespace, name, secret["metadata"]["name"], exc), "Inspect it with helm history %s -n %s" % (name, namespace))
+    return release_from_storage(payload, namespace)
+
+
+def _storage_revision(secret):
+    """``(release name, revision)`` from a Helm storage Secret's labels; the revision is None when unreadable."""
+    labels = (secret.get("metadata") or {}).get("labels") or {}
+    try:
+        return labels.get("name"), int(labels.get("version") or 0)
+    except ValueError:
+        return labels.get("name"), None
+
+
 def read_releases(kube, namespace, selector="owner=helm"):
     """``{release name: release}`` (each at its newest revision) from Helm's storage Secrets, in one LIST."""
     newest = {}
     for secret in kube.list(SECRET, namespace, label_selector=selector):
-        labels = (secret.get("metadata") or {}).get("labels") or {}
-        try:
-            revision = int(labels.get("version") or 0)
-        except ValueError:
-            continue
-        name = labels.get("name")
-        if name and (name not in newest or revision > newest[name][0]):
+        name, revision = _storage_revision(secret)
+        if name and revision is not None and (name not in newest or revision > newest[name][0]):
             newest[name] = (revision, secret)
     releases = {}
     for name, (_revision, secret) in newest.items():
-        data = (secret.get("data") or {}).get("release")
-        if not data:
-            continue
-        try:
-            payload = decode_release(data)
-        except (ValueError, TypeError, OSError) as exc:
-            raise HelmError("cannot decode Helm's record of release %s/%s (Secret %s): %s" % (
-                namespace, name, secret["metadata"]["name"], exc), "Inspect it with helm history %s -n %s" % (name, namespace))
-        releases[name] = release_from_storage(payload, namespace)
+        release = _decode_secret(secret, namespace, name)
+        if release is not None:
+            releases[name] = release
     return releases
 
 
@@ -257,12 +271,29 @@ def read_release(kube, name, namespace):
     Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
     ``values`` are the user-supplied values and may carry secrets: the caller hides them.
     """
+    return read_releases(kube, namespace, _release_selector(name)).get(name)
+
+
+def read_release_history(kube, name, namespace):
+    """``{revision: release}`` of every revision Helm keeps of release ``name`` (one LIST, no helm process), each as
+    read_release returns it; {} when there is none."""
+    history = {}
+    for secret in kube.list(SECRET, namespace, label_selector=_release_selector(name)):
+        secret_name, revision = _storage_revision(secret)
+        if secret_name == name and revision is not None:
+            release = _decode_secret(secret, namespace, name)
+            if release is not None:
+                history[revision] = release
+    return history
+
+
+def _release_selector(name):
     check_storage_driver()
     if not _RELEASE_NAME.match(name or "") or len(name) > 53:
         # It goes into a label selector: "x,owner!=helm" would select other Secrets.
         raise ParameterError("release_name", "%r is not a valid Helm release name" % (name,),
                              "Use at most 53 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
-    return read_releases(kube, namespace, "owner=helm,name=%s" % name).get(name)
+    return "owner=helm,name=%s" % name
 
 
 _RELEASE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -276,7 +307,7 @@ def release_view(release):
 
 
 class ReleasePlan:
-    """What Helm must do to a release: ``action`` (none, install, upgrade) and ``reasons`` (plain sentences, no values).
+    """What Helm must do to a release: ``action`` (none, install, upgrade, rollback) and ``reasons`` (plain sentences, no values).
 
     The one install/upgrade decision for every agent, and the one check-mode strategy: check mode
     reports the plan as the predicted change, with no ``helm --dry-run``, so it works on fresh targets.
@@ -285,6 +316,7 @@ class ReleasePlan:
     NONE = "none"
     INSTALL = "install"
     UPGRADE = "upgrade"
+    ROLLBACK = "rollback"
 
     def __init__(self, action, reasons=None):
         self.action = action
@@ -315,6 +347,32 @@ class ReleasePlan:
         if values_differ(release.get("values"), desired_values):
             reasons.append("values differ")
         return cls(cls.UPGRADE if reasons else cls.NONE, reasons)
+
+    @classmethod
+    def rollback(cls, history, revision):
+        """Rolling the release back to ``revision`` (option ``rollback_to_revision``), from ``history``
+        (read_release_history's ``{revision: release}``): none when the newest revision is deployed and already runs
+        that revision's chart, version and values (so a re-run changes nothing)."""
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+            raise ParameterError("rollback_to_revision", "%r is not a release revision" % (revision,),
+                                 "Give the revision (1 or more) the agent release ran before, e.g. member_info's release.revision")
+        current = history[max(history)] if history else None
+        if current is None or current.get("status") == "uninstalled":
+            raise ParameterError("rollback_to_revision", "the release is not installed, so there is nothing to roll back",
+                                 "Install the agent first (the module without rollback_to_revision)")
+        target = history.get(revision)
+        if target is None:
+            raise ParameterError("rollback_to_revision", "the release has no revision %d; Helm keeps revisions %s" % (
+                revision, ", ".join(str(r) for r in sorted(history))), "Give one of the revisions Helm keeps (helm history)")
+        reasons = []
+        if current.get("status") != "deployed":
+            reasons.append("the release status is %s, not deployed" % (current.get("status") or "unknown"))
+        if (current.get("chart"), current.get("chart_version")) != (target.get("chart"), target.get("chart_version")):
+            reasons.append("chart %s %s -> %s %s (revision %d)" % (current.get("chart"), current.get("chart_version"),
+                                                                   target.get("chart"), target.get("chart_version"), revision))
+        if values_differ(current.get("values"), target.get("values")):
+            reasons.append("values differ from revision %d's" % revision)
+        return cls(cls.ROLLBACK if reasons else cls.NONE, reasons)
 
 
 def split_chart(text):

@@ -41,6 +41,9 @@ description:
     result, a log or the diff.
   - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
     and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
+  - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback) and waits for the agent's
+    check-in as after an upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new
+    agent does not come back.
   - C(state=absent) uninstalls the release (and Fleet's C(fleet-agent-<cluster>) release, if any) and deletes the agent's hub
     credential Secret C(fleet-agent) that the agent wrote itself (Helm would leave it behind). It then deletes the namespace
     C(cattle-fleet-system) when this module created it, or when nothing of value is left in it (no other workloads,
@@ -160,6 +163,19 @@ options:
     type: bool
     default: true
     version_added: 0.3.0
+  rollback_to_revision:
+    description:
+      - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
+        Helm makes a new revision with that revision's chart, version and values (its registration values included).
+        Nothing changes when the newest revision is deployed and already runs them, so a re-run is idempotent.
+      - O(token_name), O(values_file), the chart options and O(values) are not needed and are ignored.
+      - Record the revision before a change from the release's C(revision) (RV(release), or
+        M(fleetops.registration.member_info)'s member view); the revision must be one Helm still keeps (C(helm history)).
+      - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
+      - Only with O(state=present). Not done while Fleet manages the agent itself (C(manageAgent)), as Fleet would redeploy
+        its own version.
+    type: int
+    version_added: 0.3.0
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
@@ -182,6 +198,12 @@ seealso:
 '''
 
 EXAMPLES = r'''
+- name: Roll the agent back to the revision it ran before an upgrade whose agent did not check in
+  fleetops.registration.fleet_agent:
+    kubeconfig: ~/.kube/edge-01.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    rollback_to_revision: 2
+
 - name: Register a cluster with labels, values read from the hub
   fleetops.registration.fleet_agent:
     kubeconfig: ~/.kube/edge-01.yaml
@@ -228,10 +250,17 @@ chart_version:
   returned: when state is present
   type: str
 action:
-  description: What Helm did, or would do in check mode - C(none), C(install) or C(upgrade).
+  description: What Helm did, or would do in check mode - C(none), C(install), C(upgrade) or (with O(rollback_to_revision))
+    C(rollback).
   returned: when state is present
   type: str
   sample: upgrade
+rolled_back_from:
+  description: With O(rollback_to_revision), the release as it was before the rollback (null when nothing changed).
+  returned: with O(rollback_to_revision)
+  type: dict
+  sample: {"name": "fleet-agent", "namespace": "cattle-fleet-system", "chart": "fleet-agent", "chart_version": "0.16.1",
+           "status": "deployed", "revision": 3}
 preflight_user:
   description: The user the hub saw for the registration token in the preflight (null when the hub does not tell).
   returned: when the preflight ran and the hub told
@@ -307,6 +336,7 @@ def argument_spec():
         keep_failed_install=dict(type="bool", default=False),
         release_departed_lease=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
+        rollback_to_revision=dict(type="int"),
     )
 
 
@@ -315,7 +345,7 @@ def main():
         argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
-        required_if=[("state", "present", ("token_name", "values_file"), True)],
+        required_if=[("state", "present", ("token_name", "values_file", "rollback_to_revision"), True)],
     )
     run_module(module, lambda m: AgentRunner(m).run())
 

@@ -26,7 +26,11 @@ description:
     unreachable hub, a wrong CA or a dead token fail the task instead of a crash-looping agent.
   - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
     the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
-  - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat.
+  - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat. After an
+    upgrade of the release it first waits until the agent Deployment has rolled out its new pods, because the old agent
+    keeps reporting to the hub until they are available (an image that cannot be pulled would otherwise pass).
+  - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback), then waits as after an
+    upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new agent does not come back.
   - O(state=absent) uninstalls the release (which removes O(agent_namespace) with the agent), deletes the Secret, and
     removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
   - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
@@ -134,7 +138,7 @@ options:
     default: fleet-system
   chart_ref:
     description:
-      - The member-agent chart. Required with O(state=present).
+      - The member-agent chart. Required with O(state=present), unless O(rollback_to_revision) is given.
   chart_version:
     description:
       - Required for a chart from a repository or OCI registry. For a local chart it is read from C(Chart.yaml) and,
@@ -183,10 +187,23 @@ options:
       - The check runs where the task runs; it stands in for the member's own network path to the hub.
     type: bool
     default: true
+  rollback_to_revision:
+    description:
+      - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
+        Helm makes a new revision with that revision's chart, version and values. Nothing changes when the newest
+        revision is deployed and already runs them, so a re-run is idempotent.
+      - The chart options, O(values) and the image options are ignored, and the token Secret is left as it is.
+      - Record the revision before a change from the release's C(revision) (RV(release), or
+        M(fleetops.registration.member_info)'s member view); the revision must be one Helm still keeps (C(helm history)).
+      - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
+      - Only with O(state=present).
+    type: int
+    version_added: 0.3.0
   wait:
     description:
       - With hub access and O(state=present), whether to wait until the MemberCluster is C(Joined) with a member agent
-        heartbeat. Without hub access nothing is waited for.
+        heartbeat (after an upgrade or a rollback, newer than the one before it, and once the agent Deployment has
+        rolled out). Without hub access nothing is waited for.
       - With O(state=absent), whether to wait until the agent namespace is gone, so the agent can be installed again.
   state:
     description:
@@ -239,6 +256,14 @@ EXAMPLES = r'''
     hub_ca_pem: "{{ lookup('file', 'hub-ca.pem') }}"
     chart_ref: /opt/charts/member-agent
 
+- name: Roll the agent back to the revision it ran before an upgrade that did not come back healthy
+  fleetops.registration.kubefleet_member_agent:
+    context: east-1
+    hub_kubeconfig: ~/.kube/hub.yaml
+    name: east-1
+    rollback_to_revision: "{{ agent_before.release.revision }}"
+    wait_timeout: 120
+
 - name: Remove the agent after the cluster has left
   fleetops.registration.kubefleet_member_agent:
     context: east-1
@@ -252,9 +277,19 @@ release:
   returned: always
   type: dict
   sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 1}
+action:
+  description: With O(rollback_to_revision), what was done to the release (V(rollback) or V(none)).
+  returned: with O(rollback_to_revision)
+  type: str
+  sample: rollback
+rolled_back_from:
+  description: With O(rollback_to_revision), the release as it was before the rollback (null when nothing changed).
+  returned: with O(rollback_to_revision)
+  type: dict
+  sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 3}
 values:
   description: The chart values the release has (no secrets in them).
-  returned: with O(state=present)
+  returned: with O(state=present), without O(rollback_to_revision)
   type: dict
 chart:
   description: Name and version of the chart.
@@ -358,13 +393,14 @@ def argument_spec():
         log_verbosity=dict(type="int"),
         values=dict(type="dict", default={}),
         preflight=dict(type="bool", default=True),
+        rollback_to_revision=dict(type="int"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )
 
 
 def main():
     module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
-                         required_if=[("state", "present", ["chart_ref"])])
+                         required_if=[("state", "present", ["chart_ref", "rollback_to_revision"], True)])
     run_module(module, lambda m: MemberAgent(m).run())
 
 

@@ -246,3 +246,53 @@ def test_a_release_name_that_would_widen_the_label_selector_is_refused(name):
     with pytest.raises(ParameterError) as err:
         helm.read_release(None, name, "cattle-fleet-system")  # refused before any request
     assert err.value.param == "release_name"
+
+
+def _history(*releases):
+    return dict((release["revision"], release) for release in releases)
+
+
+REV1 = dict(DEPLOYED, revision=1, status="superseded")
+REV2 = dict(DEPLOYED, revision=2, values={"a": 2})
+
+
+@pytest.mark.parametrize("history,revision,action,reason", [
+    (_history(REV1, REV2), 1, "rollback", "values differ from revision 1's"),
+    (_history(REV1, dict(REV2, chart_version="0.17.0", values={"a": 1})), 1, "rollback", "fleet-agent 0.17.0 -> fleet-agent 0.16.0"),
+    (_history(REV1, dict(REV2, values={"a": 1}, status="failed")), 1, "rollback", "status is failed"),
+    # a re-run after the rollback (revision 3 runs revision 1's chart and values): nothing to do
+    (_history(REV1, REV2, dict(REV1, revision=3, status="deployed")), 1, "none", None),
+    (_history(dict(REV1, status="deployed")), 1, "none", None),
+])
+def test_rollback_plan(history, revision, action, reason):
+    plan = helm.ReleasePlan.rollback(history, revision)
+    assert plan.action == action and plan.changes == (action != "none")
+    assert any(reason in text for text in plan.reasons) if reason else plan.reasons == []
+
+
+@pytest.mark.parametrize("history,revision,message", [
+    ({}, 1, "not installed"),
+    (_history(dict(REV2, status="uninstalled")), 1, "not installed"),
+    (_history(REV1, REV2), 7, "has no revision 7; Helm keeps revisions 1, 2"),
+    (_history(REV1, REV2), 0, "is not a release revision"),
+    (_history(REV1, REV2), True, "is not a release revision"),
+])
+def test_rollback_plan_refuses_what_cannot_be_rolled_back_naming_the_option(history, revision, message):
+    with pytest.raises(ParameterError) as err:
+        helm.ReleasePlan.rollback(history, revision)
+    assert err.value.param == "rollback_to_revision" and message in err.value.message()
+
+
+def test_rollback_reasons_never_carry_values():
+    plan = helm.ReleasePlan.rollback(_history(dict(REV1, values={"token": "s3cret"}), dict(REV2, values={"token": "n3w"})), 1)
+    assert plan.action == "rollback" and not any("s3cret" in r or "n3w" in r for r in plan.reasons)
+
+
+def test_release_history_reads_every_kept_revision_in_one_list():
+    kube = ListOnly([_storage_secret("member-agent", 1, "superseded", version="0.15.0"),
+                     _storage_secret("member-agent", 2, "deployed"), _storage_secret("other", 5, "deployed")])
+    history = helm.read_release_history(kube, "member-agent", "default")
+    assert kube.calls == [("secrets", "default", "owner=helm,name=member-agent")]
+    assert sorted(history) == [1, 2] and history[1]["chart_version"] == "0.15.0" and history[2]["status"] == "deployed"
+    with pytest.raises(ParameterError):
+        helm.read_release_history(kube, "x,owner!=helm", "default")

@@ -171,7 +171,9 @@ class MemberAgent(AgentFlow, Runner):
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
         member = None
         if self.waits_for_agent():
-            member = self._wait_joined(plan, previous_heartbeat)
+            if plan.release.action == ReleasePlan.UPGRADE:
+                self._wait_rolled_out(plan.reasons)
+            member = self._wait_joined(plan.changed, plan.reasons, previous_heartbeat)
         result = {
             "changed": plan.changed, "release": public_release(release), "values": desired_values, "reasons": plan.reasons,
             "chart": {"name": chart_name, "version": chart_version},
@@ -225,12 +227,36 @@ class MemberAgent(AgentFlow, Runner):
             raise
         return self._release()
 
-    def _wait_joined(self, plan, previous_heartbeat):
+    # -- rollback_to_revision (AgentFlow.rollback) ------------------------------------
+
+    def run(self):
+        if self.params.get("rollback_to_revision") is not None and self.params["state"] == "present":
+            return self.rollback()
+        return super().run()
+
+    def release_location(self):
+        return self.release_name, self.release_namespace
+
+    def agent_contact(self, _target):
+        return member_agent_heartbeat(self.check_member_cluster())
+
+    def wait_after_rollback(self, plan, _target, heartbeat):
+        if plan.changes:
+            self._wait_rolled_out(plan.reasons)
+        return {"member": self._wait_joined(plan.changes, plan.reasons, heartbeat), "released_leases": self.released_leases}
+
+    def _wait_rolled_out(self, reasons):
+        try:
+            self.wait_rolled_out(self.agent_namespace, chart_fullname(self.release_name))
+        except FleetOpsError as exc:
+            raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
+
+    def _wait_joined(self, changed, reasons, previous_heartbeat):
         """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
-        since = previous_heartbeat if plan.changed else None
+        since = previous_heartbeat if changed else None
         # an agent uninstalled earlier (a leave) keeps its Leases
         poll = LeaseReleasingPoll(lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda: leases.release_departed(
-            self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=plan.changed)
+            self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=changed)
         try:
             member = self.module.waiter.until(
                 poll, lambda obj: joined_since(obj, since),
@@ -239,8 +265,8 @@ class MemberAgent(AgentFlow, Runner):
                     self.params["identity_namespace"], self.sa_name),
             )
         except FleetOpsError as exc:
-            if plan.changed:
-                raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(plan.reasons))
+            if changed:
+                raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
             raise
         self.released_leases = poll.released
         return describe_member(member)

@@ -156,6 +156,35 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         return {"chart": chart, "chart_version": chart_version, "values": values, "sources": sources, "facts": facts,
                 "release": release, "plan": plan}
 
+    # -- rollback_to_revision (AgentFlow.rollback) -------------------------------------------------
+
+    def run(self):
+        if self.params.get("rollback_to_revision") is not None and self.params.get("state") == "present":
+            facts = read_member(self.module.kube())
+            if facts["adopted"] and facts["deployment"] is not None:
+                raise ParameterError("rollback_to_revision", "Fleet manages the agent on this cluster (release %s), so "
+                                     "fleet-agent is not rolled back" % facts["adopted"][0],
+                                     "Fleet upgrades and rolls back its agents itself; drop rollback_to_revision")
+            return self.rollback()
+        return super().run()
+
+    def release_location(self):
+        return self.release, self.namespace
+
+    def hide_release_values(self, releases):
+        for release in releases:
+            self._hide_values((release or {}).get("values"))
+
+    def agent_contact(self, target):
+        """``(finder of the agent's Cluster, its last check-in)`` before the rollback (the revision's clientID)."""
+        find_cluster = self._agent_cluster_finder(target.get("values") or {})
+        previous = find_cluster()
+        return find_cluster, parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+
+    def wait_after_rollback(self, plan, _target, contact):
+        cluster, lease = self._wait_for_checkin(contact[0], contact[1] if plan.changes else None, plan)
+        return {"cluster": cluster, "released_lease": lease}
+
     # -- apply -------------------------------------------------------------------------------------
 
     def present(self):
@@ -261,7 +290,8 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
 
     def _after_failed_checkin(self, plan):
         if plan.action != ReleasePlan.INSTALL:
-            return " (release %s/%s was upgraded and left so; a re-run retries)" % (self.namespace, self.release)
+            return " (release %s/%s was %s and left so; a re-run retries)" % (
+                self.namespace, self.release, "rolled back" if plan.action == ReleasePlan.ROLLBACK else "upgraded")
         if self.params.get("keep_failed_install"):
             return " (the release this run installed was kept, as keep_failed_install asks)"
         try:
