@@ -27,7 +27,8 @@ def test_a_member_the_hub_does_not_know_needs_a_join_in_both_managers(lab_contro
     for manager in ("rancher_fleet", "kubefleet"):
         state = result["managers"][manager]
         assert state["hub"] is None and state["reasons"] and name in " ".join(state["reasons"])
-        assert state["steps"] == {"member_object": True, "identity": True, "reset_credential": False, "agent": True}
+        assert state["steps"] == {"member_object": True, "identity": True, "reset_credential": False, "agent": True, "revoke_previous": False}
+        assert state["diagnosis"][0]["cause"] == "not_member" and state["diagnosis"][0]["fix"].endswith("(action join).")
     assert result["labels"] == {"env": "lab"} and len(result["run_id"]) == 10
     # The same answer in check mode: it only reads.
     checked = run_module("member_info", dict(_connections(lab_controllers, "member2"), name=name), check=True)
