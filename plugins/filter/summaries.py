@@ -34,6 +34,8 @@ def _agent_outcome(state, agent, check_mode):
     action = state.get("action", "none")
     if action == "rotate":
         return "would rotate its credential" if check_mode else "credential rotated" if _ran(agent) else "unchanged"
+    if action == "reconfigure":
+        return "would be reconfigured" if check_mode else "reconfigured" if _ran(agent) else "unchanged"
     if action not in AGENT_STEPS:
         return "unchanged"
     if check_mode:

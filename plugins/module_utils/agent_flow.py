@@ -10,6 +10,7 @@ __metaclass__ = type
 
 from typing import Any, Dict, Iterable, Optional, Tuple
 
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release_history, release_view
@@ -78,6 +79,27 @@ class AgentFlow:
             problem = rollout_problem(exc.last) if exc.last else "the Deployment does not exist"
             exc.msg += " (%s)" % problem
             raise
+
+    # -- the agent setting ------------------------------------------------------------------------------------------
+
+    def agent_setting(self):
+        """The ``agent`` option, validated; values that may hold a credential are masked in the output."""
+        setting = agent_settings.validate(self.params.get("agent"))
+        self.module.hide(*agent_settings.credential_values(setting))
+        return setting
+
+    def reconcile_agent_setting(self, namespace: str, name: str, setting: Optional[Dict[str, Any]], keys: Iterable[str] = agent_settings.KEYS,
+                                containers: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """Patch the agent Deployment where it does not carry the ``keys`` of ``setting`` (what the chart lacks, or a
+        change made to it since): ``{drift: [why], patched: bool}``; a server-side dry run in check mode. Nothing when
+        the Deployment does not exist (check mode before an install)."""
+        scoped = dict((key, value) for key, value in (setting or {}).items() if key in keys)
+        deployment = self.module.kube().get(DEPLOYMENT, name, namespace) if scoped else None
+        reasons = agent_settings.drift(scoped, agent_settings.pod_view(deployment), containers)
+        patch = agent_settings.deployment_patch(scoped, deployment, keys, containers) if reasons else None
+        if patch:
+            self.module.kube().patch(DEPLOYMENT, name, patch, namespace, dry_run=self.check_mode, strategic=True)
+        return {"drift": reasons, "patched": bool(patch)}
 
     # -- rollback_to_revision: each agent runner supplies release_location, agent_contact and wait_after_rollback ----
 

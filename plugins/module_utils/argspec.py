@@ -16,6 +16,8 @@ import copy
 
 from ansible.module_utils.basic import env_fallback
 
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import ARGUMENT_SPEC as AGENT_SETTING_SPEC
+
 
 # kubernetes.core's proxy_headers suboptions; their environment variables are K8S_AUTH_PROXY_HEADERS_<NAME>.
 PROXY_HEADERS = {
@@ -67,6 +69,8 @@ WAIT = {
 CLUSTER_IDENTITY = {
     "cluster_identity": dict(type="dict", options=dict(uid=dict(type="str"), ca_sha256=dict(type="str"))),
 }
+# The agent setting (fleetops.registration.agent_setting).
+AGENT = {"agent": dict(type="dict", options=AGENT_SETTING_SPEC)}
 # A Helm chart (fleetops.registration.helm).
 HELM = {
     "chart_ref": dict(type="str"),

@@ -228,6 +228,8 @@ def rollout_problem(deployment: Optional[Dict[str, Any]]) -> Optional[str]:
 RERUN = {
     "none": "A plain re-run changes nothing for it (the member's action is none).",
     "relabel": "A plain re-run only updates the member object on the hub (action relabel).",
+    "reconfigure": "A plain re-run puts the agent setting on the member object and the agent again (action reconfigure).",
+    "rotate": "A plain re-run rotates the agent's credential without the member dropping out (action rotate).",
     "upgrade": "A plain re-run upgrades the agent (action upgrade).",
     "install": "A plain re-run installs the agent again (action install).",
     "reregister": "A plain re-run registers the member again: new credential, agent reinstalled (action reregister).",

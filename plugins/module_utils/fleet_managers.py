@@ -30,7 +30,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 View = Dict[str, Any]  # a plain-facts mapping (hub view, member view, host view, status row)
 
 # The actions ``decide`` may return, in the order a role applies them.
-ACTIONS = ("none", "join", "reregister", "install", "upgrade", "rotate", "relabel")
+ACTIONS = ("none", "join", "reregister", "install", "upgrade", "rotate", "reconfigure", "relabel")
 
 # Which of a join's steps each action needs: the hub-side member object (with its labels), the member's hub identity
 # (KubeFleet: a new token in a rotation; Rancher Fleet: a registration token), removing the agent's credential so it
@@ -41,6 +41,7 @@ STEP_NAMES = ("member_object", "identity", "reset_credential", "agent", "revoke_
 STEPS = {
     "none": (),
     "relabel": ("member_object",),
+    "reconfigure": ("member_object", "agent"),
     "rotate": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
     "upgrade": ("member_object", "agent"),
     "install": ("member_object", "agent"),
@@ -66,7 +67,7 @@ class MemberState:
 
     @property
     def healthy(self) -> bool:
-        return self.action in ("none", "relabel", "rotate")
+        return self.action in ("none", "relabel", "reconfigure", "rotate")
 
     def as_dict(self) -> View:
         return {

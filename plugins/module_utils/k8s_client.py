@@ -140,9 +140,12 @@ class KubeClient:
         return self.request("POST", resource.path(namespace), body=body, query=_dry(dry_run))
 
     def patch(self, resource: Resource, name: str, patch: Any, namespace: Optional[str] = None, dry_run: bool = False,
-              subresource: Optional[str] = None) -> Obj:
+              subresource: Optional[str] = None, strategic: bool = False) -> Obj:
+        """A JSON merge patch, or with ``strategic`` a strategic merge patch (built-in kinds: lists such as containers
+        and env merge by name instead of being replaced)."""
+        content_type = "application/strategic-merge-patch+json" if strategic else "application/merge-patch+json"
         return self.request("PATCH", resource.path(namespace, name, subresource), body=patch, query=_dry(dry_run),
-                            content_type="application/merge-patch+json")
+                            content_type=content_type)
 
     def delete(self, resource: Resource, name: str, namespace: Optional[str] = None, dry_run: bool = False,
                propagation: str = "Background") -> Any:

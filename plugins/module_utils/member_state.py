@@ -15,7 +15,7 @@ __metaclass__ = type
 import secrets
 import string
 
-from ansible_collections.fleetops.registration.plugins.module_utils import cluster_identity, diagnosis, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, cluster_identity, diagnosis, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration
@@ -57,6 +57,7 @@ def desired_for(name, params):
         "force": name in force,
         "namespace": params.get("fleet_namespace") if name == "rancher_fleet" else None,
         "rotate": bool(params.get("rotate_credentials")),
+        "agent": agent_settings.validate(params.get("agent")),
         "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
     }
 
@@ -179,4 +180,5 @@ def member_info_argument_spec():
         replace_rebuilt=dict(type="bool", default=False),
         credential_max_age=dict(type="str", no_log=False),
         rotate_credentials=dict(type="bool", default=False),
+        agent=dict(type="dict"),
     )

@@ -56,6 +56,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth.HUB
   - fleetops.registration.wait
   - fleetops.registration.helm
+  - fleetops.registration.agent_setting
 attributes:
   check_mode:
     support: full
@@ -239,6 +240,13 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+agent_setting:
+  description:
+    - What the O(agent) setting found on the agent Deployment after Helm - C(drift), the parts it did not carry, in
+      sentences - and whether the Deployment was C(patched) (in check mode - would be).
+  returned: when state is present
+  type: dict
+  sample: {"drift": ["container fleet-agent's environment lacks or differs in HTTPS_PROXY"], "patched": true}
 release:
   description: The Helm release after the run (name, namespace, chart, chart_version, app_version, status, revision).
   returned: always
@@ -313,7 +321,7 @@ removed_credential:
   type: bool
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent import AgentRunner
 
@@ -342,7 +350,7 @@ def argument_spec():
 
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
+        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
         required_if=[("state", "present", ("token_name", "values_file", "rollback_to_revision"), True)],

@@ -30,6 +30,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
   - fleetops.registration.cluster_identity
+  - fleetops.registration.agent_setting
 attributes:
   check_mode:
     support: full
@@ -273,7 +274,7 @@ clusters:
   sample: [{"name": "edge-001", "changed": true, "client_id": "3f9c...", "label_changes": {"added": {"site": "a"}, "changed": {}, "removed": []}}]
 '''
 
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, CLUSTER_IDENTITY, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, CLUSTER_IDENTITY, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import run_fleet_cluster
 
@@ -305,7 +306,7 @@ def argument_spec():
 
 def main():
     module = FleetModule(
-        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, argument_spec()),
+        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, AGENT, argument_spec()),
         # With clusters, what must differ per cluster (its client ID, an imported cluster's kubeconfig) is refused at the
         # task level: every item would get the same one.
         mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters"), ("clusters", "client_id"),

@@ -41,6 +41,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth.HUB
   - fleetops.registration.wait
   - fleetops.registration.helm
+  - fleetops.registration.agent_setting
 attributes:
   check_mode:
     description: The Secret is written as a server-side dry run; the Helm change is predicted from the release's chart,
@@ -272,6 +273,13 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+agent_setting:
+  description:
+    - What the O(agent) setting found on the agent Deployment after Helm - C(drift), the parts it did not carry, in
+      sentences - and whether the Deployment was C(patched) (in check mode - would be).
+  returned: when state is present
+  type: dict
+  sample: {"drift": ["container member-agent's environment lacks or differs in HTTPS_PROXY"], "patched": true}
 release:
   description: The Helm release after the task (null after an uninstall).
   returned: always
@@ -365,7 +373,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.a
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HELM, HUB_AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -399,7 +407,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, argument_spec()),
+    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
                          required_if=[("state", "present", ["chart_ref", "rollback_to_revision"], True)])
     run_module(module, lambda m: MemberAgent(m).run())
 

@@ -20,7 +20,8 @@ description:
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
     (the chart version or the values differ, or a KubeFleet agent's hub CA does not verify the hub), C(rotate) (a
     KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age); the member stays
-    healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
+    healthy), C(reconfigure) (the agent or the Rancher Fleet C(Cluster) does not carry the O(agent) setting; the member
+    stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
@@ -142,6 +143,14 @@ options:
       - Rotate every KubeFleet member agent's token now (the action C(rotate)), whatever its age.
     type: bool
     default: false
+  agent:
+    description:
+      - The agent setting the member's agents should carry, as the agent modules' C(agent) option takes it
+        (O(fleetops.registration.kubefleet_member_agent#module:agent)).
+      - The running agent Deployment (and, for Rancher Fleet, the C(Cluster)'s agent fields) is compared with it; a
+        difference gives the action C(reconfigure), which keeps the member healthy. Unset, nothing is compared.
+    type: dict
+    version_added: 0.3.0
 seealso:
   - module: fleetops.registration.fleet_status
   - module: fleetops.registration.fleet_agent

@@ -227,6 +227,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert new_registrations and all(r["status"].get("granted") for r in new_registrations)
     assert hub.fleet_list("clusterregistrationtokens") == []
     rotate_credentials(lab, hub, "member2", tmp_path)
+    agent_setting_kept_and_repaired(lab, hub, "member1", tmp_path)
     settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert settled.unchanged({"fleet-hub", "member1", "member2"}), settled.recap
 
@@ -343,6 +344,68 @@ def rotate_credentials(lab, hub, member, tmp_path):
     assert hub_answer(lab, new_token) == 201 and hub_answer(lab, new_credential) == 201
     assert watch.samples and all(s["joined"] == "True" and s["cluster"] for s in watch.samples), watch.samples
     assert len(set(s["heartbeat"] for s in watch.samples)) > 1 and len(set(s["last_seen"] for s in watch.samples)) > 1, watch.samples
+
+
+AGENT_TOLERATION = {"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}
+AGENT_SETTING = {"tolerations": [AGENT_TOLERATION], "env": {"NO_PROXY": ".svc,.cluster.local", "FLEETOPS_SITE": "lab-a"}}
+
+
+def carries_setting(deployment):
+    """Whether an agent Deployment (a kubernetes client object) carries AGENT_SETTING: the toleration on its pods, the
+    variables in each container."""
+    spec = deployment.spec.template.spec
+    tolerations = [t.to_dict() for t in spec.tolerations or []]
+    wanted = dict(AGENT_TOLERATION, value=None, toleration_seconds=None)
+    return wanted in tolerations and all(
+        {e.name: e.value for e in c.env or []}.items() >= AGENT_SETTING["env"].items() for c in spec.containers)
+
+
+def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
+    """fleetops_agent reaches both agents: KubeFleet's through its chart and a patch, Rancher Fleet's through the Cluster's
+    agent fields, from which Fleet deploys the agent it adopted (its bundle fleet-agent-<cluster>) - so the adopted
+    Deployment carries the toleration and the variables. A re-run changes nothing; a Deployment changed since is
+    reported (action reconfigure) and repaired by a plain re-run."""
+    extra = ["--limit", member, "-e", json.dumps({"fleetops_agent": AGENT_SETTING})]
+    set_up = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
+    assert "%s: rancher_fleet %s/%s: agent reconfigured" % (member, FLEET_NS, member) in set_up.output, set_up.output[-3000:]
+    assert "kubefleet %s: agent reconfigured, joined, healthy" % member in set_up.output, set_up.output[-3000:]
+    spec = hub.fleet_cluster(member)["spec"]
+    assert spec["agentTolerations"] == [AGENT_TOLERATION]
+    assert sorted((e["name"], e["value"]) for e in spec["agentEnvVars"]) == sorted(AGENT_SETTING["env"].items())
+    bundle = hub.custom.get_namespaced_custom_object(*FLEET, FLEET_NS, "bundles", "fleet-agent-" + member)
+    manifest = "".join(resource.get("content") or "" for resource in bundle["spec"]["resources"])
+    assert AGENT_TOLERATION["key"] in manifest and "FLEETOPS_SITE" in manifest, "Fleet's agent bundle lacks the setting"
+    apps = client.AppsV1Api(lab.api_client(member))
+
+    def adopted_fleet_agent():
+        deployment = apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system")
+        adopted = (deployment.metadata.annotations or {}).get("meta.helm.sh/release-name") == "fleet-agent-" + member
+        return deployment if adopted and carries_setting(deployment) else None
+    wait_for(adopted_fleet_agent, 120, "Fleet to deploy the agent it adopted with the agent setting")
+    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"))
+
+    again = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
+    assert again.unchanged({member}), again.recap
+
+    # Someone edits both agents: the toleration goes from Fleet's, a variable from KubeFleet's.
+    fleet_agent = apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system")
+    fleet_agent.spec.template.spec.tolerations = [t for t in fleet_agent.spec.template.spec.tolerations or []
+                                                  if t.key != AGENT_TOLERATION["key"]]
+    apps.replace_namespaced_deployment("fleet-agent", "cattle-fleet-system", fleet_agent)
+    member_agent = apps.read_namespaced_deployment("member-agent", "fleet-system")
+    for container in member_agent.spec.template.spec.containers:
+        container.env = [e for e in container.env or [] if e.name != "FLEETOPS_SITE"]
+    apps.replace_namespaced_deployment("member-agent", "fleet-system", member_agent)
+    predicted = playbook(lab, "join_cluster.yml", "--check", *extra, tmp_path=tmp_path)
+    assert "%s: rancher_fleet %s/%s: agent would be reconfigured" % (member, FLEET_NS, member) in predicted.output, predicted.output[-3000:]
+    assert "kubefleet %s: agent would be reconfigured" % member in predicted.output
+    repaired = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
+    assert repaired.changed(member) > 0
+    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"))
+    assert carries_setting(apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system"))
+    assert playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path).unchanged({member})
+    # Fleet's agent saw its Deployment modified meanwhile; the scenario goes on once its Cluster is ready again.
+    wait_for(lambda: condition(hub.fleet_cluster(member), "Ready") == "True" or None, 300, "Fleet's Cluster %s to be ready again" % member)
 
 
 @pytest.fixture

@@ -36,7 +36,9 @@ BARE_KEYS = ("when", "that", "until", "changed_when", "failed_when")
 # in the waves filters and ReleasePlan.rollback) added ~950 of plumbing: the agent values member_info now compares
 # (~100), member_join's rollback entry point with its connection defaults and a guard per manager (~420) and the
 # playbook's batch sizes, failure note and summary calls (~430) - so 10,350.
-TOTAL_BUDGET = 10350
+# The agent setting (issue 17, item 1; its rendering and drift are decided in agent_settings.py) added ~75: the
+# variable's default and passing it to member_info and the three agent steps - so 10,450.
+TOTAL_BUDGET = 10450
 LONGEST = 200
 
 

@@ -49,6 +49,8 @@ HEALTHY_MEMBER = {
                    "username": USERNAME, "problem": None},
     "expected_credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"},
     "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "ready_replicas": 1},
+    "agent_pod": {"tolerations": [], "node_selector": {}, "affinity": {}, "priority_class_name": "", "image_pull_secrets": [],
+                  "containers": [{"name": "member-agent", "image": "ghcr.io/azure/fleet/member-agent:v0.14.0", "env": {}, "resources": {}}]},
 }
 
 
@@ -98,6 +100,10 @@ def desired(**changes):
     (hub(), member(expected_hub_url="https://hub.example:6443"), desired(), "upgrade", "uses hub URL https://hub:6443"),
     (hub(), member(**{"credential.namespace": "default"}), desired(), "upgrade",
      "reads its token from default/hub-kubeconfig-secret, not fleet-hub-credentials/hub-kubeconfig-secret"),
+    (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "reconfigure",
+     "container member-agent's environment lacks or differs in HTTPS_PROXY"),
+    (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}, labels={"env": "dev"}), "reconfigure", "HTTPS_PROXY"),
+    (hub(), member(agent_pod=None), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "none", None),
     (hub(), member(), desired(labels={"env": "dev"}), "relabel", "labels drift: set env"),
     (hub(labels={"env": "prod", "old": "x"}), member(), desired(labels_mode="replace"), "relabel", "remove old"),
     (hub(labels={"env": "prod", "fleet.azure.com/location": "x"}), member(), desired(labels_mode="replace"), "none", None),

@@ -25,13 +25,17 @@ def test_desired_state_per_manager():
               "force": ["rancher_fleet"]}
     assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
                                                 "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
-                                                "rotate": False, "credential_max_age": None}
+                                                "rotate": False, "credential_max_age": None, "agent": None}
     fleet = desired_for("rancher_fleet", params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
     rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))
     assert rotating["credential_max_age"] == 720 * 3600 and rotating["rotate"] is True
     with pytest.raises(ParameterError, match="credential_max_age"):
         desired_for("kubefleet", dict(params, credential_max_age="a month"))
+    setting = desired_for("kubefleet", dict(params, agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}, "affinity": None}))
+    assert setting["agent"] == {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
+    with pytest.raises(ParameterError, match="agent.image_registry"):
+        desired_for("kubefleet", dict(params, agent={"image_registry": "https://mirror.example"}))
 
 
 @pytest.mark.parametrize("action, steps", [
@@ -42,11 +46,12 @@ def test_desired_state_per_manager():
     ("join", ["agent", "identity", "member_object"]),
     ("reregister", ["agent", "identity", "member_object", "reset_credential"]),
     ("rotate", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
+    ("reconfigure", ["agent", "member_object"]),
 ])
 def test_each_action_names_the_join_steps_it_needs(action, steps):
     state = MemberState("kubefleet", "edge-07", {}, {}, action, ["why"]).as_dict()
     assert sorted(step for step, needed in state["steps"].items() if needed) == steps
-    assert state["healthy"] is (action in ("none", "relabel", "rotate"))
+    assert state["healthy"] is (action in ("none", "relabel", "reconfigure", "rotate"))
 
 
 def test_an_unknown_action_is_a_programming_error():

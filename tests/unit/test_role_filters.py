@@ -232,3 +232,11 @@ def test_host_facts_collects_what_each_host_noted_in_order_and_skips_the_others(
     hostvars = {"a": {"req": {"name": "a"}}, "b": {}, "c": {"req": {"name": "c"}}}
     assert host_facts(["c", "b", "a", "gone"], hostvars, "req") == [{"name": "c"}, {"name": "a"}]
     assert host_facts([], hostvars, "req") == []
+
+
+def test_join_summary_of_a_reconfigured_agent():
+    info = _info(kubefleet=_state("kubefleet", "reconfigure", HEALTHY_KUBEFLEET, ["container member-agent's environment lacks NO_PROXY"]))
+    line = join_summary(info, {"member_join__kf_agent": {"changed": True}})["line"]
+    assert "agent reconfigured, joined, healthy" in line and "cause" not in line
+    assert "agent would be reconfigured" in join_summary(info, {}, check_mode=True)["line"]
+    assert "agent unchanged" in join_summary(info, {"member_join__kf_agent": {"skipped": True}})["line"]

@@ -21,6 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
     chart_fullname, default_service_account, default_token_secret, validate_member_name,
@@ -60,6 +61,7 @@ class MemberAgent(AgentFlow, Runner):
         self.sa_name = p["service_account_name"] or default_service_account(self.name)
         self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
         self.released_leases = []
+        self.setting = self.agent_setting()
 
     @property
     def hub(self):
@@ -132,13 +134,13 @@ class MemberAgent(AgentFlow, Runner):
 
     def values(self, url, ca):
         p = self.params
-        return agent_values(
+        return with_setting(agent_values(
             self.name, url, ca, agent_namespace=self.agent_namespace, secret_name=self.secret_name,
             secret_namespace=self.secret_namespace, image_repository=p["image_repository"], image_tag=p["image_tag"],
             refresh_token_repository=p["refresh_token_image_repository"], refresh_token_tag=p["refresh_token_image_tag"],
             pull_policy=p["image_pull_policy"], insecure=p["hub_insecure_skip_tls_verify"], log_verbosity=p["log_verbosity"],
             extra=p["values"],
-        )
+        ), self.setting)
 
     def _release(self):
         """The release as Helm's storage holds it (one LIST, no helm process), or None."""
@@ -169,13 +171,16 @@ class MemberAgent(AgentFlow, Runner):
         if plan.stale_secret:
             self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
+        setting = self.reconcile_agent_setting(self.agent_namespace, chart_fullname(self.release_name), self.setting)
+        reasons = plan.reasons + setting["drift"]
         member = None
         if self.waits_for_agent():
-            if plan.release.action == ReleasePlan.UPGRADE:
-                self._wait_rolled_out(plan.reasons)
-            member = self._wait_joined(plan.changed, plan.reasons, previous_heartbeat)
+            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"]:
+                self._wait_rolled_out(reasons)
+            member = self._wait_joined(plan.changed or setting["patched"], reasons, previous_heartbeat)
         result = {
-            "changed": plan.changed, "release": public_release(release), "values": desired_values, "reasons": plan.reasons,
+            "changed": plan.changed or setting["patched"], "agent_setting": setting, "release": public_release(release),
+            "values": desired_values, "reasons": reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
             "removed_secrets": ["%s/%s" % plan.stale_secret] if plan.stale_secret else [],

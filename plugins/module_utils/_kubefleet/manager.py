@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
@@ -202,6 +203,7 @@ class KubeFleet(FleetManager):
             "expected_hub_url": expected_url,
             "credential": self._credential(member, params, token_location(values), url, ca, insecure),
             "expected_credential": {"name": option(params, "secret_name"), "namespace": option(params, "secret_namespace")},
+            "agent_pod": agent_settings.pod_view(deployment),
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
                            "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0,
@@ -236,6 +238,7 @@ class KubeFleet(FleetManager):
             ("install", _install_reasons(member)),
             ("upgrade", _upgrade_reasons(member, desired)),
             ("rotate", _rotation_reasons(member, desired)),
+            ("reconfigure", agent_settings.drift(desired.get("agent"), member.get("agent_pod"))),
             ("relabel", _relabel_reasons(hub_view, desired) + _quarantine_reasons(hub_view) if hub_view else []),
         ):
             if reasons:

@@ -19,11 +19,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
+    AGENT_DEPLOYMENT, AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     build_agent_values, check_release_identity, checked_in_since, parse_values, plan_agent, redact_values,
@@ -33,6 +34,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 
 CHECKIN_HINT = ("look at the agent's logs on the member (kubectl -n cattle-fleet-system logs -l app=fleet-agent); a wrong "
                 "apiServerURL/apiServerCA or an expired token are the usual causes")
+
+IGNORED_SETTING = ("%s: Rancher Fleet keeps no such setting per Cluster, so its agent does not get it (pull secrets: the fleet "
+                   "chart's imagePullSecrets on the hub; a priority class: the Cluster's agentSchedulingCustomization)")
 
 
 def _hub_hint(exc):
@@ -50,6 +54,9 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         self.namespace = AGENT_NAMESPACE
         self.release = AGENT_RELEASE
         self.predicted = False  # the token's values are a check-mode assumption
+        self.setting, ignored = fleet_setting(self.agent_setting())
+        if ignored and self.params.get("state", "present") == "present":
+            self.warn(IGNORED_SETTING % ", ".join("agent.%s" % key for key in ignored))
 
     # -- the hub -----------------------------------------------------------------------------------
 
@@ -124,7 +131,8 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
             self.module, [(self.params.get("api_server_url"), "parameter"), (token_values.get(API_SERVER_URL_KEY), "token")],
             [(read_pem(self.params.get("api_server_ca"), "api_server_ca"), "parameter"), (token_values.get(API_SERVER_CA_KEY), "token")],
             "api_server_url")
-        values = build_agent_values(token_values, extra, url, ca, self.params.get("labels"), self.params.get("client_id"))
+        values = chart_values(build_agent_values(token_values, extra, url, ca, self.params.get("labels"), self.params.get("client_id")),
+                              self.setting)
         return values, {"api_server_url": url_source, "api_server_ca": ca_source}
 
     def plan(self):
@@ -204,6 +212,8 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         if plan.changes and not self.check_mode:
             self.apply(state)
         result = self.report(state)
+        setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
+        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"], reasons=result["reasons"] + setting["drift"])
         if find_cluster is not None:
             result["cluster"], result["released_lease"] = self._wait_for_checkin(find_cluster, seen_before, plan)
         return result

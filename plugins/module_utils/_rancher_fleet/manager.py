@@ -12,6 +12,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet_settings
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, diagnosis
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
@@ -74,6 +76,10 @@ def _wanted_reasons(hub, member, desired):
     version = desired.get("chart_version")
     if version and release and release.get("chart_version") != version and not member.get("fleet_managed_releases"):
         found.append(("upgrade", "chart version %s -> %s" % (release.get("chart_version"), version)))
+    setting, _ignored = fleet_settings.fleet_setting(desired.get("agent"))
+    if hub is not None:
+        found += [("reconfigure", reason) for reason in fleet_settings.hub_drift(setting, hub.get("agent_fields"))]
+    found += [("reconfigure", reason) for reason in agent_settings.drift(setting, member.get("agent_pod"))]
     labels = desired.get("labels")
     if hub is not None and labels is not None and labels_drift(hub.get("labels"), normalize_labels(labels),
                                                                desired.get("labels_mode") or "merge", MANAGED_LABEL_PREFIXES):

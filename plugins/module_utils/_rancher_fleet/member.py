@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
@@ -102,6 +103,7 @@ def member_view(facts, check=None):
         "credential_age_seconds": age_seconds(((facts["credential"] or {}).get("metadata") or {}).get("creationTimestamp")),
         "bootstrap": facts["bootstrap"] is not None,
         "deployment": deployment is not None,
+        "agent_pod": agent_settings.pod_view(deployment),
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
         "deployment_problem": rollout_problem(deployment),
     }

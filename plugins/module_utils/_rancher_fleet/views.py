@@ -15,6 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import spec_view
 
 
 def cluster_summary(obj):
@@ -85,6 +86,7 @@ def hub_view(obj, now=None):
         "bundles_ready", "api_server_url", "deleting"))
     view["seen_age_seconds"] = contact_age_seconds(summary["last_seen"], now)
     view["cluster_namespace"] = summary["cluster_namespace"]
+    view["agent_fields"] = spec_view(obj.get("spec"))
     problem = obj.get(NAMESPACE_PROBLEM)
     view["cluster_namespace_problem"] = list(problem) if problem else None
     return view

@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The agent setting (``agent_settings.py``) for KubeFleet's member agent: the member-agent chart takes tolerations, a
+node selector, affinity and resources (for both its containers) and the image repositories; the environment, pull
+secrets and the priority class, which the chart lacks, are patched onto its Deployment. Pure."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import with_registry
+
+# What the chart renders, and what is patched onto the Deployment after Helm.
+CHART_KEYS = ("tolerations", "node_selector", "affinity", "resources", "image_registry")
+PATCHED_KEYS = ("env", "image_pull_secrets", "priority_class_name")
+_CHART_VALUES = {"tolerations": "tolerations", "node_selector": "nodeSelector", "affinity": "affinity", "resources": "resources"}
+
+
+def with_setting(values, setting):
+    """The chart ``values`` with the setting on top (an empty setting value leaves the chart's default)."""
+    values = copy.deepcopy(values)
+    for key, value_key in _CHART_VALUES.items():
+        if (setting or {}).get(key):
+            values[value_key] = copy.deepcopy(setting[key])
+    registry = (setting or {}).get("image_registry")
+    for image in ("image", "refreshtoken"):
+        if registry and (values.get(image) or {}).get("repository"):
+            values[image] = dict(values[image], repository=with_registry(values[image]["repository"], registry))
+    return values

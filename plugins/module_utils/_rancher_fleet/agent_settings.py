@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The agent setting (``agent_settings.py``) for Rancher Fleet's agent. Fleet adopts the agent it registered
+(``manageAgent``, its default) and deploys it again from the Cluster's agent fields, so the setting lives there:
+``agentTolerations``, ``agentAffinity`` (with the node selector as required node affinity: the Cluster has no node
+selector field), ``agentResources``, ``agentEnvVars`` and ``privateRepoURL``. The fleet-agent chart that registers the
+agent takes the tolerations and the registry; the rest is patched onto its Deployment until Fleet adopts it. Pure."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import (
+    env_list, fingerprint, node_selector_affinity, same_resources,
+)
+
+# Kept by Fleet only in its own configuration (fleet-controller's imagePullSecrets, agentSchedulingCustomization's
+# own priority class), not per Cluster: the setting's keys the Fleet agent cannot carry.
+UNSUPPORTED_KEYS = ("image_pull_secrets", "priority_class_name")
+CLUSTER_FIELDS = ("agentTolerations", "agentAffinity", "agentResources", "agentEnvVars", "privateRepoURL")
+
+
+def fleet_setting(setting):
+    """``(the setting as Fleet's agent carries it, the keys it cannot carry)``: the node selector folded into affinity."""
+    if not setting:
+        return None, []
+    ignored = [key for key in UNSUPPORTED_KEYS if setting.get(key)]
+    result = dict((key, value) for key, value in setting.items() if key not in UNSUPPORTED_KEYS + ("node_selector",))
+    if setting.get("node_selector"):
+        result["affinity"] = node_selector_affinity(setting["node_selector"], setting.get("affinity"))
+    return result or None, ignored
+
+
+def cluster_fields(setting):
+    """The Cluster's ``spec`` agent fields for the setting (from ``fleet_setting``): a given key sets its field, an
+    empty one removes it (None); keys not given leave theirs alone."""
+    fields = {}
+    source = {"tolerations": "agentTolerations", "affinity": "agentAffinity", "resources": "agentResources",
+              "env": "agentEnvVars", "image_registry": "privateRepoURL"}
+    for key, field in source.items():
+        if key in (setting or {}):
+            value = setting[key]
+            fields[field] = (env_list(value) if key == "env" else copy.deepcopy(value)) or None
+    return fields
+
+
+def spec_view(spec):
+    """The Cluster's agent fields as plain data for a view: env values as fingerprints only."""
+    spec = spec or {}
+    view = dict((field, spec[field]) for field in CLUSTER_FIELDS if spec.get(field))
+    if "agentEnvVars" in view:
+        view["agentEnvVars"] = [{"name": item.get("name"), "value": fingerprint(item.get("value") or "")}
+                                for item in view["agentEnvVars"]]
+    return view
+
+
+def hub_drift(setting, fields_view):
+    """Why the Cluster's agent fields (``spec_view``) are not what the setting (from ``fleet_setting``) asks, as
+    sentences."""
+    wanted = cluster_fields(setting)
+    if "agentEnvVars" in wanted and wanted["agentEnvVars"]:
+        wanted["agentEnvVars"] = [{"name": item["name"], "value": fingerprint(item["value"])} for item in wanted["agentEnvVars"]]
+    found = []
+    for field, value in sorted(wanted.items()):
+        live = (fields_view or {}).get(field)
+        if field == "agentResources" and value and live:
+            same = same_resources(live, value)
+        elif field == "agentEnvVars":
+            same = sorted((i.get("name"), i.get("value")) for i in live or []) == sorted((i["name"], i["value"]) for i in value or [])
+        else:
+            same = (live or None) == value
+        if not same:
+            found.append("the Cluster's %s differs from the agent setting" % field)
+    return found
+
+
+def chart_values(values, setting):
+    """The fleet-agent chart ``values`` with what the chart takes of the setting: tolerations and the registry."""
+    values = copy.deepcopy(values)
+    if (setting or {}).get("tolerations"):
+        values["fleetAgent"] = dict(values.get("fleetAgent") or {}, tolerations=copy.deepcopy(setting["tolerations"]))
+    if (setting or {}).get("image_registry"):
+        cattle = dict(((values.get("global") or {}).get("cattle") or {}), systemDefaultRegistry=setting["image_registry"])
+        values["global"] = dict(values.get("global") or {}, cattle=cattle)
+    return values

@@ -1,0 +1,201 @@
+"""The agent setting's pure parts: validation, rendering per fleet manager, drift, the Deployment patch, and the
+``reconfigure`` action each manager's ``decide`` gives a member that drifted."""
+
+import copy
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings as shared
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import agent_settings as kubefleet
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER as RANCHER_FLEET
+
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "fleet", "effect": "NoSchedule"}
+SETTING = {
+    "tolerations": [TOLERATION],
+    "node_selector": {"pool": "system"},
+    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}},
+    "env": {"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": ".svc"},
+    "image_registry": "mirror.corp:5000",
+    "image_pull_secrets": ["mirror-pull"],
+    "priority_class_name": "system-cluster-critical",
+}
+
+
+def deployment(containers=("agent",), **spec):
+    """An agent Deployment as the API returns it, carrying ``spec`` in its pod template."""
+    template = {"containers": [{"name": name, "image": "ghcr.io/azure/fleet/%s:v0.14.0" % name,
+                                "env": [{"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}]}
+                               for name in containers]}
+    template.update(spec)
+    return {"metadata": {"name": "agent"}, "spec": {"template": {"spec": template}}}
+
+
+def carrying(setting, containers=("agent",)):
+    """A Deployment that carries ``setting`` as the API server would store it (quantities in canonical form)."""
+    found = deployment(containers, tolerations=[{"key": "other", "operator": "Exists"}] + setting.get("tolerations", []),
+                       nodeSelector=dict(setting.get("node_selector") or {}, **{"kubernetes.io/os": "linux"}),
+                       priorityClassName=setting.get("priority_class_name"),
+                       imagePullSecrets=[{"name": n} for n in setting.get("image_pull_secrets") or []])
+    for container in found["spec"]["template"]["spec"]["containers"]:
+        container["image"] = shared.with_registry(container["image"], setting.get("image_registry"))
+        container["env"] += shared.env_list(setting.get("env"))
+        container["resources"] = {"requests": {"cpu": "0.1", "memory": "128Mi"}, "limits": {"memory": "1024Mi"}}
+    return found
+
+
+def test_validate_keeps_what_was_given_and_names_the_bad_key():
+    assert shared.validate(None) is None and shared.validate({"env": None}) is None
+    assert shared.validate({"env": {"PORT": 8080}, "image_registry": "mirror:5000/"}) == {"env": {"PORT": "8080"}, "image_registry": "mirror:5000"}
+    assert shared.validate({"tolerations": []}) == {"tolerations": []}  # empty: asks for nothing more
+    for bad, where in (({"nodeSelector": {}}, "agent: has unknown keys nodeSelector"),
+                       ({"tolerations": [{"key": "a", "effects": "NoSchedule"}]}, "agent.tolerations: has unknown keys effects"),
+                       ({"tolerations": ["a"]}, "agent.tolerations: item 0 is not a mapping"),
+                       ({"affinity": {"nodeSelector": {}}}, "agent.affinity: has unknown keys nodeSelector"),
+                       ({"resources": {"request": {}}}, "agent.resources: has unknown keys request"),
+                       ({"env": {"HTTPS PROXY": "x"}}, "agent.env: 'HTTPS PROXY' is not a valid"),
+                       ({"image_pull_secrets": ["Mirror_Pull"]}, "agent.image_pull_secrets: 'Mirror_Pull' is not a Secret name"),
+                       ({"image_registry": "https://mirror.corp"}, "agent.image_registry: 'https://mirror.corp' is not a registry host")):
+        with pytest.raises(ParameterError) as failure:
+            shared.validate(bad)
+        assert where in failure.value.message(), failure.value.message()
+
+
+def test_a_proxy_password_in_the_environment_is_a_value_to_hide():
+    setting = shared.validate({"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128", "NO_PROXY": "http://a@b/x https://c"}})
+    assert shared.credential_values(setting) == ["http://me:s3cret@proxy:3128", "http://a@b/x https://c"]
+    assert shared.credential_values({"env": {"HTTPS_PROXY": "http://proxy:3128"}}) == []
+
+
+@pytest.mark.parametrize("image, registry, pulled", [
+    ("ghcr.io/azure/fleet/member-agent:v0.14.0", "mirror:5000", "mirror:5000/azure/fleet/member-agent:v0.14.0"),
+    ("rancher/fleet-agent:v0.16.0", "mirror.corp/hub", "mirror.corp/hub/rancher/fleet-agent:v0.16.0"),
+    ("localhost/agent:1", "m.corp", "m.corp/agent:1"),
+    ("busybox", "m.corp", "m.corp/busybox"),
+    ("rancher/fleet-agent:v0.16.0", "", "rancher/fleet-agent:v0.16.0"),
+])
+def test_an_image_from_a_mirror_keeps_its_path_and_tag(image, registry, pulled):
+    assert shared.with_registry(image, registry) == pulled
+
+
+def test_quantities_compare_by_value():
+    assert shared.same_resources({"requests": {"cpu": "0.1", "memory": "1Gi"}}, {"requests": {"cpu": "100m", "memory": "1024Mi"}})
+    assert not shared.same_resources({"requests": {"cpu": "200m"}}, {"requests": {"cpu": "100m"}})
+    assert not shared.same_resources({}, {"limits": {"cpu": "1"}})
+
+
+def test_a_deployment_carrying_the_setting_has_no_drift_and_needs_no_patch():
+    live = carrying(SETTING, ("agent", "refresh-token"))
+    assert shared.drift(SETTING, shared.pod_view(live)) == []
+    assert shared.deployment_patch(SETTING, live, shared.KEYS) is None
+    assert shared.drift(None, shared.pod_view(deployment())) == [] and shared.drift(SETTING, None) == []
+
+
+def test_drift_names_each_part_that_is_missing():
+    reasons = shared.drift(SETTING, shared.pod_view(deployment(("agent", "refresh-token"))))
+    text = "\n".join(reasons)
+    for part in ("lacks 1 of the setting's tolerations", "node selector lacks pool", "priority class is ''",
+                 "lacks the image pull secrets mirror-pull", "container agent's resources differ",
+                 "container refresh-token's environment lacks or differs in HTTPS_PROXY, NO_PROXY",
+                 "image ghcr.io/azure/fleet/agent:v0.14.0 is not from mirror.corp:5000"):
+        assert part in text, text
+    assert shared.drift(SETTING, shared.pod_view(deployment(("agent", "other"))), containers=["agent"])[-1].startswith("container agent's")
+
+
+def test_env_values_are_compared_by_fingerprint_and_never_kept():
+    live = carrying({"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128"}})
+    view = shared.pod_view(live)
+    assert "s3cret" not in repr(view)
+    assert shared.drift({"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128"}}, view) == []
+    assert shared.drift({"env": {"HTTPS_PROXY": "http://me:other@proxy:3128"}}, view) == [
+        "container agent's environment lacks or differs in HTTPS_PROXY"]
+
+
+def test_the_patch_merges_by_name_and_keeps_what_others_put_there():
+    live = deployment(("agent", "refresh-token"), tolerations=[{"key": "other", "operator": "Exists"}],
+                      affinity={"podAntiAffinity": {"x": 1}})
+    for container in live["spec"]["template"]["spec"]["containers"]:
+        container["resources"] = {"limits": {"cpu": "1"}}
+    setting = dict(SETTING, affinity={"nodeAffinity": {"y": 2}})
+    spec = shared.deployment_patch(setting, live, shared.KEYS)["spec"]["template"]["spec"]
+    assert spec["tolerations"] == [{"key": "other", "operator": "Exists"}, TOLERATION]  # no merge key: the whole list
+    assert spec["affinity"] == {"podAntiAffinity": None, "nodeAffinity": {"y": 2}}  # replaced, not merged
+    assert spec["nodeSelector"] == {"pool": "system"} and spec["priorityClassName"] == "system-cluster-critical"
+    assert spec["imagePullSecrets"] == [{"name": "mirror-pull"}]
+    agent = spec["containers"][0]
+    assert agent["name"] == "agent" and agent["image"] == "mirror.corp:5000/azure/fleet/agent:v0.14.0"
+    assert agent["env"] == [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"}, {"name": "NO_PROXY", "value": ".svc"}]
+    assert agent["resources"] == {"limits": {"cpu": None, "memory": "1Gi"}, "requests": {"cpu": "100m", "memory": "128Mi"}}
+    only_env = shared.deployment_patch(SETTING, live, ("env",), containers=["agent"])["spec"]["template"]["spec"]
+    assert list(only_env) == ["containers"] and [c["name"] for c in only_env["containers"]] == ["agent"]
+
+
+def test_kubefleet_renders_what_its_chart_takes_into_values():
+    values = {"image": {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0"},
+              "refreshtoken": {"repository": "ghcr.io/azure/fleet/refresh-token"}, "resources": {"limits": {"cpu": "500m"}}}
+    rendered = kubefleet.with_setting(values, SETTING)
+    assert rendered["tolerations"] == [TOLERATION] and rendered["nodeSelector"] == {"pool": "system"}
+    assert rendered["resources"] == SETTING["resources"]
+    assert rendered["image"]["repository"] == "mirror.corp:5000/azure/fleet/member-agent"
+    assert rendered["refreshtoken"]["repository"] == "mirror.corp:5000/azure/fleet/refresh-token"
+    assert "env" not in rendered and values["image"]["repository"].startswith("ghcr.io")  # the input is not changed
+    assert kubefleet.with_setting(values, {"resources": {}}) == values
+    assert set(kubefleet.CHART_KEYS) | set(kubefleet.PATCHED_KEYS) == set(shared.KEYS)
+
+
+def test_fleet_takes_the_node_selector_as_affinity_and_skips_what_a_cluster_cannot_carry():
+    setting, ignored = fleet.fleet_setting(SETTING)
+    assert ignored == ["image_pull_secrets", "priority_class_name"]
+    assert "node_selector" not in setting and "image_pull_secrets" not in setting
+    terms = setting["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}]
+    both = shared.node_selector_affinity({"pool": "system"}, {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}, {"matchFields": []}]}}})
+    terms = both["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [len(term["matchExpressions"]) for term in terms] == [2, 1]  # every term must also match the label
+    assert fleet.fleet_setting(None) == (None, [])
+
+
+def test_fleet_cluster_fields_and_their_drift():
+    setting = fleet.fleet_setting(SETTING)[0]
+    fields = fleet.cluster_fields(setting)
+    assert sorted(fields) == sorted(fleet.CLUSTER_FIELDS)
+    assert fields["agentEnvVars"] == [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"}, {"name": "NO_PROXY", "value": ".svc"}]
+    assert fields["privateRepoURL"] == "mirror.corp:5000"
+    assert fleet.cluster_fields({"tolerations": [], "env": {}}) == {"agentTolerations": None, "agentEnvVars": None}
+    stored = dict(fields, agentResources={"requests": {"cpu": "0.1", "memory": "128Mi"}, "limits": {"memory": "1024Mi"}},
+                  agentEnvVars=list(reversed(fields["agentEnvVars"])))
+    view = fleet.spec_view(dict(stored, clientID="abc"))
+    assert "proxy.corp" not in repr(view) and "clientID" not in view
+    assert fleet.hub_drift(setting, view) == []
+    assert fleet.hub_drift(setting, dict(view, privateRepoURL="other")) == ["the Cluster's privateRepoURL differs from the agent setting"]
+    assert fleet.hub_drift({"tolerations": []}, view) == ["the Cluster's agentTolerations differs from the agent setting"]
+    assert fleet.hub_drift({"tolerations": []}, {}) == []
+
+
+def test_fleet_chart_values_take_the_tolerations_and_the_registry():
+    values = fleet.chart_values({"fleetAgent": {"hostNetwork": False}, "token": "t"}, fleet.fleet_setting(SETTING)[0])
+    assert values["fleetAgent"] == {"hostNetwork": False, "tolerations": [TOLERATION]}
+    assert values["global"] == {"cattle": {"systemDefaultRegistry": "mirror.corp:5000"}} and values["token"] == "t"
+    assert "affinity" not in values["fleetAgent"]
+
+
+def test_a_fleet_member_whose_cluster_or_agent_drifted_needs_reconfigure():
+    setting = {"tolerations": [TOLERATION]}
+    cluster = {"metadata": {"name": "edge", "namespace": "fleet-default", "labels": {}},
+               "spec": {"clientID": "c", "agentTolerations": [TOLERATION]},
+               "status": {"agent": {"lastSeen": "2026-11-25T07:00:00Z"},
+                          "conditions": [{"type": "Ready", "status": "True"}]}}
+    hub = RANCHER_FLEET.hub_view(cluster)
+    member = {"release": {"name": "fleet-agent", "status": "deployed"}, "credential": True, "credential_usable": True,
+              "credential_accepted": True, "deployment": True, "agent_pod": shared.pod_view(carrying(setting))}
+    wanted = {"agent": setting, "stale_after": 0}
+    assert RANCHER_FLEET.decide("edge", hub, member, wanted).action == "none"
+    moved = RANCHER_FLEET.decide("edge", hub, dict(member, agent_pod=shared.pod_view(deployment())), wanted)
+    assert moved.action == "reconfigure" and moved.healthy and "lacks 1 of the setting's tolerations" in moved.reasons[0]
+    bare = RANCHER_FLEET.decide("edge", RANCHER_FLEET.hub_view(dict(cluster, spec={"clientID": "c"})), member, wanted)
+    assert bare.action == "reconfigure" and bare.reasons == ["the Cluster's agentTolerations differs from the agent setting"]
+    assert RANCHER_FLEET.decide("edge", hub, member, {"stale_after": 0}).action == "none"  # no setting: nothing is compared
+    assert copy.deepcopy(bare.as_dict())["steps"] == {"member_object": True, "identity": False, "reset_credential": False,
+                                                      "agent": True, "revoke_previous": False}
