@@ -47,14 +47,21 @@ def image_repository(image):
     return ref
 
 
+def _registry_path(repo):
+    """The repository without its registry host (a first part with a dot, a port or ``localhost``)."""
+    first, _sep, rest = repo.partition('/')
+    return rest if rest and ('.' in first or ':' in first or first == 'localhost') else repo
+
+
 def lookup_binary(image, image_binaries):
-    """Binary name for an image (None if unknown); tolerates a registry prefix on either side."""
+    """Binary name for an image (None if unknown); tolerates a registry prefix on either side, and another registry
+    with the same path (a mirror, as the agent setting's image_registry gives)."""
     repo = image_repository(image)
     table = {image_repository(key): value for key, value in image_binaries.items()}
     if repo in table:
         return table[repo]
     for key, value in table.items():
-        if repo.endswith('/' + key) or key.endswith('/' + repo):
+        if repo.endswith('/' + key) or key.endswith('/' + repo) or _registry_path(repo) == _registry_path(key):
             return value
     return None
 

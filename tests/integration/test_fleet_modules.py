@@ -315,6 +315,38 @@ def test_manager_initiated_secret_referenced_by_name(lab, hub, hub_ns):
     assert hub.secret(hub_ns, "capi-kubeconfig") is not None
 
 
+TOLERATION = {"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_cluster_carries_the_agent_setting_fleet_deploys_its_adopted_agent_from(lab, hub, hub_ns):
+    setting = {"tolerations": [TOLERATION], "node_selector": {"pool": "system"}, "resources": {"requests": {"cpu": "0.1"}},
+               "env": {"HTTPS_PROXY": "http://fleetops:s3cret@proxy.invalid:3128"}, "image_registry": "mirror.invalid:5000/"}
+    args = dict(hub_args(lab), name="set", namespace=hub_ns, agent=setting)
+    predicted = ok(run_module("fleet_cluster", args, check=True, diff=True))
+    assert predicted.changed and hub.get("clusters", hub_ns, "set") is None and "s3cret" not in predicted["raw_output"]
+    made = ok(run_module("fleet_cluster", args, diff=True))
+    assert made.changed and "s3cret" not in made["raw_output"]
+    spec = hub.get("clusters", hub_ns, "set")["spec"]
+    assert spec["agentTolerations"] == [TOLERATION] and spec["privateRepoURL"] == "mirror.invalid:5000"
+    assert spec["agentResources"] == {"requests": {"cpu": "0.1"}}
+    assert spec["agentEnvVars"] == [{"name": "HTTPS_PROXY", "value": "http://fleetops:s3cret@proxy.invalid:3128"}]
+    # The Cluster has no node selector field: the node selector is required node affinity.
+    assert spec["agentAffinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}]}}}
+    assert not ok(run_module("fleet_cluster", args)).changed
+
+    # Another affinity replaces the old one (not merged into it); an empty key removes its field; keys not given stay.
+    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "x"}}}}]}}
+    ok(run_module("fleet_cluster", dict(args, agent={"affinity": anti, "tolerations": []})))
+    spec = hub.get("clusters", hub_ns, "set")["spec"]
+    assert spec["agentAffinity"] == anti and "agentTolerations" not in spec and spec["privateRepoURL"] == "mirror.invalid:5000"
+
+    bad = run_module("fleet_cluster", dict(args, agent={"env": {"HTTPS PROXY": "x"}}))
+    assert bad.failed and bad["msg"].startswith("agent.env:"), bad["msg"]
+    ok(run_module("fleet_cluster", dict(hub_args(lab), name="set", namespace=hub_ns, state="absent")))
+
+
 # ---------------------------------------------------------------------------
 # bad input leaves nothing half-made
 # ---------------------------------------------------------------------------

@@ -587,10 +587,45 @@ def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub,
     rotated = ok(run_module("kubefleet_member_agent", args))
     assert rotated.changed and rotated["agent_restarted"] is True
     assert _state(lab, member).action == "none"
+    agent_setting_applied_and_repaired(lab, member, args)
 
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
     ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
     assert _state(lab, member).action == "join"
+
+
+AGENT_SETTING = {
+    "tolerations": [{"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+    "image_registry": "mirror.invalid:5000", "priority_class_name": "system-cluster-critical", "image_pull_secrets": ["mirror-pull"],
+    # NO_PROXY=* keeps the agent off the proxy; the password must never reach the output.
+    "env": {"HTTPS_PROXY": "http://fleetops:s3cret@proxy.invalid:3128", "NO_PROXY": "*"},
+}
+
+
+def agent_setting_applied_and_repaired(lab, member, args):
+    """The agent setting: what the chart takes in its values, the rest patched onto the Deployment; an edit made since
+    is the action reconfigure (healthy meanwhile), which the module repairs."""
+    from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import validate
+    apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
+    set_up = ok(run_module("kubefleet_member_agent", dict(args, agent=AGENT_SETTING)))
+    assert set_up.changed and set_up["agent_setting"]["patched"] and set_up["member"]["joined"] is True
+    assert "s3cret" not in set_up["raw_output"]
+    assert set_up["values"]["tolerations"] == AGENT_SETTING["tolerations"]
+    spec = apps.read_namespaced_deployment("member-agent", "fleet-system").spec.template.spec
+    assert spec.priority_class_name == "system-cluster-critical" and [s.name for s in spec.image_pull_secrets] == ["mirror-pull"]
+    assert all(c.image.startswith("mirror.invalid:5000/azure/fleet/") for c in spec.containers), [c.image for c in spec.containers]
+    assert all({e.name for e in c.env or []} >= {"HTTPS_PROXY", "NO_PROXY"} for c in spec.containers)
+    assert "fleetops.test/dedicated" in [t.key for t in spec.tolerations]
+    assert _state(lab, member, agent=validate(AGENT_SETTING)).action == "none"
+    assert not ok(run_module("kubefleet_member_agent", dict(args, agent=AGENT_SETTING))).changed
+
+    apps.patch_namespaced_deployment("member-agent", "fleet-system", {"spec": {"template": {"spec": {"priorityClassName": None}}}})
+    drifted = _state(lab, member, agent=validate(AGENT_SETTING))
+    assert drifted.action == "reconfigure" and drifted.healthy and "priority class is ''" in drifted.reasons[0], drifted.reasons
+    assert "s3cret" not in str(drifted.as_dict())
+    repaired = ok(run_module("kubefleet_member_agent", dict(args, agent=AGENT_SETTING)))
+    assert repaired.changed and repaired["agent_setting"]["drift"] == drifted.reasons
+    assert _state(lab, member, agent=validate(AGENT_SETTING)).action == "none"
 
 
 def test_agent_leave_removes_the_release_namespace_it_created_unless_kept(lab, hub, agent_member):

@@ -14,6 +14,9 @@ TABLE = {'rancher/fleet': 'fleetcontroller', 'rancher/fleet-agent': 'fleetagent'
     ('registry.local:5000/rancher/fleet-agent:v0.16.0', 'fleetagent'),
     ('rancher/fleet-agent@sha256:' + 'a' * 64, 'fleetagent'),
     ('ghcr.io/azure/fleet/member-agent:main', 'memberagent'),
+    ('mirror.corp:5000/azure/fleet/member-agent:v0.14.0', 'memberagent'),  # a mirror keeping the path
+    ('registry.invalid/fleet-agent:missing', None),
+    ('mirror.corp/fleet/member-agent:main', None),
     ('rancher/fleet-agentx:dev', None),
     ('nginx:1.27', None),
 ])
