@@ -328,7 +328,7 @@ def test_cluster_carries_the_agent_setting_fleet_deploys_its_adopted_agent_from(
     assert made.changed and "s3cret" not in made["raw_output"]
     spec = hub.get("clusters", hub_ns, "set")["spec"]
     assert spec["agentTolerations"] == [TOLERATION] and spec["privateRepoURL"] == "mirror.invalid:5000"
-    assert spec["agentResources"] == {"requests": {"cpu": "0.1"}}
+    assert spec["agentResources"] == {"requests": {"cpu": "100m"}}  # as the API server stores the quantity
     assert spec["agentEnvVars"] == [{"name": "HTTPS_PROXY", "value": "http://fleetops:s3cret@proxy.invalid:3128"}]
     # The Cluster has no node selector field: the node selector is required node affinity.
     assert spec["agentAffinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {

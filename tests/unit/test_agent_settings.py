@@ -174,6 +174,14 @@ def test_fleet_cluster_fields_and_their_drift():
     assert fleet.hub_drift({"tolerations": []}, {}) == []
 
 
+def test_fleet_spec_update_replaces_fields_and_leaves_equal_quantities_alone():
+    live = {"agentResources": {"requests": {"cpu": "100m"}}, "agentAffinity": {"podAntiAffinity": {"a": 1}}, "clientID": "c"}
+    update = fleet.spec_update({"resources": {"requests": {"cpu": "0.1"}}, "affinity": {"nodeAffinity": {"b": 2}}, "tolerations": []}, live)
+    assert update == {"agentAffinity": {"podAntiAffinity": None, "nodeAffinity": {"b": 2}}, "agentTolerations": None}
+    assert fleet.spec_update({"resources": {"requests": {"cpu": "200m"}}}, live) == {"agentResources": {"requests": {"cpu": "200m"}}}
+    assert fleet.spec_update(None, live) == {}
+
+
 def test_fleet_chart_values_take_the_tolerations_and_the_registry():
     values = fleet.chart_values({"fleetAgent": {"hostNetwork": False}, "token": "t"}, fleet.fleet_setting(SETTING)[0])
     assert values["fleetAgent"] == {"hostNetwork": False, "tolerations": [TOLERATION]}

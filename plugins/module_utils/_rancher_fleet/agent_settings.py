@@ -14,7 +14,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import (
-    env_list, fingerprint, node_selector_affinity, same_resources,
+    env_list, fingerprint, node_selector_affinity, replacing, same_resources,
 )
 
 # Kept by Fleet only in its own configuration (fleet-controller's imagePullSecrets, agentSchedulingCustomization's
@@ -45,6 +45,18 @@ def cluster_fields(setting):
             value = setting[key]
             fields[field] = (env_list(value) if key == "env" else copy.deepcopy(value)) or None
     return fields
+
+
+def spec_update(setting, spec):
+    """The Cluster ``spec`` fields to write so it carries the setting: each replaces (not merges into) the live one;
+    resources equal by value are left out, as the API server stores quantities in canonical form ("0.1" -> "100m")."""
+    update = {}
+    for field, value in cluster_fields(setting).items():
+        live = (spec or {}).get(field)
+        if field == "agentResources" and value and live and same_resources(live, value):
+            continue
+        update[field] = replacing(live, value)
+    return update
 
 
 def spec_view(spec):

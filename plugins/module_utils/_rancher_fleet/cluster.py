@@ -10,7 +10,6 @@ __metaclass__ = type
 import os
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import replacing
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
@@ -26,7 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import cluster_fields, fleet_setting
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import fleet_setting, spec_update
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
 )
@@ -154,8 +153,7 @@ class ClusterRunner(Runner):
         desired, result_labels = desired_cluster(self.name, self.namespace, current, client_id, labels,
                                                  self.params.get("labels_mode"), secret_name,
                                                  identity_annotations(self.params.get("cluster_identity")))
-        for field, value in cluster_fields(self.setting).items():
-            desired["spec"][field] = replacing(current_spec.get(field), value)
+        desired["spec"].update(spec_update(self.setting, current_spec))
         return {"current": current, "desired": desired, "secret": secret, "secret_name": secret_name, "client_id": client_id,
                 "generated": generated, "labels": labels, "result_labels": result_labels}
 
