@@ -94,6 +94,9 @@ class MemberInfo:
         self._identity = None
         self.rebuilt = []
         self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
+        hidden = agent_settings.credential_values(agent_settings.validate(self.params.get("agent")))
+        if hidden:  # a proxy URL with a password in the agent's environment
+            module.hide(*hidden)
 
     @property
     def name(self):

@@ -164,3 +164,20 @@ def test_a_hub_serving_no_manager_fails_saying_so():
     with pytest.raises(ApiNotServed) as err:
         detecting_reader([]).run({"rancher_fleet": ApiNotServed("no"), "kubefleet": ApiNotServed("no")})
     assert "serves no fleet manager's API (rancher_fleet, kubefleet)" in err.value.message()
+
+
+def test_a_proxy_password_in_the_agent_setting_is_masked_in_member_info_output():
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_state import MemberInfo
+
+    class Module:
+        hidden = []
+
+        def hide(self, *values):
+            self.hidden.extend(values)
+    params = {"name": "edge-1", "backends": ["kubefleet"], "kubeconfig": "/k", "context": "edge-1", "hub_kubeconfig": "/k",
+              "hub_context": "hub", "labels": {}, "agent": {"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128", "NO_PROXY": ".svc"}}}
+    module = Module()
+    MemberInfo(module, params)
+    assert module.hidden == ["http://me:s3cret@proxy:3128"]
+    with pytest.raises(ParameterError, match="agent.env"):
+        MemberInfo(module, dict(params, agent={"env": {"A B": "x"}}))
