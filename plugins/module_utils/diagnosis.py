@@ -246,7 +246,9 @@ def diagnose(manager, member, state, stale_after: Optional[int] = None, now: Opt
     if state.healthy and not found and not trouble:
         return []
     workload = manager.agent_workload(state.member)
-    if workload is not None and member is not None:
+    # The pods say why an agent is unhealthy or not rolled out; those of a healthy agent whose member only the hub reports
+    # on (e.g. a Fleet Cluster whose own bundles are not ready) are not worth two LISTs.
+    if workload is not None and member is not None and (not state.healthy or trouble):
         read = read_agent_pods(member, *workload)
         found += pod_findings(read["pods"]) + event_findings(read["events"], now)
         found += [finding("not_rolled_out", problem, "kubectl describe pod -n %s -l %s on the member says more." % workload)

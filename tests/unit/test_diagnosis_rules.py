@@ -204,3 +204,22 @@ def test_a_healthy_member_is_not_diagnosed_and_each_fix_says_what_a_rerun_does()
     stuck = MemberState("kubefleet", "east-1", dict(KF_HUB), dict(KF_MEMBER, deployment=dict(
         KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica")), "none", [])
     assert causes(diagnosis.diagnose(KUBEFLEET, None, stuck, 3600, NOW)) == ["not_rolled_out"]
+
+
+def test_the_agent_pods_are_read_only_for_an_agent_that_is_unhealthy_or_not_rolled_out():
+    class Member:
+        def __init__(self):
+            self.reads = []
+
+        def list(self, resource, namespace=None, **kwargs):
+            self.reads.append(resource.kind)
+            return []
+    fleet_hub = {"name": "edge", "checked_in": True, "seen_age_seconds": 5, "ready_status": "False", "ready_message": "NotReady(1) [Bundle app]"}
+    fleet_member = {"deployment": True, "release": {"status": "deployed"}, "credential": True, "credential_usable": True,
+                    "credential_accepted": True}
+    member = Member()
+    busy = MemberState("rancher_fleet", "edge", fleet_hub, fleet_member, "none", [])
+    assert causes(diagnosis.diagnose(FLEET, member, busy, 3600, NOW)) == ["hub_reports"] and member.reads == []
+    broken = MemberState("rancher_fleet", "edge", fleet_hub, fleet_member, "install", ["the agent Deployment is missing"])
+    diagnosis.diagnose(FLEET, member, broken, 3600, NOW)
+    assert member.reads == ["Pod", "Event"]
