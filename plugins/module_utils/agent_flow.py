@@ -88,15 +88,13 @@ class AgentFlow:
         self.module.hide(*agent_settings.credential_values(setting))
         return setting
 
-    def reconcile_agent_setting(self, namespace: str, name: str, setting: Optional[Dict[str, Any]], keys: Iterable[str] = agent_settings.KEYS,
-                                containers: Optional[Iterable[str]] = None) -> Dict[str, Any]:
-        """Patch the agent Deployment where it does not carry the ``keys`` of ``setting`` (what the chart lacks, or a
-        change made to it since): ``{drift: [why], patched: bool}``; a server-side dry run in check mode. Nothing when
-        the Deployment does not exist (check mode before an install)."""
-        scoped = dict((key, value) for key, value in (setting or {}).items() if key in keys)
-        deployment = self.module.kube().get(DEPLOYMENT, name, namespace) if scoped else None
-        reasons = agent_settings.drift(scoped, agent_settings.pod_view(deployment), containers)
-        patch = agent_settings.deployment_patch(scoped, deployment, keys, containers) if reasons else None
+    def reconcile_agent_setting(self, namespace: str, name: str, setting: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        """Patch the agent Deployment where it does not carry ``setting`` (what the chart lacks, or a change made to it
+        since): ``{drift: [why], patched: bool}``; a server-side dry run in check mode. Nothing when the Deployment does
+        not exist (check mode before an install)."""
+        deployment = self.module.kube().get(DEPLOYMENT, name, namespace) if setting else None
+        reasons = agent_settings.drift(setting, agent_settings.pod_view(deployment))
+        patch = agent_settings.deployment_patch(setting, deployment, agent_settings.KEYS) if reasons else None
         if patch:
             self.module.kube().patch(DEPLOYMENT, name, patch, namespace, dry_run=self.check_mode, strategic=True)
         return {"drift": reasons, "patched": bool(patch)}
