@@ -17,6 +17,8 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 KEYS = ("tolerations", "node_selector", "affinity", "resources", "env", "image_registry", "image_pull_secrets",
         "priority_class_name")
@@ -52,8 +54,23 @@ def _check_mapping(value, key, allowed, param):
         _fail(key, "has unknown keys %s" % ", ".join(unknown), "Use only %s (the Kubernetes field names)" % ", ".join(sorted(allowed)), param)
 
 
+def _mapping(setting, param):
+    """The setting as a mapping: an AWX survey hands it over as YAML or JSON text; blank text is no setting."""
+    if isinstance(setting, str):
+        try:
+            setting = load_yaml(setting) if setting.strip() else None
+        except yaml.YAMLError as exc:
+            raise ParameterError(param, "is not valid YAML or JSON: %s" % str(exc).splitlines()[0],
+                                 "Give a mapping, e.g. {\"env\": {\"HTTPS_PROXY\": \"http://proxy:3128\"}}")
+    if setting is not None and not isinstance(setting, dict):
+        raise ParameterError(param, "is a %s, not a mapping" % type(setting).__name__,
+                             "Give a mapping of %s" % ", ".join(KEYS))
+    return setting
+
+
 def validate(setting, param="agent"):
     """The setting with only the keys given (None: none given), checked; empty values stay (they clear a setting)."""
+    setting = _mapping(setting, param)
     given = dict((key, value) for key, value in (setting or {}).items() if value is not None)
     unknown = sorted(set(given) - set(KEYS))
     if unknown:

@@ -62,6 +62,16 @@ def test_validate_keeps_what_was_given_and_names_the_bad_key():
         assert where in failure.value.message(), failure.value.message()
 
 
+def test_an_awx_survey_gives_the_setting_as_text():
+    assert shared.validate('{"env": {"NO_PROXY": ".svc"}}') == {"env": {"NO_PROXY": ".svc"}}
+    assert shared.validate("tolerations:\n  - {key: a, operator: Exists}\n") == {"tolerations": [{"key": "a", "operator": "Exists"}]}
+    assert shared.validate("  ") is None
+    for text, words in (("[1, 2]", "agent: is a list, not a mapping"), ("{env: [", "agent: is not valid YAML or JSON")):
+        with pytest.raises(ParameterError) as failure:
+            shared.validate(text)
+        assert words in failure.value.message(), failure.value.message()
+
+
 def test_a_proxy_password_in_the_environment_is_a_value_to_hide():
     setting = shared.validate({"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128", "NO_PROXY": "http://a@b/x https://c"}})
     assert shared.credential_values(setting) == ["http://me:s3cret@proxy:3128", "http://a@b/x https://c"]
