@@ -63,7 +63,8 @@ def test_fleet_cluster_batch_creates_relabels_and_stops_at_a_bad_item(lab, hub, 
     twice = run_module("fleet_cluster", dict(args, clusters=[{"name": "a"}, {"name": "a"}]))
     assert twice.failed and "clusters[1].name" in twice["msg"] and not twice.changed
 
-    removed = ok(run_module("fleet_cluster", dict(args, clusters=[{"name": "edge-new", "state": "absent"}])))
+    # Fleet's finalizer holds a deleted Cluster for a moment: without wait the module only asks for the deletion.
+    removed = ok(run_module("fleet_cluster", dict(args, clusters=[{"name": "edge-new", "state": "absent"}], wait=True)))
     assert removed.changed and "edge-new" not in clusters_of(hub, hub_ns)
 
 
