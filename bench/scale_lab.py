@@ -34,6 +34,10 @@ def lab_env():
     """The environment with the bench lab's directory."""
     env = dict(os.environ)
     env['FLEETOPS_LAB_DIR'] = str(LAB_DIR)
+    # The figures count Fleet check-in intervals and compare with earlier runs: the agents keep the timing they had
+    # then (the test lab's shorter interval and lease retry would make a join fewer seconds but more intervals).
+    env.setdefault('FLEETOPS_LAB_CHECKIN_INTERVAL', '15s')
+    env.setdefault('FLEETOPS_LAB_ELECTION_RETRY_PERIOD', '')
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO_ROOT / 'lab'), env.get('PYTHONPATH')]))
     return env
 

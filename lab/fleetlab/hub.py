@@ -28,13 +28,13 @@ import time
 import yaml
 
 from fleetlab.paths import write_private
+from fleetlab.podspec import CHECKIN_INTERVAL
 from fleetlab.processes import LabError
 
 FLEET_NAMESPACE = 'cattle-fleet-system'
 KUBEFLEET_NAMESPACE = 'fleet-system'
 KUBEFLEET_IMAGE_TAG = 'v0.14.0'
 FLEET_IMAGE_TAG = 'v0.16.0'
-CHECKIN_INTERVAL = os.environ.get('FLEETOPS_LAB_CHECKIN_INTERVAL', '15s')
 
 
 class Tools:

@@ -15,6 +15,13 @@ class NotReadyYet(Exception):
     """A container cannot be configured yet (missing Secret/ConfigMap key): retried later."""
 
 
+# Fleet's agent timing in the lab. The check-in interval (Fleet's default is 15m) is the hub's agentCheckinInterval and
+# the bootstrap agent's CHECKIN_INTERVAL. The leader-election retry period replaces the chart's 10s: an agent that
+# replaces another (Fleet adopting the bootstrap agent) takes the released Lease at its next retry, so the lab's joins
+# wait seconds, not a retry period, for it. Empty: as the chart sets it.
+CHECKIN_INTERVAL = os.environ.get('FLEETOPS_LAB_CHECKIN_INTERVAL', '5s')
+ELECTION_RETRY_PERIOD = os.environ.get('FLEETOPS_LAB_ELECTION_RETRY_PERIOD', '2s')
+
 # Host-process adjustments per binary (name as in build.ensure_binaries):
 #   env:        set (overrides the container's value)
 #   env_default: set only when the container does not set it
@@ -24,8 +31,9 @@ HOST_SETTINGS = {
     'fleetcontroller': {'env': {'FLEET_METRICS_BIND_ADDRESS': '0', 'FLEET_HEALTHPROBE_BIND_ADDRESS': '0',
                                 'GITOPS_METRICS_BIND_ADDRESS': '0', 'HELMOPS_METRICS_BIND_ADDRESS': '0'}},
     'fleetagent': {'env': {'FLEET_AGENT_METRICS_BIND_ADDRESS': '0', 'FLEET_AGENT_PROBE_BIND_ADDRESS': '0',
-                           'FLEET_AGENT_PPROF_DISABLED': 'true'},
-                   'env_default': {'CHECKIN_INTERVAL': os.environ.get('FLEETOPS_LAB_CHECKIN_INTERVAL', '15s')}},
+                           'FLEET_AGENT_PPROF_DISABLED': 'true',
+                           **({'CATTLE_ELECTION_RETRY_PERIOD': ELECTION_RETRY_PERIOD} if ELECTION_RETRY_PERIOD else {})},
+                   'env_default': {'CHECKIN_INTERVAL': CHECKIN_INTERVAL}},
     'hubagent': {'flags': {'--metrics-bind-address': '0', '--health-probe-bind-address': '0'}},
     'memberagent': {'flags': {'--metrics-bind-address': '0', '--health-probe-bind-address': '0',
                               '--hub-metrics-bind-address': '0', '--hub-health-probe-bind-address': '0'}},

@@ -123,6 +123,14 @@ def test_host_env_rewrites_mounts_then_applies_settings_and_fixed_values():
     assert env['HOME'] == '/pods/x/root'
 
 
+def test_the_fleet_agent_retries_for_a_released_lease_at_the_lab_s_period_not_the_chart_s():
+    env = podspec.host_env({'CATTLE_ELECTION_RETRY_PERIOD': '10s', 'CATTLE_ELECTION_LEASE_DURATION': '30s'}, [],
+                           'fleetagent', {})
+    assert env['CATTLE_ELECTION_RETRY_PERIOD'] == podspec.ELECTION_RETRY_PERIOD == '2s'
+    assert env['CATTLE_ELECTION_LEASE_DURATION'] == '30s'   # a holder that is still there keeps its Lease as long
+    assert env['CHECKIN_INTERVAL'] == podspec.CHECKIN_INTERVAL
+
+
 def test_restart_backoff_doubles_and_resets_after_a_long_run():
     from fleetlab import supervisor
     assert supervisor.next_backoff(1.0, 5) == 2.0
