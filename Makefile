@@ -158,5 +158,5 @@ molecule: venv collection lab-build
 	$(MOLECULE)
 
 test: venv collection lab-build sanity lint changelog-check
-	$(PYTEST) tests/unit tests/lab tests/integration tests/faults
+	$(PYTEST) --durations=40 tests/unit tests/lab tests/integration tests/faults
 	$(MOLECULE)
