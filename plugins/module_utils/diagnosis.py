@@ -56,6 +56,16 @@ def ordered(findings: Iterable[Finding]) -> List[Finding]:
     return sorted(kept, key=lambda item: CAUSES.index(item["cause"]))
 
 
+def membership_findings(hub: Optional[Dict[str, Any]], kind: str, leaving: bool) -> List[Finding]:
+    """The opening of both managers' hub findings: the hub has no ``kind`` object for the member, or is deleting it."""
+    if hub is None:
+        return [finding("not_member", "the hub has no %s for the member" % kind, "A re-run of join_cluster.yml joins it.")]
+    if leaving:
+        return [finding("leaving", "%s %s is being deleted" % (kind, hub.get("name")),
+                        "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml.")]
+    return []
+
+
 # -- tokens ---------------------------------------------------------------------------------------------------------
 
 def token_expiry(token: Optional[str]) -> Optional[str]:

@@ -162,6 +162,7 @@ def kf(hub=None, member=None, **credential):
 def test_kubefleet_findings():
     assert kf() == []
     assert kf(hub=False) == ["not_member"]
+    assert kf(hub={"leaving": True}) == ["leaving"]
     assert kf(hub={"heartbeat_age_seconds": 600}) == ["silent"]
     assert kf(hub={"joined": None, "heartbeat": None, "heartbeat_age_seconds": None}) == ["never_checked_in"]
     assert kf(hub={"conditions_false": ["member agent Healthy=False (X): y"]}) == ["hub_reports"]
@@ -184,12 +185,21 @@ def fleet(hub=None, member=None):
 def test_rancher_fleet_findings():
     assert fleet() == []
     assert fleet(hub=False) == ["not_member"]
+    assert fleet(hub={"deleting": True}) == ["leaving"]
     assert fleet(hub={"checked_in": False}) == ["never_checked_in"]
     assert fleet(hub={"seen_age_seconds": 7200}) == ["silent"]
     assert fleet(hub={"ready_status": "False", "ready_message": "NotReady(1) [Bundle x]"}) == ["hub_reports"]
     assert fleet(member={"credential": False, "credential_usable": False}) == ["bootstrap_missing"]
     assert fleet(member={"credential": False, "credential_usable": False, "bootstrap": True}) == []
     assert fleet(member={"credential_accepted": None, "credential_error": "certificate verify failed"}) == ["hub_ca_untrusted"]
+
+
+def test_both_managers_name_their_own_object_when_the_member_is_not_or_no_longer_one():
+    for manager, kind, leaving in ((KUBEFLEET, "MemberCluster", {"leaving": True}),
+                                   (FLEET, "Cluster", {"deleting": True, "checked_in": True})):
+        assert [f["evidence"] for f in manager.hub_findings(None)] == ["the hub has no %s for the member" % kind]
+        gone = manager.hub_findings(dict(leaving, name="east-1"))
+        assert gone[0]["cause"] == "leaving" and gone[0]["evidence"] == "%s east-1 is being deleted" % kind, gone
 
 
 def test_a_healthy_member_is_not_diagnosed_and_each_fix_says_what_a_rerun_does():

@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import credential_findings, finding
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import (
+    credential_findings, finding, membership_findings,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import identity_username
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import heartbeat_problem
 
@@ -15,12 +17,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.v
 def hub_findings(hub, stale_after=None):
     """What the hub alone shows (``fleet_status`` has only this): no MemberCluster, leaving, the hub's False
     conditions, an agent that never joined or went silent."""
+    found = membership_findings(hub, "MemberCluster", bool(hub and hub.get("leaving")))
     if hub is None:
-        return [finding("not_member", "the hub has no MemberCluster for the member", "A re-run of join_cluster.yml joins it.")]
-    found = []
-    if hub.get("leaving"):
-        found.append(finding("leaving", "MemberCluster %s is being deleted" % hub.get("name"),
-                             "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml."))
+        return found
     problems = hub.get("conditions_false") or []
     if problems:
         found.append(finding("hub_reports", "; ".join(problems), "The member agent's log says more: kubectl logs -n fleet-system "

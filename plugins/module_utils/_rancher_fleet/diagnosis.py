@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import credential_findings, finding
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import (
+    credential_findings, finding, membership_findings,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE,
@@ -20,12 +22,9 @@ CREDENTIAL = "Secret %s/%s" % (AGENT_NAMESPACE, AGENT_CREDENTIAL_SECRET)
 def hub_findings(hub, stale_after=None):
     """What the hub alone shows (``fleet_status`` has only this): no Cluster, deleting, a cluster namespace Fleet
     cannot grant the agent, an agent that never checked in or went silent, a Cluster that is not Ready."""
+    found = membership_findings(hub, "Cluster", bool(hub and hub.get("deleting")))
     if hub is None:
-        return [finding("not_member", "the hub has no Cluster for the member", "A re-run of join_cluster.yml joins it.")]
-    found = []
-    if hub.get("deleting"):
-        found.append(finding("leaving", "Cluster %s is being deleted" % hub.get("name"),
-                             "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml."))
+        return found
     if hub.get("cluster_namespace_problem"):
         found.append(finding("hub_reports", "Cluster %s: %s" % (hub.get("name"), cluster_namespace.describe(hub["cluster_namespace_problem"])),
                              "Let Fleet's controller finish the cluster namespace (is it running?), then re-run."))
