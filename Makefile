@@ -142,9 +142,14 @@ lint: venv collection
 	ansible-lint --profile production --offline
 
 # Tests get a lab of their own (started by the fixture, stopped afterwards), so a demo lab in .lab/
-# is neither disturbed by them nor able to disturb them. TEST_LAB=.lab reuses the demo's lab.
+# is neither disturbed by them nor able to disturb them. TEST_LAB=.lab TEST_WORKERS=0 reuses the demo's lab.
+# The lab tests wait for agents and controllers far more than they use the CPU, so TEST_WORKERS pytest-xdist workers
+# run them, each on a lab of its own (<TEST_LAB>-gw0, ...). A test file goes to one worker whole (its tests share
+# state), the slowest files first (tests/conftest.py) so that the workers finish together; TEST_WORKERS=0: one process.
 TEST_LAB ?= $(CURDIR)/.cache/test-lab
-PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest -q -rs
+TEST_WORKERS ?= 2
+PYTEST := FLEETOPS_LAB_DIR=$(TEST_LAB) PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest -q -rs \
+	-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lab-tests: venv collection lab-build
 	$(PYTEST) tests/lab tests/integration
@@ -158,5 +163,5 @@ molecule: venv collection lab-build
 	$(MOLECULE)
 
 test: venv collection lab-build sanity lint changelog-check
-	$(PYTEST) --durations=40 tests/unit tests/lab tests/integration tests/faults
+	$(PYTEST) --durations=40 tests/lab tests/integration tests/faults tests/unit
 	$(MOLECULE)

@@ -9,7 +9,8 @@ is never stopped. A lab that is partly down (a component stopped by an earlier s
 the lab back (see lab/README.md, "Faults"). Two test sessions that find no lab at the same moment share the one the first
 starts, and the first to finish stops it: start the lab beforehand (``make lab-up``) or set
 ``FLEETOPS_LAB_KEEP`` when running sessions in parallel. Tests that need it carry the ``lab`` marker;
-``lab_controllers`` additionally requires the Fleet and KubeFleet controllers.
+``lab_controllers`` additionally requires the Fleet and KubeFleet controllers. Under pytest-xdist (``make test`` runs
+two workers) each worker has a lab of its own, in ``<lab dir>-<worker>``.
 """
 
 import os
@@ -27,6 +28,13 @@ if str(LAB_PATH) not in sys.path:
     sys.path.insert(0, str(LAB_PATH))
 
 MEMBERS = 2
+
+# Each pytest-xdist worker's tests share a lab of their own (fleetlab.paths.worker_lab_dir).
+from fleetlab.paths import worker_lab_dir  # noqa: E402  pylint: disable=wrong-import-position
+
+_WORKER_LAB_DIR = worker_lab_dir(os.environ)
+if _WORKER_LAB_DIR:
+    os.environ['FLEETOPS_LAB_DIR'] = _WORKER_LAB_DIR
 
 # The collection as installed from its tarball (make collection, modrun.collections_root()); set before
 # pytest-ansible's --ansible-unit-inject-only (pytest.ini) reads it, and created so its loader accepts the path.
@@ -163,6 +171,21 @@ class Lab:
 
 
 LAB_FIXTURES = ('lab', 'lab_controllers', 'prepared_hub')
+
+# The slowest test files, slowest first (make test's --durations, serial: 600 s down to 110 s). They are collected first,
+# so pytest-xdist (--dist loadfile, in collection order) starts them first and its workers finish at about one time.
+SLOWEST_FILES = (
+    'tests/faults/test_faults.py', 'tests/integration/test_playbooks.py', 'tests/integration/test_kubefleet_modules.py',
+    'tests/integration/test_member_lock.py', 'tests/integration/test_fleet_reliability.py',
+    'tests/integration/test_cluster_identity.py', 'tests/lab/test_rancher_fleet.py', 'tests/integration/test_upgrade_waves.py',
+    'tests/integration/test_fleet_modules.py',
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The slowest files first; every file's tests keep their order, and so do the other files."""
+    rank = {name: index for index, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split('::')[0], len(rank)))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,10 +10,22 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def lab_dir():
+def lab_dir(environ=None):
     """Return the lab state directory (not created)."""
-    override = os.environ.get('FLEETOPS_LAB_DIR')
+    override = (os.environ if environ is None else environ).get('FLEETOPS_LAB_DIR')
     return Path(override).resolve() if override else REPO_ROOT / '.lab'
+
+
+def worker_lab_dir(environ):
+    """The lab directory of a pytest-xdist worker (``<lab dir>-gw0``, ...), or None outside one.
+
+    The lab tests spend most of their time waiting for agents and controllers, not on the CPU, so ``make test`` runs
+    them on two workers; each worker's tests change the lab's state, so each worker has a lab of its own.
+    """
+    worker = environ.get('PYTEST_XDIST_WORKER')
+    if not worker:
+        return None
+    return '%s-%s' % (lab_dir(environ), worker)
 
 
 class LabPaths:

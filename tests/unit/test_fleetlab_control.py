@@ -98,3 +98,11 @@ def test_up_refuses_to_heal_a_lab_that_never_finished_starting(tmp_path, sleeper
     assert lab.lab_status(paths)[0] == 'partial'
     with pytest.raises(LabError, match='never finished starting .*not running: runner.*fleetlab down'):
         lab.ensure_up(1, paths=paths)
+
+
+def test_each_pytest_xdist_worker_gets_a_lab_directory_of_its_own(tmp_path):
+    from fleetlab.paths import REPO_ROOT, worker_lab_dir
+    assert worker_lab_dir({}) is None
+    assert worker_lab_dir({'FLEETOPS_LAB_DIR': str(tmp_path / 'lab')}) is None
+    assert worker_lab_dir({'FLEETOPS_LAB_DIR': str(tmp_path / 'lab'), 'PYTEST_XDIST_WORKER': 'gw1'}) == str(tmp_path / 'lab-gw1')
+    assert worker_lab_dir({'PYTEST_XDIST_WORKER': 'gw0'}) == str(REPO_ROOT / '.lab-gw0')
