@@ -22,24 +22,27 @@ def stamp(seconds_ago):
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-HUB = {"objects": {
-    "rancher_fleet": [
-        {"metadata": {"name": "edge-01", "namespace": "fleet-default", "labels": {"env": "prod"}},
-         "spec": {"clientID": "a" * 64}, "status": {"agent": {"lastSeen": stamp(10)},
-                                                    "conditions": [{"type": "Ready", "status": "True"}]}},
-        {"metadata": {"name": "edge-02", "namespace": "fleet-default", "labels": {"env": "dev"}},
-         "spec": {"clientID": "b" * 64}, "status": {}},
-    ],
-    "kubefleet": [
-        {"metadata": {"name": "edge-01", "labels": {"env": "prod"}}, "spec": {"heartbeatPeriodSeconds": 60},
-         "status": {"conditions": [{"type": "Joined", "status": "True"}],
-                    "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(5)}]}},
-        {"metadata": {"name": "edge-03"}, "spec": {},
-         "status": {"conditions": [{"type": "Joined", "status": "True"}],
-                    "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(900)}]}},
-    ]},
-    "member_urls": {},
-}
+def hub_objects():
+    """The hub's objects, their times relative to now: made when a test reads them, not when the module is imported
+    (under pytest-xdist a worker imports every test file long before it runs the last ones)."""
+    return {"objects": {
+        "rancher_fleet": [
+            {"metadata": {"name": "edge-01", "namespace": "fleet-default", "labels": {"env": "prod"}},
+             "spec": {"clientID": "a" * 64}, "status": {"agent": {"lastSeen": stamp(10)},
+                                                        "conditions": [{"type": "Ready", "status": "True"}]}},
+            {"metadata": {"name": "edge-02", "namespace": "fleet-default", "labels": {"env": "dev"}},
+             "spec": {"clientID": "b" * 64}, "status": {}},
+        ],
+        "kubefleet": [
+            {"metadata": {"name": "edge-01", "labels": {"env": "prod"}}, "spec": {"heartbeatPeriodSeconds": 60},
+             "status": {"conditions": [{"type": "Joined", "status": "True"}],
+                        "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(5)}]}},
+            {"metadata": {"name": "edge-03"}, "spec": {},
+             "status": {"conditions": [{"type": "Joined", "status": "True"}],
+                        "agentStatus": [{"type": "MemberAgent", "lastReceivedHeartbeat": stamp(900)}]}},
+        ]},
+        "member_urls": {},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,7 @@ def build(load_plugin, tmp_path, **config):
                                          "context": "hub"}, **config)))
     plugin = load_plugin()
     assert plugin.verify_file(str(path))
-    plugin.read_hub = lambda: HUB
+    plugin.read_hub = hub_objects
     inventory = InventoryData()
     plugin.parse(inventory, DataLoader(), str(path), cache=False)
     groups = dict((name, sorted(h.name for h in group.get_hosts())) for name, group in inventory.groups.items())
