@@ -6,9 +6,10 @@ from fault_helpers import Playbook, Sides
 
 
 @pytest.fixture
-def play(lab_controllers, tmp_path):
-    """ansible-playbook against the lab's inventory."""
-    return Playbook(lab_controllers, tmp_path)
+def play(prepared_hub, tmp_path):
+    """ansible-playbook against the lab's inventory, on a hub the hub role has prepared: the playbooks run with
+    --limit member1, which leaves the hub's own play out, and a test may be the first to run on its lab."""
+    return Playbook(prepared_hub, tmp_path)
 
 
 @pytest.fixture
