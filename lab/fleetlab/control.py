@@ -19,6 +19,7 @@ import fnmatch
 import os
 import signal
 import sys
+import time
 
 from fleetlab import cluster as labcluster
 from fleetlab import processes
@@ -106,10 +107,17 @@ def kill(component):
     processes.stop(component['entry'], grace=0)
 
 
-def freeze(component):
-    """SIGSTOP: the process stays, answers nothing, holds its connections and leases."""
+def freeze(component, timeout=10.0):
+    """SIGSTOP: the process stays, answers nothing, holds its connections and leases. Returns once /proc shows it
+    stopped: the signal is delivered asynchronously, and on a loaded machine a many-threaded API server still reads
+    as running for a moment after kill() returned."""
     if not _signal_group(component['entry'], signal.SIGSTOP):
         raise LabError('%s is not running; nothing to freeze' % component['name'])
+    deadline = time.monotonic() + timeout
+    while process_state(component['entry']) == 'running':
+        if time.monotonic() > deadline:
+            raise LabError('%s did not stop within %.0f s of SIGSTOP' % (component['name'], timeout))
+        time.sleep(0.05)
 
 
 def thaw(component):
