@@ -19,7 +19,6 @@ import fnmatch
 import os
 import signal
 import sys
-import time
 
 from fleetlab import cluster as labcluster
 from fleetlab import processes
@@ -113,11 +112,8 @@ def freeze(component, timeout=10.0):
     as running for a moment after kill() returned."""
     if not _signal_group(component['entry'], signal.SIGSTOP):
         raise LabError('%s is not running; nothing to freeze' % component['name'])
-    deadline = time.monotonic() + timeout
-    while process_state(component['entry']) == 'running':
-        if time.monotonic() > deadline:
-            raise LabError('%s did not stop within %.0f s of SIGSTOP' % (component['name'], timeout))
-        time.sleep(0.05)
+    processes.wait_until(lambda: process_state(component['entry']) != 'running', timeout,
+                         '%s to stop after SIGSTOP' % component['name'], interval=0.05)
 
 
 def thaw(component):
