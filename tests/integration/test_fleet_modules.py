@@ -8,7 +8,11 @@ Every test works in its own hub namespace and leaves the members' cattle-fleet-s
 import base64
 import os
 import pathlib
+import signal
 import stat
+import sys
+import tempfile
+import time
 
 import pytest
 import yaml
@@ -410,3 +414,76 @@ def test_a_killed_module_leaves_no_client_key_outside_its_task_directory(lab, hu
         module.cleanup()
     assert not keys[0].exists()
     assert sorted(str(p) for p in system_tmp.rglob("*")) == []
+
+
+# ---------------------------------------------------------------------------
+# Helm: nothing of a run left on disk, nothing secret on its command line
+# ---------------------------------------------------------------------------
+
+# A helm that records each call's argv (one JSON line per call) and, for ``upgrade`` when asked, says so and sleeps
+# before it runs the real helm: Helm as slow as a real install of a chart whose pods take their time.
+SLOW_HELM = """#!{python}
+import json, os, sys, time
+with open({calls!r}, "a") as handle:
+    handle.write(json.dumps(sys.argv) + "\\n")
+if sys.argv[1:2] == ["upgrade"] and {sleep}:
+    with open({started!r}, "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep({sleep})
+os.execv({helm!r}, [{helm!r}] + sys.argv[1:])
+"""
+
+
+def recording_helm(lab, tmp_path, sleep=0):
+    """``(path of a helm wrapper, file its calls are recorded in, file it writes its pid to when an upgrade sleeps)``."""
+    calls, started, wrapper = tmp_path / "helm-calls", tmp_path / "helm-upgrade-started", tmp_path / "helm"
+    wrapper.write_text(SLOW_HELM.format(python=sys.executable, calls=str(calls), started=str(started), sleep=sleep, helm=str(lab.helm)))
+    wrapper.chmod(0o755)
+    return wrapper, calls, started
+
+
+def files_holding(secret, since, *roots):
+    """Regular files under ``roots`` changed since ``since`` (a time) whose content holds ``secret``."""
+    found = set()
+    for root in roots:
+        for directory, _dirs, names in os.walk(str(root)):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    info = os.lstat(path)
+                    if not stat.S_ISREG(info.st_mode) or info.st_mtime < since or info.st_size > 10 * 2 ** 20:
+                        continue
+                    with open(path, "rb") as handle:
+                        if secret.encode() in handle.read():
+                            found.add(path)
+                except OSError:
+                    continue
+    return sorted(found)
+
+
+def test_a_module_killed_while_helm_runs_leaves_no_registration_token_on_disk(lab, hub, hub_ns, fresh_member, tmp_path):
+    """The agent's values hold the registration token. They went to Helm in a values.yaml under the system's temporary
+    directory, which a module killed while Helm ran (a cancelled AWX job, an out-of-memory kill) could not remove: the
+    token stayed on disk until someone noticed, and valid until its TTL. Now they go through Helm's stdin: nothing holds
+    the token on disk at any time, not even in the task's directory."""
+    member = fresh_member("member1")
+    make_token(lab, hub_ns)
+    token = hub.token_values(hub_ns, "join")["token"]
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    wrapper, _calls, started = recording_helm(lab, tmp_path, sleep=300)
+    since = time.time() - 1
+    args = agent_args(lab, member, token_name="join", token_namespace=hub_ns, helm_binary=str(wrapper), wait=False)
+    module = ModuleProcess("fleet_agent", args, env={"TMPDIR": str(system_tmp)})
+    try:
+        wait_for(lambda: started.exists() or module.proc.poll() is not None, 120, "the module to run helm upgrade")
+        assert module.proc.poll() is None, "the module ended before Helm ran: %s" % (module.proc.communicate(),)
+        wait_for(lambda: started.read_text(), 10, "the helm wrapper's pid")
+        module.proc.kill()  # SIGKILL, as an AWX cancel or the OOM killer does: no cleanup runs in the module
+        module.proc.communicate()
+        os.kill(int(started.read_text()), signal.SIGKILL)  # Helm, which outlived the module
+        roots = [system_tmp, tempfile.gettempdir(), "/tmp", os.path.expanduser("~/.ansible/tmp")]
+        assert files_holding(token, since, *roots) == []
+    finally:
+        module.cleanup()
+    assert releases(lab, member) == []
