@@ -56,7 +56,9 @@ options:
   ttl:
     description:
       - How long the token is valid, as a Go duration (C(240h), C(1h30m), C(90s)); Fleet deletes it when it expires.
-      - C(0) means it never expires. Without O(ttl), a new token never expires and an existing token's TTL is left as it is.
+      - Required to create a token; without O(ttl) an existing token's TTL is left as it is.
+      - A TTL that never expires (C(0), C(0s) or any other zero duration, which Fleet reads as no expiry) is refused: the
+        token lets any cluster register until it expires, and a run killed as a whole (a cancelled AWX job) cannot revoke it.
       - Checked against the same rule the CRD enforces; days and weeks are not Go duration units.
       - The expiry counts from the token's creation, so changing O(ttl) later moves the expiry.
     type: str
