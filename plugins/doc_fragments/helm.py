@@ -23,7 +23,7 @@ options:
     description:
       - URL of the Helm repository that holds O(chart_ref).
       - A repository that needs a login takes it in the URL (C(https://user:password@charts.example.com/)). The
-        credentials never reach Helm's command line (which other users of the host can read in C(/proc)): the module
+        credentials never reach Helm's command line (which other users of the host can read in C(/proc)); the module
         writes them into a Helm repository config (C(--repository-config)), mode C(0600), in the task's directory,
         which Ansible removes after the task, and lets Helm fetch the repository's index from there.
     type: str
@@ -53,7 +53,7 @@ notes:
     on disk.
   - Helm uses the same credentials as the Kubernetes options; when they are not a plain kubeconfig file, a private
     kubeconfig (mode C(0600)) is derived from them in the task's directory, which Ansible removes after the task, also
-    when the module was killed. (With pipelining Ansible makes no task directory: the module's own directory is then
+    when the module was killed. (With pipelining Ansible makes no task directory, and the module's own directory is then
     removed when the module exits, which a killed module cannot do.)
   - Helm runs with your Helm configuration (registry logins, repositories), so private charts work as they do with
     C(helm); only its cache is private to the task.
