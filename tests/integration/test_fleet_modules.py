@@ -487,7 +487,7 @@ def test_a_module_killed_while_helm_runs_leaves_no_registration_token_on_disk(la
     try:
         wait_for(lambda: started.exists() or module.proc.poll() is not None, 120, "the module to run helm upgrade")
         assert module.proc.poll() is None, "the module ended before Helm ran: %s" % (module.proc.communicate(),)
-        wait_for(lambda: started.read_text(), 10, "the helm wrapper's pid")
+        wait_for(started.read_text, 10, "the helm wrapper's pid")
         module.proc.kill()  # SIGKILL, as an AWX cancel or the OOM killer does: no cleanup runs in the module
         module.proc.communicate()
         os.kill(int(started.read_text()), signal.SIGKILL)  # Helm, which outlived the module
