@@ -202,6 +202,7 @@ cache_timeout: 300
 '''
 
 import datetime
+import shutil
 
 from ansible.errors import AnsibleParserError
 from ansible.module_utils.common.text.converters import to_native
@@ -211,6 +212,7 @@ from ansible.utils.unsafe_proxy import wrap_var
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as mapping
 
 from ansible_collections.fleetops.registration.plugins.module_utils import k8s_auth, k8s_client, member_lock, registry
+from ansible_collections.fleetops.registration.plugins.module_utils.files import private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import KUBERNETES_IMPORT_ERROR
 
 IMPORT_ERROR = KUBERNETES_IMPORT_ERROR
@@ -253,21 +255,28 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     # -- reading the hub ------------------------------------------------------------------------------------------
 
-    def _client(self):
+    def _client(self, tmpdir):
         if IMPORT_ERROR is not None:
             raise AnsibleParserError("%s needs the kubernetes and PyYAML Python packages on the controller: %s"
                                      % (self.NAME, to_native(IMPORT_ERROR)))
         params = dict((key, self.get_option(key)) for key in AUTH_OPTIONS)
         try:
             settings = k8s_auth.ConnectionSettings(params, label="hub")
-            return k8s_client.KubeClient(settings.client_configuration(), label="hub",
+            return k8s_client.KubeClient(settings.client_configuration(tmpdir=lambda: tmpdir), label="hub",
                                          hint="Check the kubeconfig, context, host and certificate options of %s" % self.NAME)
         except k8s_auth.ParameterError as exc:
             raise AnsibleParserError("%s: %s" % (self.NAME, exc.message()))
 
     def read_hub(self):
         """The hub's objects this inventory is built from, JSON-ready (what the cache keeps)."""
-        client = self._client()
+        # Key files for a kubeconfig's inline keys live only while the hub is read, not until the playbook ends.
+        tmpdir = private_tempdir()
+        try:
+            return self._read_hub(self._client(tmpdir))
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    def _read_hub(self, client):
         objects, urls = {}, {}
         try:
             for name in self.get_option("managers"):

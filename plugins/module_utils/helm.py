@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Helm CLI, called with argument lists.
 
-The binary and its version are resolved once. Values always travel through a
-0600 file, never ``--set`` on the command line, because agent values carry
-registration tokens. Works with Helm 3 and Helm 4.
+The binary and its version are resolved once. Values reach Helm through its standard input (``--values -``),
+never a file or ``--set`` on the command line, because agent values carry registration tokens: a module killed while
+Helm runs leaves no copy of them behind. Credentials of a chart repository go into a 0600 repository config in the
+task's directory, never into Helm's argv (which ``/proc`` shows to every user). Works with Helm 3 and Helm 4.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +19,7 @@ import json
 import os
 import re
 import shutil
-import tempfile
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError
@@ -28,14 +29,48 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 
+# The name the collection gives a chart repository whose URL carries credentials, in its own repository config.
+REPOSITORY_NAME = "fleetops-chart-repository"
+
+
+def check_chart_ref(ref, param="chart_ref"):
+    """Refuse a chart reference Helm would read as an option (``--post-renderer=...``) or that carries credentials."""
+    if ref.startswith("-"):
+        raise ParameterError(param, "%r begins with '-', so Helm would read it as an option, not as a chart" % ref,
+                             "Give a chart path (./%s for a directory of that name), an oci:// reference, or a chart name "
+                             "with chart_repo_url" % ref)
+    if "://" in ref and urlsplit(ref).password is not None:
+        raise ParameterError(param, "the chart reference holds a password, which would reach Helm's command line",
+                             "Log in to the registry with helm registry login and give its config as helm_registry_config, "
+                             "or put the credentials in chart_repo_url (kept off the command line)")
+
+
+def split_url_credentials(url):
+    """``(url without user:password, username, password)``; the credentials are None when the URL has none."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None, None
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=netloc)), unquote(parts.username or ""), unquote(parts.password or "")
+
+
 class ChartSource:
-    """A chart given as a local path, a repository URL plus a name, or an OCI reference."""
+    """A chart given as a local path, a repository URL plus a name, or an OCI reference.
+
+    A repository URL with ``user:password`` is kept without them (``repo_url``); the credentials (``repo_username``,
+    ``repo_password``) reach Helm only through a private repository config (Helm.chart_args).
+    """
 
     def __init__(self, ref, repo_url=None, version=None, param="chart_ref"):
         if not ref:
             raise ParameterError(param, "no chart given", "Give a local chart path, an oci:// reference, or a chart name with chart_repo_url")
+        check_chart_ref(ref, param)
         self.ref = ref
-        self.repo_url = repo_url
+        if repo_url and "://" not in repo_url:
+            # Not a URL: "user:password@host" would reach Helm's command line as it is.
+            raise ParameterError("chart_repo_url", "it is not a URL (no scheme://)",
+                                 "Give the chart repository's URL, for example https://charts.example.com/fleet")
+        self.repo_url, self.repo_username, self.repo_password = split_url_credentials(repo_url) if repo_url else (None, None, None)
         self.version = version
         self.param = param
         self.local = not repo_url and not ref.startswith("oci://") and (os.path.isdir(ref) or ref.endswith(".tgz"))
@@ -43,13 +78,24 @@ class ChartSource:
             raise ParameterError(param, "%s is neither a chart directory nor an oci:// reference" % ref,
                                  "Give an existing chart directory or .tgz, an oci:// reference, or set chart_repo_url")
 
+    @property
+    def repo_credentials(self):
+        return self.repo_username is not None
+
     def args(self):
+        """Helm's arguments naming the chart, when its repository needs no credentials (else Helm.chart_args)."""
         args = [self.ref]
         if self.repo_url:
             args += ["--repo", self.repo_url]
-        if self.version and not self.local:
-            args += ["--version", self.version]
-        return args
+        return args + self.version_args()
+
+    def version_args(self):
+        return ["--version", self.version] if self.version and not self.local else []
+
+    def repository_config(self):
+        """Helm's repository config (repositories.yaml) naming the repository and its credentials, as REPOSITORY_NAME."""
+        entry = {"name": REPOSITORY_NAME, "url": self.repo_url, "username": self.repo_username, "password": self.repo_password}
+        return {"apiVersion": "", "generated": "0001-01-01T00:00:00Z", "repositories": [entry]}
 
     def local_metadata(self):
         """Chart.yaml of a local chart directory (name, version), or None."""
@@ -89,8 +135,9 @@ class ChartSource:
 class Helm:
     """One Helm binary against one cluster (given as kubeconfig path + context)."""
 
-    def __init__(self, run_command, binary, kubeconfig=None, context=None, env=None, secrets=(), connection_args=()):
+    def __init__(self, run_command, binary, kubeconfig=None, context=None, env=None, secrets=(), connection_args=(), workdir=None):
         self._run_command = run_command
+        self.workdir = workdir  # the task's private directory, for the files Helm must read (a repository config)
         self.binary = binary
         self.kubeconfig = kubeconfig
         self.context = context
@@ -119,9 +166,11 @@ class Helm:
             args += ["--kube-context", self.context]
         return args + self.connection_args
 
-    def run(self, args, check=True):
+    def run(self, args, check=True, data=None):
+        """Helm with ``args``; ``data`` (text) goes to its standard input."""
         argv = [self.binary] + list(args) + self._global_args()
-        rc, out, err = self._run_command(argv, environ_update=self.env)
+        stdin = {} if data is None else {"data": data}
+        rc, out, err = self._run_command(argv, environ_update=self.env, **stdin)
         if check and rc != 0:
             raise HelmError("helm %s failed (rc=%d): %s" % (args[0], rc, self.scrub(err).strip()[-2000:]),
                             "Read Helm's message above; the release was left as Helm left it and a re-run retries")
@@ -155,21 +204,30 @@ class Helm:
                         "revision": int(item.get("revision") or 0)}
         return None
 
+    def chart_args(self, chart):
+        """Helm's arguments naming ``chart``. A repository whose URL carries credentials becomes an entry of a
+        repository config written 0600 into the task's directory, its index fetched with ``helm repo update``, so the
+        password never reaches Helm's argv."""
+        if not chart.repo_credentials:
+            return chart.args()
+        if not self.workdir:
+            raise HelmError("no private directory for the chart repository's credentials")
+        self.secrets.extend(s for s in (chart.repo_password, quote_userinfo(chart.repo_password)) if s)
+        config = write_private_file(os.path.join(self.workdir, "repositories.yaml"), yaml.safe_dump(chart.repository_config()))
+        self.run(["repo", "update", REPOSITORY_NAME, "--repository-config", config])
+        return ["%s/%s" % (REPOSITORY_NAME, chart.ref), "--repository-config", config] + chart.version_args()
+
     def upgrade_install(self, name, chart, namespace, values, create_namespace=True, wait=False, timeout=300,
                         dry_run=False):
-        tmpdir = tempfile.mkdtemp(prefix="fleetops-helm-")
-        try:
-            values_file = write_private_file(os.path.join(tmpdir, "values.yaml"), yaml.safe_dump(values))
-            args = ["upgrade", name] + chart.args() + ["--install", "--namespace", namespace, "--values", values_file]
-            if create_namespace:
-                args.append("--create-namespace")
-            if wait:
-                args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
-            if dry_run:
-                args.append("--dry-run=server" if self.version >= (3, 13, 0) else "--dry-run")
-            self.run(args)
-        finally:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        """``helm upgrade --install`` with ``values`` given on Helm's standard input."""
+        args = ["upgrade", name] + self.chart_args(chart) + ["--install", "--namespace", namespace, "--values", "-"]
+        if create_namespace:
+            args.append("--create-namespace")
+        if wait:
+            args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
+        if dry_run:
+            args.append("--dry-run=server" if self.version >= (3, 13, 0) else "--dry-run")
+        self.run(args, data=yaml.safe_dump(values))
 
     def rollback(self, name, namespace, revision):
         """``helm rollback``: a new revision with the chart and values of ``revision`` (Helm keeps the history)."""
@@ -180,6 +238,11 @@ class Helm:
         if wait:
             args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
         self.run(args)
+
+
+def quote_userinfo(text):
+    """``text`` as it appears percent-encoded in a URL's user information (how Helm may print it in an error)."""
+    return quote(text or "", safe="")
 
 
 def _ref_name(ref):

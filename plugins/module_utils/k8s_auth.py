@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import inspect
 import os
 import tempfile
 
@@ -98,9 +99,10 @@ class ConnectionSettings:
         if self.context and self.kubeconfig is not None:
             # The client's own message would blame the kubeconfig; the fix is the context option.
             check_context(self.kubeconfig_dict()[0], self.context, self.param("context"))
-        configuration = self._static_configuration(tmpdir or private_tempdir)
+        tmpdir = tmpdir or private_tempdir
+        configuration = self._static_configuration(tmpdir)
         if configuration is None:
-            configuration = self._package_configuration()
+            configuration = self._package_configuration(tmpdir)
         configuration = self._apply_overrides(configuration)
         configuration.impersonation = self.impersonation()
         configuration.proxy_headers = proxy_header_values(self.proxy_headers, configuration.proxy) or None
@@ -149,7 +151,9 @@ class ConnectionSettings:
             key_file=_key_material(user, "client-key", base_dir, tmpdir, self.prefix or "target-"),
             token=token, proxy=cluster.get("proxy-url"), tls_server_name=cluster.get("tls-server-name"))
 
-    def _package_configuration(self):
+    def _package_configuration(self, tmpdir):
+        """The kubernetes package's loader; the key and certificate files it writes for inline data (or an exec
+        plugin's answer) go into ``tmpdir()``, not the system's temporary directory."""
         from kubernetes import client as k8s_client
         from kubernetes import config as k8s_config
         from kubernetes.config.config_exception import ConfigException
@@ -157,14 +161,14 @@ class ConnectionSettings:
         configuration = k8s_client.Configuration()
         try:
             if isinstance(self.kubeconfig, dict):
-                k8s_config.load_kube_config_from_dict(self.kubeconfig, context=self.context,
-                                                      client_configuration=configuration, persist_config=False)
+                k8s_config.load_kube_config_from_dict(self.kubeconfig, context=self.context, client_configuration=configuration,
+                                                      persist_config=False, **_temp_file_path(k8s_config.load_kube_config_from_dict, tmpdir))
             elif self.kubeconfig:
                 if not os.path.isfile(self.kubeconfig):
                     raise ParameterError(self.param("kubeconfig"), "kubeconfig file %s does not exist" % self.kubeconfig,
                                          "Give the path of a readable kubeconfig file, or host and api_key")
-                k8s_config.load_kube_config(config_file=self.kubeconfig, context=self.context,
-                                            client_configuration=configuration, persist_config=False)
+                k8s_config.load_kube_config(config_file=self.kubeconfig, context=self.context, client_configuration=configuration,
+                                            persist_config=False, **_temp_file_path(k8s_config.load_kube_config, tmpdir))
             elif not self.host:
                 if "KUBERNETES_SERVICE_HOST" in os.environ:
                     k8s_config.load_incluster_config(client_configuration=configuration)
@@ -289,6 +293,11 @@ def endpoint_configuration(url, ca_pem=None, token=None, proxy=None, validate_ce
     """
     return StaticConfiguration(url, verify_ssl=bool(validate_certs), ca_cert_data=ca_pem if validate_certs else None,
                                token=token, proxy=proxy)
+
+
+def _temp_file_path(loader, tmpdir):
+    """``temp_file_path`` for a kubernetes package loader that takes it (load_kube_config only since 25.3.0)."""
+    return {"temp_file_path": tmpdir()} if "temp_file_path" in inspect.signature(loader).parameters else {}
 
 
 def _relative(path, base_dir):

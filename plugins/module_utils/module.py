@@ -152,7 +152,8 @@ class FleetModule(AnsibleModule):
                 env["HTTPS_PROXY"] = settings.proxy
             if settings.no_proxy:
                 env["NO_PROXY"] = env["no_proxy"] = settings.no_proxy
-            self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env, connection_args=settings.helm_arguments())
+            self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env, connection_args=settings.helm_arguments(),
+                              workdir=self.tmpdir)
         self._helm.secrets.extend(s for s in secrets if s)
         return self._helm
 

@@ -187,6 +187,7 @@ options:
       - Required with state C(present). For example C(fleet-agent) with O(chart_repo_url=https://rancher.github.io/fleet-helm-charts/),
         an C(oci://) mirror, or a local copy of the chart (such as C(charts/fleet-agent) of the C(github.com/rancher/fleet)
         Go module).
+      - May not begin with C(-) (Helm would read it as an option) nor hold a password.
 notes:
   - A re-run repairs a member whose release was uninstalled or failed, or whose agent Deployment is gone. A member whose
     credential Secret was deleted or is refused by the hub needs a new registration (a new token, O(state=absent) then

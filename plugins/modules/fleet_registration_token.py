@@ -56,7 +56,9 @@ options:
   ttl:
     description:
       - How long the token is valid, as a Go duration (C(240h), C(1h30m), C(90s)); Fleet deletes it when it expires.
-      - C(0) means it never expires. Without O(ttl), a new token never expires and an existing token's TTL is left as it is.
+      - Required to create a token; without O(ttl) an existing token's TTL is left as it is.
+      - A TTL that never expires (C(0), C(0s) or any other zero duration, which Fleet reads as no expiry) is refused. The
+        token lets any cluster register until it expires, and a run killed as a whole (a cancelled AWX job) cannot revoke it.
       - Checked against the same rule the CRD enforces; days and weeks are not Go duration units.
       - The expiry counts from the token's creation, so changing O(ttl) later moves the expiry.
     type: str
@@ -117,6 +119,8 @@ notes:
     the module then fails naming O(ttl).
   - The token is reusable by any cluster until it expires. Prefer a short TTL, or one token per run that you delete once the
     clusters are registered (agents forget the token after registration).
+  - A run killed as a whole (a cancelled AWX job) cannot delete its token; it stays valid until its TTL has passed (the
+    C(member_join) role's default is three times its wait timeout, 15 minutes) or a later run removes it with O(prune).
 seealso:
   - module: fleetops.registration.fleet_agent
   - module: fleetops.registration.fleet_cluster

@@ -140,6 +140,7 @@ options:
   chart_ref:
     description:
       - The member-agent chart. Required with O(state=present), unless O(rollback_to_revision) is given.
+      - May not begin with C(-) (Helm would read it as an option) nor hold a password.
   chart_version:
     description:
       - Required for a chart from a repository or OCI registry. For a local chart it is read from C(Chart.yaml) and,

@@ -6,9 +6,18 @@ Every test works in its own hub namespace and leaves the members' cattle-fleet-s
 """
 
 import base64
+import functools
+import http.server
+import json
 import os
 import pathlib
+import signal
 import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 
 import pytest
 import yaml
@@ -95,6 +104,10 @@ def test_token_whose_secret_never_appears_fails_and_is_rolled_back(lab, hub, hub
 def test_token_bad_ttl_creates_nothing(lab, hub, hub_ns):
     result = run_module("fleet_registration_token", dict(hub_args(lab), name="bad", namespace=hub_ns, ttl="10d"))
     assert result.failed and result["msg"].startswith("ttl:") and "240h" in result["msg"]
+    # a token that would never expire: 0, or no ttl for a new token (Fleet made one that never expires)
+    for never in (dict(ttl="0"), dict(ttl="0s"), dict()):
+        result = run_module("fleet_registration_token", dict(hub_args(lab), name="bad", namespace=hub_ns, **never))
+        assert result.failed and result["msg"].startswith("ttl:") and "never expires" in result["msg"], result["msg"]
     assert hub.items("clusterregistrationtokens", hub_ns) == []
 
 
@@ -410,3 +423,130 @@ def test_a_killed_module_leaves_no_client_key_outside_its_task_directory(lab, hu
         module.cleanup()
     assert not keys[0].exists()
     assert sorted(str(p) for p in system_tmp.rglob("*")) == []
+
+
+# ---------------------------------------------------------------------------
+# Helm: nothing of a run left on disk, nothing secret on its command line
+# ---------------------------------------------------------------------------
+
+# A helm that records each call's argv (one JSON line per call) and, for ``upgrade`` when asked, says so and sleeps
+# before it runs the real helm: Helm as slow as a real install of a chart whose pods take their time.
+SLOW_HELM = """#!{python}
+import json, os, sys, time
+with open({calls!r}, "a") as handle:
+    handle.write(json.dumps(sys.argv) + "\\n")
+if sys.argv[1:2] == ["upgrade"] and {sleep}:
+    with open({started!r}, "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep({sleep})
+os.execv({helm!r}, [{helm!r}] + sys.argv[1:])
+"""
+
+
+def recording_helm(lab, tmp_path, sleep=0):
+    """``(path of a helm wrapper, file its calls are recorded in, file it writes its pid to when an upgrade sleeps)``."""
+    calls, started, wrapper = tmp_path / "helm-calls", tmp_path / "helm-upgrade-started", tmp_path / "helm"
+    wrapper.write_text(SLOW_HELM.format(python=sys.executable, calls=str(calls), started=str(started), sleep=sleep, helm=str(lab.helm)))
+    wrapper.chmod(0o755)
+    return wrapper, calls, started
+
+
+def files_holding(secret, since, *roots):
+    """Regular files under ``roots`` changed since ``since`` (a time) whose content holds ``secret``."""
+    found = set()
+    for root in roots:
+        for directory, _dirs, names in os.walk(str(root)):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    info = os.lstat(path)
+                    if not stat.S_ISREG(info.st_mode) or info.st_mtime < since or info.st_size > 10 * 2 ** 20:
+                        continue
+                    with open(path, "rb") as handle:
+                        if secret.encode() in handle.read():
+                            found.add(path)
+                except OSError:
+                    continue
+    return sorted(found)
+
+
+def test_a_module_killed_while_helm_runs_leaves_no_registration_token_on_disk(lab, hub, hub_ns, fresh_member, tmp_path):
+    """The agent's values hold the registration token. They went to Helm in a values.yaml under the system's temporary
+    directory, which a module killed while Helm ran (a cancelled AWX job, an out-of-memory kill) could not remove: the
+    token stayed on disk until someone noticed, and valid until its TTL. Now they go through Helm's stdin: nothing holds
+    the token on disk at any time, not even in the task's directory."""
+    member = fresh_member("member1")
+    make_token(lab, hub_ns)
+    token = hub.token_values(hub_ns, "join")["token"]
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    wrapper, _calls, started = recording_helm(lab, tmp_path, sleep=300)
+    since = time.time() - 1
+    args = agent_args(lab, member, token_name="join", token_namespace=hub_ns, helm_binary=str(wrapper), wait=False)
+    module = ModuleProcess("fleet_agent", args, env={"TMPDIR": str(system_tmp)})
+    try:
+        wait_for(lambda: started.exists() or module.proc.poll() is not None, 120, "the module to run helm upgrade")
+        assert module.proc.poll() is None, "the module ended before Helm ran: %s" % (module.proc.communicate(),)
+        wait_for(started.read_text, 10, "the helm wrapper's pid")
+        module.proc.kill()  # SIGKILL, as an AWX cancel or the OOM killer does: no cleanup runs in the module
+        module.proc.communicate()
+        os.kill(int(started.read_text()), signal.SIGKILL)  # Helm, which outlived the module
+        roots = [system_tmp, tempfile.gettempdir(), "/tmp", os.path.expanduser("~/.ansible/tmp")]
+        assert files_holding(token, since, *roots) == []
+    finally:
+        module.cleanup()
+    assert releases(lab, member) == []
+
+
+class _PrivateChartRepository(http.server.SimpleHTTPRequestHandler):
+    """A chart repository that wants a login (HTTP basic auth), as a private one does."""
+    login = None
+    seen = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        authorized = self.headers.get("Authorization") == "Basic " + base64.b64encode(self.login.encode()).decode()
+        self.seen.append((self.path, authorized))
+        if not authorized:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", "Basic")
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, *args):  # pylint: disable=arguments-differ
+        pass
+
+
+def test_chart_repository_credentials_never_reach_helms_command_line(lab, hub, hub_ns, fresh_member, tmp_path):
+    """A password in chart_repo_url went into Helm's argv (``--repo https://user:password@...``), which /proc shows to
+    every user of the host. Helm now reads it from a 0600 repository config in the task's directory, and the install
+    from the private repository works (Helm did not even send the URL's login for the chart itself before)."""
+    member = fresh_member("member1")
+    make_token(lab, hub_ns)
+    chart_dir = lab.fleet_chart("fleet-agent")
+    version = str(yaml.safe_load((pathlib.Path(chart_dir) / "Chart.yaml").read_text())["version"])
+    served = tmp_path / "repository"
+    served.mkdir()
+    subprocess.run([str(lab.helm), "package", str(chart_dir), "-d", str(served)], check=True, capture_output=True)
+    password = "pw-" + base64.b32encode(os.urandom(10)).decode().lower()
+    handler = type("Repository", (_PrivateChartRepository,), {"login": "alice:" + password, "seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(served)))
+    url = "http://127.0.0.1:%d/" % server.server_address[1]
+    subprocess.run([str(lab.helm), "repo", "index", str(served), "--url", url], check=True, capture_output=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    wrapper, calls, _started = recording_helm(lab, tmp_path)
+    try:
+        result = run_module("fleet_agent", agent_args(lab, member, token_name="join", token_namespace=hub_ns, helm_binary=str(wrapper),
+                                                      chart_ref="fleet-agent", chart_version=version, wait=False,
+                                                      chart_repo_url=url.replace("//", "//alice:%s@" % password)))
+    finally:
+        server.shutdown()
+        server.server_close()
+    ok(result)
+    argvs = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert any(argv[1:2] == ["upgrade"] for argv in argvs)
+    assert [argv for argv in argvs if password in " ".join(argv)] == []
+    assert ("/index.yaml", True) in handler.seen and ("/fleet-agent-%s.tgz" % version, True) in handler.seen
+    assert [r["status"] for r in releases(lab, member)] == ["deployed"]
+    # (invocation.module_args echoes the option as given: masking it there is the no_log work of issue 31's item 4)
+    assert password not in json.dumps(dict((k, v) for k, v in result.items() if k not in ("invocation", "raw_output")))

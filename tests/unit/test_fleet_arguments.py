@@ -39,6 +39,12 @@ def test_token_bad_ttl(nowhere, ttl):
     _fails(result, "ttl:", "240h")
 
 
+@pytest.mark.parametrize("ttl", ["0", "0s", "0h0m"])
+def test_token_ttl_that_never_expires(nowhere, ttl):
+    result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t", "namespace": "clusters", "ttl": ttl})
+    _fails(result, "ttl:", "never expires", "member_join_fleet_token_ttl")
+
+
 def test_token_name_too_long(nowhere):
     result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t" * 64, "namespace": "clusters"})
     _fails(result, "name:", "63")

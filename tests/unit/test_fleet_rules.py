@@ -1,7 +1,9 @@
 """Pure Rancher Fleet rules: TTLs, values.yaml, agent values, labels, kubeconfigs, summaries, the values file."""
 
 import base64
+import json
 import os
+import pathlib
 import stat
 
 import pytest
@@ -28,7 +30,7 @@ FLEET_VALUES = {
 
 # -- TTL ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("ttl", ["240h", "1h30m", "1.5h", "90s", "0", "500ms", "10us", u"3\u00b5s", "2562047h"])
+@pytest.mark.parametrize("ttl", ["240h", "1h30m", "1.5h", "90s", "500ms", "10us", u"3\u00b5s", "2562047h", "1ns"])
 def test_ttl_accepts_what_the_crd_accepts(ttl):
     assert rules.validate_ttl(ttl) == ttl
 
@@ -44,6 +46,28 @@ def test_ttl_rejects_with_the_parameter_and_the_fix(ttl, words):
     assert err.value.param == "ttl"
     assert words in err.value.msg
     assert "240h" in err.value.hint and "days" in err.value.hint
+
+
+@pytest.mark.parametrize("ttl", ["0", "0s", "0h0m0s", "0.0h", "0ns", "0.1ns", " 0 "])
+def test_ttl_that_never_expires_is_refused_naming_the_variable(ttl):
+    """Fleet reads a zero duration as no expiry: a token any cluster could register with for ever (an AWX survey
+    answering 0, say)."""
+    with pytest.raises(ParameterError) as err:
+        rules.validate_ttl(ttl)
+    assert err.value.param == "ttl" and "never expires" in err.value.msg
+    assert "member_join_fleet_token_ttl" in err.value.hint and "Registration token lifetime" in err.value.hint
+
+
+def test_the_awx_surveys_offer_only_ttls_that_expire():
+    """Every TTL question of the shipped surveys defaults to a TTL the module accepts (so a job run with the defaults
+    works) and says that a TTL which never expires is refused."""
+    surveys = pathlib.Path(__file__).resolve().parents[2] / "extensions" / "awx" / "surveys"
+    questions = [q for path in sorted(surveys.glob("*.json")) for q in json.loads(path.read_text())["spec"]
+                 if q["variable"].endswith("_ttl")]
+    assert [q["variable"] for q in questions] == ["member_join_fleet_token_ttl"]
+    for question in questions:
+        assert rules.validate_ttl(question["default"]) == question["default"]
+        assert "never expires" in question["question_description"]
 
 
 def test_ttl_none_means_unset():

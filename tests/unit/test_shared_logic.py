@@ -3,8 +3,11 @@
 import base64
 import gzip
 import json
+import os
+import stat
 
 import pytest
+import yaml
 
 from ansible_collections.fleetops.registration.plugins.module_utils import argspec, helm, k8s_client, waiter
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError, ParameterError, WaitTimeout
@@ -101,6 +104,76 @@ def test_helm_scrubs_secrets_from_errors():
     with pytest.raises(Exception) as err:
         runner.run(["upgrade", "x"])
     assert "s3cr3t" not in str(err.value.message())
+
+
+class RecordingHelm:
+    """A run_command that records each Helm call (argv, what went to its stdin, the files it could read)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, argv, environ_update=None, data=None):
+        files = dict((arg, open(arg).read()) for arg in argv if arg.startswith("/") and os.path.isfile(arg))
+        self.calls.append({"argv": list(argv), "data": data, "files": files})
+        return 0, "v3.21.4" if argv[1:2] == ["version"] else "", ""
+
+
+def test_values_reach_helm_on_its_stdin_never_in_a_file_or_argv(tmp_path):
+    recorder = RecordingHelm()
+    runner = helm.Helm(recorder, "/bin/helm", kubeconfig="/k", context="c", workdir=str(tmp_path))
+    chart = helm.ChartSource("fleet-agent", repo_url="https://charts.example/fleet", version="0.16.0")
+    runner.upgrade_install("fleet-agent", chart, "cattle-fleet-system", {"token": "s3cr3t-token"})
+    (call,) = recorder.calls
+    assert call["argv"] == ["/bin/helm", "upgrade", "fleet-agent", "fleet-agent", "--repo", "https://charts.example/fleet",
+                            "--version", "0.16.0", "--install", "--namespace", "cattle-fleet-system", "--values", "-",
+                            "--create-namespace", "--kubeconfig", "/k", "--kube-context", "c"]
+    assert yaml.safe_load(call["data"]) == {"token": "s3cr3t-token"}
+    assert not any("s3cr3t-token" in arg for arg in call["argv"]) and list(tmp_path.iterdir()) == []
+
+
+def test_chart_repository_credentials_never_reach_helms_argv(tmp_path):
+    recorder = RecordingHelm()
+    runner = helm.Helm(recorder, "/bin/helm", workdir=str(tmp_path))
+    chart = helm.ChartSource("fleet-agent", repo_url="https://alice:p%40ss-w0rd@charts.example/fleet", version="0.16.0")
+    assert (chart.repo_url, chart.repo_username, chart.repo_password) == ("https://charts.example/fleet", "alice", "p@ss-w0rd")
+    runner.upgrade_install("fleet-agent", chart, "ns", {}, dry_run=True)
+    update, version, upgrade = recorder.calls
+    config = str(tmp_path / "repositories.yaml")
+    assert update["argv"] == ["/bin/helm", "repo", "update", helm.REPOSITORY_NAME, "--repository-config", config]
+    assert version["argv"] == ["/bin/helm", "version", "--short"]
+    assert upgrade["argv"][:7] == ["/bin/helm", "upgrade", "fleet-agent", helm.REPOSITORY_NAME + "/fleet-agent",
+                                   "--repository-config", config, "--version"]
+    for call in recorder.calls:
+        assert not any("p@ss-w0rd" in arg or "p%40ss-w0rd" in arg or "alice" in arg for arg in call["argv"]), call["argv"]
+    assert stat.S_IMODE(os.stat(config).st_mode) == 0o600
+    assert yaml.safe_load(update["files"][config])["repositories"] == [{
+        "name": helm.REPOSITORY_NAME, "url": "https://charts.example/fleet", "username": "alice", "password": "p@ss-w0rd"}]
+    # Helm's own messages name the URL: the password is scrubbed in either spelling
+    assert runner.scrub("failed https://alice:p%40ss-w0rd@x and p@ss-w0rd") == "failed https://alice:********@x and ********"
+
+
+def test_a_repository_url_without_credentials_is_passed_as_it_is():
+    assert helm.split_url_credentials("https://charts.example/fleet") == ("https://charts.example/fleet", None, None)
+    assert helm.split_url_credentials("http://u:pw@127.0.0.1:8080/x?y=1") == ("http://127.0.0.1:8080/x?y=1", "u", "pw")
+    assert not helm.ChartSource("fleet-agent", repo_url="https://charts.example").repo_credentials
+
+
+@pytest.mark.parametrize("ref, words", [
+    ("--post-renderer=/tmp/evil", "begins with '-'"), ("-fleet-agent", "begins with '-'"),
+    ("oci://bob:hunter2@registry.example/fleet-agent", "holds a password"),
+])
+def test_a_chart_ref_helm_would_misread_is_refused_naming_the_option(ref, words):
+    for param in ("chart_ref", "agent_chart"):
+        with pytest.raises(ParameterError) as err:
+            helm.ChartSource(ref, repo_url="https://charts.example", param=param)
+        assert err.value.param == param and words in err.value.msg
+        assert "hunter2" not in err.value.message()
+
+
+def test_a_chart_repo_url_that_is_no_url_is_refused():
+    with pytest.raises(ParameterError) as err:
+        helm.ChartSource("fleet-agent", repo_url="alice:pw@charts.example")
+    assert err.value.param == "chart_repo_url" and "pw" not in err.value.message().replace("https://", "")
 
 
 def test_values_differ_ignores_key_order():

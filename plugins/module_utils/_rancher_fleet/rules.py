@@ -32,8 +32,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils._deps import
 # The CRD's own rule for spec.ttl (Fleet v0.16.0), so bad input fails before any API call.
 _TTL_PATTERN = re.compile(u"^([0-9]+([.][0-9]+)?(ns|us|\u00b5s|ms|s|m|h))+$")
 _TTL_MAX_SECONDS = 2562047 * 3600
-_TTL_HINT = ("Use a Go duration with units ns, us, ms, s, m or h, e.g. 240h, 1h30m or 90s (no days or weeks, no sign); "
-             "0 or no ttl means the token never expires")
+_TTL_HINT = ("Use a Go duration with units ns, us, ms, s, m or h, e.g. 240h, 1h30m or 90s (no days or weeks, no sign)")
+# A registration token lets any cluster register until it expires: one that never expires is refused.
+NO_EXPIRY_HINT = ("Give the token a lifetime, as short as the run allows, e.g. 15m or 1h (with the roles: "
+                  "member_join_fleet_token_ttl, in AWX the survey's 'Registration token lifetime'); the run revokes it "
+                  "once the agents have checked in")
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$")
 _NAME_HINT = ("Use at most 63 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit "
               "(Fleet copies the name into a label value)")
@@ -52,20 +55,24 @@ def validate_name(value, param):
 
 
 def validate_ttl(ttl, param="ttl"):
-    """Check ``ttl`` the way the ClusterRegistrationToken CRD does; return it as a string (None stays None)."""
+    """Check ``ttl`` the way the ClusterRegistrationToken CRD does, and refuse a TTL that never expires (Fleet reads a
+    zero duration as no expiry); return it as a string (None stays None: an existing token keeps its TTL)."""
     if ttl is None:
         return None
     text = str(ttl).strip()
     if text == "0":
-        return text
+        raise ParameterError(param, "%r means the registration token never expires" % text, NO_EXPIRY_HINT)
     if text.startswith("-"):
         raise ParameterError(param, "%r is negative" % text, _TTL_HINT)
     if not _TTL_PATTERN.match(text):
         raise ParameterError(param, "%r is not a duration Fleet accepts" % text, _TTL_HINT)
     if len(text) > 32:
         raise ParameterError(param, "%r is longer than the 32 characters Fleet accepts" % text, _TTL_HINT)
-    if parse_duration(text, param) > _TTL_MAX_SECONDS:
+    seconds = parse_duration(text, param)
+    if seconds > _TTL_MAX_SECONDS:
         raise ParameterError(param, "%r is longer than Go's maximum duration (2562047h)" % text, _TTL_HINT)
+    if seconds < 1e-9:  # below Go's nanosecond a duration is 0
+        raise ParameterError(param, "%r means the registration token never expires" % text, NO_EXPIRY_HINT)
     return text
 
 

@@ -21,7 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Nudge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import OWNER_CLUSTER_LABEL, TOKEN, VALUES_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
-    prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
+    NO_EXPIRY_HINT, prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
 )
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
@@ -119,6 +119,8 @@ class TokenRunner(Runner):
 
     def present(self):
         current = self.kube.get(TOKEN, self.name, self.namespace)
+        if current is None and self.ttl is None:
+            raise ParameterError("ttl", "a new registration token needs a ttl: without one it never expires", NO_EXPIRY_HINT)
         outcome = ensure_object(self.kube, TOKEN, self.plan(current), check_mode=self.check_mode, warn=self.warn)
         result = self.report(outcome.changed, outcome.after, current, outcome.after)
         if self.check_mode and current is None:
