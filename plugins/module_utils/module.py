@@ -22,6 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth imp
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import renew, renewal_due
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import credential_parts, deep_merge, secret_strings
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
@@ -37,21 +38,44 @@ def unset_empty_strings(params, spec):
             params[name] = option.get("default")
 
 
-def invocation_secrets(params, secret_options):
-    """Credentials inside options that are not secret as a whole, found before anything logs them: a kubeconfig
-    given as a mapping (kubeconfig#782 in kubernetes.core), and in a list of items (member_info's ``members``) a
-    kubeconfig mapping or a secret option (``secret_options``), which the module refuses there but was given."""
+def invocation_secrets(params, secret_options=()):
+    """Credentials inside options that are not secret as a whole, found before anything logs them: in any option, URL
+    passwords with or without a scheme (``proxy``, a chart's ``proxy`` value, ``agent.env``), tokens and secret flags;
+    in its mappings, values under secret keys (chart ``values``); every kubeconfig mapping's credentials
+    (kubeconfig#782 in kubernetes.core), wherever it is nested; and in a list of items (member_info's ``members``) a
+    secret option (``secret_options``), which the module refuses there but was given."""
     found = []
     for value in params.values():
-        for item in value if isinstance(value, list) else [value]:
-            if not isinstance(item, dict):
-                continue
-            found.extend(kubeconfig_secrets(item))
-            found.extend(item[key] for key in secret_options if isinstance(value, list) and isinstance(item.get(key), str))
-            for nested in item.values():
-                if isinstance(nested, dict):
-                    found.extend(kubeconfig_secrets(nested))
-    return found
+        if value is None or isinstance(value, (bool, int, float)):
+            continue
+        found.extend(secret_strings(value))
+        found.extend(_nested_kubeconfig_secrets(value))
+        for item in value if isinstance(value, list) else []:
+            if isinstance(item, dict):
+                found.extend(item[key] for key in secret_options if isinstance(item.get(key), str))
+    return list(dict.fromkeys(found))
+
+
+def _nested_kubeconfig_secrets(value):
+    if isinstance(value, dict):
+        found = kubeconfig_secrets(value) if ("users" in value or "clusters" in value) else []
+        return found + [secret for item in value.values() for secret in _nested_kubeconfig_secrets(item)]
+    if isinstance(value, list):
+        return [secret for item in value for secret in _nested_kubeconfig_secrets(item)]
+    return []
+
+
+def result_secrets(result):
+    """Credentials in what a module returns that it did not get as options (a release's values read from the member, a
+    proxy URL in a warning): URL passwords anywhere; in a diff, anything credential-shaped (parsing.secret_strings).
+    Tokens a module returns when asked (``return_token``, ``return_values``) stay."""
+    return secret_strings(dict((k, v) for k, v in result.items() if k != "diff"), urls_only=True) + \
+        secret_strings(result.get("diff")) + _nested_kubeconfig_secrets(result.get("diff"))
+
+
+def values_with_secrets(params):
+    """A chart's values from the options: ``values`` with ``secret_values`` (no_log, masked everywhere) merged over it."""
+    return deep_merge(params.get("values") or {}, params.get("secret_values") or {})
 
 
 def connection_key(params, prefix=""):
@@ -184,7 +208,13 @@ class FleetModule(AnsibleModule):
             if value:
                 self.no_log_values.add(value)
 
+    def warn(self, warning, **kwargs):
+        # AnsibleModule logs a warning (syslog, journald) as it is given: hide what looks like a credential first.
+        self.hide(*credential_parts(warning))
+        super().warn(warning, **kwargs)
+
     def exit_json(self, **kwargs):
+        self.hide(*result_secrets(kwargs))
         if self._fleet_tmpdir:
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().exit_json(**kwargs)
@@ -192,6 +222,7 @@ class FleetModule(AnsibleModule):
     def fail_json(self, msg, **kwargs):
         # Also before the invocation was logged: a failed argument validation returns the arguments as given.
         self._hide_invocation_secrets()
+        self.hide(*result_secrets(dict(kwargs, msg=msg)))
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().fail_json(msg=msg, **kwargs)
