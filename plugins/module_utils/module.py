@@ -13,6 +13,7 @@ import traceback
 from typing import Any, Callable, Dict
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.parameters import remove_values
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
@@ -67,10 +68,11 @@ def _nested_kubeconfig_secrets(value):
 
 def result_secrets(result):
     """Credentials in what a module returns that it did not get as options (a release's values read from the member, a
-    proxy URL in a warning): URL passwords anywhere; in a diff, anything credential-shaped (parsing.secret_strings).
+    proxy URL in an error): URL passwords anywhere; in the message, also tokens and secret flags; in a diff, anything
+    credential-shaped (parsing.secret_strings).
     Tokens a module returns when asked (``return_token``, ``return_values``) stay."""
     return secret_strings(dict((k, v) for k, v in result.items() if k != "diff"), urls_only=True) + \
-        secret_strings(result.get("diff")) + _nested_kubeconfig_secrets(result.get("diff"))
+        credential_parts(result.get("msg")) + secret_strings(result.get("diff")) + _nested_kubeconfig_secrets(result.get("diff"))
 
 
 def values_with_secrets(params):
@@ -209,9 +211,9 @@ class FleetModule(AnsibleModule):
                 self.no_log_values.add(value)
 
     def warn(self, warning, **kwargs):
-        # AnsibleModule logs a warning (syslog, journald) as it is given: hide what looks like a credential first.
+        # ansible-core 2.19 returns a warning as an object that its masking of the result does not enter: mask the text.
         self.hide(*credential_parts(warning))
-        super().warn(warning, **kwargs)
+        super().warn(remove_values(warning, self.no_log_values), **kwargs)
 
     def exit_json(self, **kwargs):
         self.hide(*result_secrets(kwargs))
@@ -223,6 +225,9 @@ class FleetModule(AnsibleModule):
         # Also before the invocation was logged: a failed argument validation returns the arguments as given.
         self._hide_invocation_secrets()
         self.hide(*result_secrets(dict(kwargs, msg=msg)))
+        if isinstance(kwargs.get("exception"), BaseException):
+            # ansible-core 2.19 returns an exception object as a structure its masking of the result does not enter.
+            kwargs["exception"] = "".join(traceback.format_exception(kwargs["exception"]))
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().fail_json(msg=msg, **kwargs)
