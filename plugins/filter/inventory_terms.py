@@ -57,7 +57,7 @@ MODULE_SOURCES = {
                         "api_server_url": "the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
                         "api_server_ca": "the hub host's fleetops_ca_file (member_join_hub_ca_file)",
                         "values": "member_join_fleet_agent_values",
-                        "secret_values": "member_join_fleet_agent_secret_values"},
+                        "secret_values": "member_join_agent_secret_values (its rancher_fleet entry)"},
         "kubefleet_member_identity": {"namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)"},
         "kubefleet_member_cluster": {"identity_namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)",
                                      "taints": "fleetops_kubefleet_taints (member_join_kubefleet_taints)"},
@@ -67,7 +67,7 @@ MODULE_SOURCES = {
             "chart_repo_url": "fleetops_kubefleet_member_agent_chart_repo_url (member_join_kubefleet_agent_chart_repo_url)",
             "identity_namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)",
             "values": "member_join_kubefleet_agent_values",
-            "secret_values": "member_join_kubefleet_agent_secret_values"},
+            "secret_values": "member_join_agent_secret_values (its kubefleet entry)"},
     },
     "member_leave": {
         "fleet_cluster": {"namespace": "fleetops_fleet_namespace (member_leave_fleet_namespace)"},

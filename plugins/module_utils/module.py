@@ -53,8 +53,16 @@ def invocation_secrets(params, secret_options=()):
         found.extend(_nested_kubeconfig_secrets(value))
         for item in value if isinstance(value, list) else []:
             if isinstance(item, dict):
-                found.extend(item[key] for key in secret_options if isinstance(item.get(key), str))
+                found.extend(leaf for key in secret_options for leaf in _leaves(item.get(key)))
     return list(dict.fromkeys(found))
+
+
+def _leaves(value):
+    """The strings of a secret option's value, as Ansible masks a no_log option (a mapping's every value)."""
+    if isinstance(value, str):
+        return [value] if value else []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [leaf for item in items for leaf in _leaves(item)]
 
 
 def _nested_kubeconfig_secrets(value):

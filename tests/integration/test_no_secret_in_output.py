@@ -67,9 +67,9 @@ ROLE_VARS = {
     "fleetops_agent": {"env": {"HTTPS_PROXY": "agentuser:%s@proxy.invalid:3128" % M["role_agent_env"], "NO_PROXY": "127.0.0.1,localhost"}},
     "member_join_kubefleet_agent_values": {"fleetopsAudit": {"endpoint": "https://audit:%s@audit.invalid/" % M["role_values_url"],
                                                              "password": M["role_values_password"]}},
-    "member_join_kubefleet_agent_secret_values": {"fleetopsAudit": {"note": M["role_secret_values"]}},
     "member_join_fleet_agent_values": {"fleetopsAudit": {"proxy": "http://audit:%s@proxy.invalid:3128" % M["role_fleet_values"]}},
-    "member_join_fleet_agent_secret_values": {"fleetopsAudit": {"note": M["role_fleet_secret"]}},
+    "member_join_agent_secret_values": {"kubefleet": {"fleetopsAudit": {"note": M["role_secret_values"]}},
+                                        "rancher_fleet": {"fleetopsAudit": {"note": M["role_fleet_secret"]}}},
 }
 
 PLAYBOOK = """

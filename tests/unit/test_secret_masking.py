@@ -115,11 +115,13 @@ def test_invocation_secrets_covers_every_option_shape():
         "kubeconfig": KUBECONFIG, "chart_repo_url": "https://robot:repo-pw@charts.corp/fleet",
         "values": {"proxy": "http://u:values-pw@proxy:3128", "image": {"tag": "v1"}},
         "agent": {"env": {"HTTPS_PROXY": "me:agent-env-pw@proxy.corp:3128", "NO_PROXY": ".svc"}},
-        "members": [{"name": "m1", "api_key": "item-key", "hub_kubeconfig": {"users": [{"user": {"token": "item-kc-token"}}]}}],
+        "members": [{"name": "m1", "api_key": "item-key", "hub_kubeconfig": {"users": [{"user": {"token": "item-kc-token"}}]},
+                     "agent_secret_values": {"kubefleet": {"note": "item-secret-value"}}}],
         "wait_timeout": 300, "wait": True, "labels": {"env": "prod"},
     }
-    found = set(invocation_secrets(params, ["api_key"]))
-    assert {"option-proxy-pw", "hub-proxy-pw", "repo-pw", "values-pw", "agent-env-pw", "item-key", "item-kc-token"} <= found
+    found = set(invocation_secrets(params, ["api_key", "agent_secret_values"]))
+    assert {"option-proxy-pw", "hub-proxy-pw", "repo-pw", "values-pw", "agent-env-pw", "item-key", "item-kc-token",
+            "item-secret-value"} <= found
     assert KUBECONFIG_SECRETS <= found
     assert not {"v1", "prod", ".svc", "m1", "300"} & found
 
@@ -205,3 +207,11 @@ def test_a_warning_or_exception_mentioning_a_hidden_value_is_masked_too(logged, 
                 module.fail_json(msg="failed", exception=exc)
     text = capsys.readouterr().out
     assert "the Secret still holds ********" in text and "hidden-token-1" not in text
+
+
+def test_member_info_compares_the_secret_values_too():
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_state import desired_for
+
+    params = {"agent_values": {"kubefleet": {"image": {"tag": "v1"}}}, "agent_secret_values": {"kubefleet": {"registry": {"password": "pw"}}}}
+    assert desired_for("kubefleet", params)["values"] == {"image": {"tag": "v1"}, "registry": {"password": "pw"}}
+    assert desired_for("rancher_fleet", params)["values"] == {}
