@@ -235,7 +235,8 @@ class FleetModule(AnsibleModule):
         self.hide(*result_secrets(dict(kwargs, msg=msg)))
         if isinstance(kwargs.get("exception"), BaseException):
             # ansible-core 2.19 returns an exception object as a structure its masking of the result does not enter.
-            kwargs["exception"] = "".join(traceback.format_exception(kwargs["exception"]))
+            exc = kwargs["exception"]
+            kwargs["exception"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().fail_json(msg=msg, **kwargs)
