@@ -53,8 +53,53 @@ def invocation_secrets(params, secret_options=()):
         found.extend(_nested_kubeconfig_secrets(value))
         for item in value if isinstance(value, list) else []:
             if isinstance(item, dict):
-                found.extend(leaf for key in secret_options for leaf in _leaves(item.get(key)))
+                found.extend(leaf for key in set(secret_options) | set(SECRET_VALUES_OPTIONS) for leaf in _leaves(item.get(key)))
     return list(dict.fromkeys(found))
+
+
+# The options that hold secret chart values (no_log), also as items of a list (the roles' requests to member_info and
+# member_lock, whose own spec may lack them).
+SECRET_VALUES_OPTIONS = ("secret_values", "agent_secret_values")
+
+
+def secret_value_paths(params):
+    """The key paths the secret chart values name (``secret_values``; ``agent_secret_values`` per fleet manager, also in
+    ``members`` items): whatever a chart's values hold there is secret, also an older value read from a release."""
+    mappings = [params.get("secret_values")] + list((params.get("agent_secret_values") or {}).values())
+    for item in params.get("members") or []:
+        if isinstance(item, dict) and isinstance(item.get("agent_secret_values"), dict):
+            mappings.extend(item["agent_secret_values"].values())
+    return set(path for mapping in mappings for path in _paths(mapping))
+
+
+def _paths(mapping, prefix=()):
+    if not isinstance(mapping, dict):
+        return []
+    found = []
+    for key, value in mapping.items():
+        found.extend(_paths(value, prefix + (key,)) if isinstance(value, dict) and value else [prefix + (key,)])
+    return found
+
+
+def _values_mappings(value):
+    """Every chart values mapping inside a result (a mapping under a key named ``values``)."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "values" and isinstance(item, dict):
+                found.append(item)
+            found.extend(_values_mappings(item))
+    elif isinstance(value, list):
+        found.extend(mapping for item in value for mapping in _values_mappings(item))
+    return found
+
+
+def _at(mapping, path):
+    for key in path:
+        if not isinstance(mapping, dict) or key not in mapping:
+            return None
+        mapping = mapping[key]
+    return mapping
 
 
 def _leaves(value):
@@ -74,13 +119,18 @@ def _nested_kubeconfig_secrets(value):
     return []
 
 
-def result_secrets(result):
+def result_secrets(result, secret_paths=()):
     """Credentials in what a module returns that it did not get as options (a release's values read from the member, a
-    proxy URL in an error): URL passwords anywhere; in the message, also tokens and secret flags; in a diff, anything
-    credential-shaped (parsing.secret_strings).
-    Tokens a module returns when asked (``return_token``, ``return_values``) stay."""
-    return secret_strings(dict((k, v) for k, v in result.items() if k != "diff"), urls_only=True) + \
+    proxy URL in an error): URL passwords anywhere; in the message, also tokens and secret flags; in a diff and in chart
+    values, anything credential-shaped (parsing.secret_strings), and in chart values what lies at ``secret_paths``
+    (secret_value_paths: an older secret value in a release). Tokens a module returns when asked (``return_token``,
+    ``return_values`` - text, not a values mapping) stay."""
+    found = secret_strings(dict((k, v) for k, v in result.items() if k != "diff"), urls_only=True) + \
         credential_parts(result.get("msg")) + secret_strings(result.get("diff")) + _nested_kubeconfig_secrets(result.get("diff"))
+    for values in _values_mappings(result):
+        found.extend(secret_strings(values))
+        found.extend(leaf for path in secret_paths for leaf in _leaves(_at(values, path)))
+    return found
 
 
 def values_with_secrets(params):
@@ -224,7 +274,7 @@ class FleetModule(AnsibleModule):
         super().warn(remove_values(warning, self.no_log_values), **kwargs)
 
     def exit_json(self, **kwargs):
-        self.hide(*result_secrets(kwargs))
+        self.hide(*result_secrets(kwargs, secret_value_paths(self.params)))
         if self._fleet_tmpdir:
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().exit_json(**kwargs)
@@ -232,7 +282,7 @@ class FleetModule(AnsibleModule):
     def fail_json(self, msg, **kwargs):
         # Also before the invocation was logged: a failed argument validation returns the arguments as given.
         self._hide_invocation_secrets()
-        self.hide(*result_secrets(dict(kwargs, msg=msg)))
+        self.hide(*result_secrets(dict(kwargs, msg=msg), secret_value_paths(getattr(self, "params", None) or {})))
         if isinstance(kwargs.get("exception"), BaseException):
             # ansible-core 2.19 returns an exception object as a structure its masking of the result does not enter.
             exc = kwargs["exception"]

@@ -13,6 +13,7 @@ namespace whose ``/dev/log`` is a datagram socket this test reads.
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -124,7 +125,8 @@ mount -t tmpfs -o mode=755 fleetops-dev "$dir"
 for entry in /dev/* /dev/.[!.]*; do
   [ -e "$entry" ] || [ -L "$entry" ] || continue
   name=${entry#/dev/}
-  if [ -L "$entry" ]; then cp -P "$entry" "$dir/$name"
+  if [ "$name" = ptmx ]; then ln -s pts/ptmx "$dir/ptmx"  # a pty comes from the devpts next to the ptmx opened
+  elif [ -L "$entry" ]; then cp -P "$entry" "$dir/$name"
   elif [ -d "$entry" ]; then mkdir "$dir/$name"; mount --rbind "$entry" "$dir/$name"
   else touch "$dir/$name"; mount --bind "$entry" "$dir/$name"; fi
 done
@@ -193,8 +195,13 @@ def runner_job(lab, data, listener):
     return json.loads(proc.stdout.strip().splitlines()[-1]), (artifacts / "stdout").read_text(), events
 
 
+# This run's markers, and an earlier run's (a kept lab's member2 runs the agents an earlier run installed with its own
+# marked values, which the member view reads back from the releases).
+ANY_RUN = re.compile(r"mk[0-9a-f]{10}(%s)" % "|".join(name.replace("_", "") for name in MARKERS))
+
+
 def shown(text):
-    return sorted(name for name, marker in MARKERS.items() if marker in text)
+    return sorted(set(ANY_RUN.findall(text)))
 
 
 def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tmp_path):
@@ -213,7 +220,7 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
     # the role joined member2 with the inventory's values (secret ones included) and showed its request fact's task.
     logged = "\n".join(listener.messages)
     for module in ("fleet_agent", "kubefleet_member_agent", "member_info"):
-        assert "ansible-%s" % module in logged and "Invoked with" in logged, "no syslog line from %s" % module
+        assert "ansible-fleetops.registration.%s: Invoked with" % module in logged, "no syslog line from %s" % module
     assert stdout.count("...ignoring") == 2
     assert "Note what the member's state is judged against" in stdout
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout and "********" in stdout

@@ -11,7 +11,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.fleetops.registration.plugins.module_utils import kubeconfig, parsing
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, HELM, HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import (
-    FleetModule, invocation_secrets, result_secrets, values_with_secrets,
+    FleetModule, invocation_secrets, result_secrets, secret_value_paths, values_with_secrets,
 )
 
 
@@ -215,3 +215,22 @@ def test_member_info_compares_the_secret_values_too():
     params = {"agent_values": {"kubefleet": {"image": {"tag": "v1"}}}, "agent_secret_values": {"kubefleet": {"registry": {"password": "pw"}}}}
     assert desired_for("kubefleet", params)["values"] == {"image": {"tag": "v1"}, "registry": {"password": "pw"}}
     assert desired_for("rancher_fleet", params)["values"] == {}
+
+
+def test_secret_values_in_items_of_a_module_whose_spec_lacks_them_are_masked():
+    # member_lock gets the role's requests, which carry agent_secret_values, without declaring the option
+    params = {"members": [{"name": "m1", "agent_secret_values": {"kubefleet": {"registry": {"login": "robot-login-1"}}}}]}
+    assert "robot-login-1" in invocation_secrets(params)
+
+
+def test_an_older_secret_value_in_a_release_is_masked_where_the_secret_values_name_it():
+    params = {"members": [{"name": "m1", "agent_secret_values": {"kubefleet": {"audit": {"note": "new-note"}}}}],
+              "secret_values": {"registry": {"login": "new-login"}}}
+    paths = secret_value_paths(params)
+    assert paths == {("audit", "note"), ("registry", "login")}
+    result = {"members": {"m1": {"release": {"values": {"audit": {"note": "old-note", "level": "info"}, "registry": {"login": "old-login"},
+                                                        "old": {"password": "old-password"}, "secret": {"name": "hub-kubeconfig-secret"}}}}},
+              "values": "token: returned-when-asked\n"}
+    found = set(result_secrets(result, paths))
+    assert {"old-note", "old-login", "old-password"} <= found
+    assert not {"info", "hub-kubeconfig-secret", "returned-when-asked"} & found
