@@ -87,14 +87,16 @@ _URL_PASSWORD = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*://|(?<![^\s,;=\"'(\[{<])
 # A JSON Web Token (service account tokens, OIDC ID tokens): header and payload are base64 JSON objects.
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 # A key, flag or variable name whose value is a credential (password, apiKey, --client-secret, AWS_SECRET_ACCESS_KEY);
-# names of files, Secrets or variables that merely point at one (tokenFile, passwordSecretName) are not.
-_SECRET_NAME = re.compile(r"(password|passwd|passphrase|secret|token|credentials?|api[-_]?key|(access|secret|private|client|signing|"
-                          r"encryption|auth)[-_]?key|(basic|proxy)[-_]?auth|bearer)$", re.IGNORECASE)
+# names of files, Secrets or variables that merely point at one (tokenFile, passwordSecretName, kubeConfigSecret) are not.
+_SECRET_NAME = re.compile(r"(password|passwd|passphrase|token|credentials?|api[-_]?key|(access|secret|private|client|signing|"
+                          r"encryption|auth)[-_]?key|(basic|proxy)[-_]?auth|bearer|^secret|(client|shared|app|webhook|oauth|"
+                          r"consumer|api|jwt|session|signing|encryption|private)[-_]?secret)$", re.IGNORECASE)
 
 
 def secret_name(name):
     """Whether a key, command-line flag or environment variable named ``name`` holds a credential."""
-    return bool(_SECRET_NAME.search(str(name).strip("-").strip()))
+    name = str(name).strip("-").strip()
+    return bool(_SECRET_NAME.search(name)) or (name.isupper() and name.endswith("_SECRET"))
 
 
 def url_passwords(text):

@@ -200,15 +200,24 @@ def runner_job(lab, data, listener):
 ANY_RUN = re.compile(r"mk[0-9a-f]{10}(%s)" % "|".join(name.replace("_", "") for name in MARKERS))
 
 
+def leave_member2(lab, tmp_path):
+    """Leave member2 again: the lab's other tests start from members that joined nothing."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root()), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(lab.inventory),
+                           "fleetops.registration.leave_cluster", "--limit", "member2"],
+                          capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False)
+    assert proc.returncode == 0, "leaving member2 failed:\n%s" % (proc.stdout + proc.stderr)[-4000:]
+
+
 def shown(text):
     return sorted(set(ANY_RUN.findall(text)))
 
 
-def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tmp_path):
-    lab = lab_controllers
-    for interpreter in (sys.executable,):
-        probe = subprocess.run([interpreter, "-c", "import systemd.journal"], capture_output=True, check=False)
-        assert probe.returncode != 0, "python-systemd is importable: modules would log to journald, which this test does not read"
+def joined_member2(lab, tmp_path):
+    """The job's stdout, events and syslog lines, after checking it took the paths that matter: every module logged
+    its invocation, the modules failed after starting, the role joined member2 with the inventory's values (secret ones
+    included) and ran its request fact's task."""
     listener = SyslogListener(tmp_path / "log.sock")
     try:
         outcome, stdout, events = runner_job(lab, tmp_path / "job", listener)
@@ -216,8 +225,6 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
         listener.close()
     assert outcome == {"status": "successful", "rc": 0}, stdout[-6000:]
 
-    # What was read took the paths that matter: every module logged its invocation, the modules failed after starting,
-    # the role joined member2 with the inventory's values (secret ones included) and showed its request fact's task.
     logged = "\n".join(listener.messages)
     for module in ("fleet_agent", "kubefleet_member_agent", "member_info"):
         assert "ansible-fleetops.registration.%s: Invoked with" % module in logged, "no syslog line from %s" % module
@@ -231,7 +238,18 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
     joined = client.CustomObjectsApi(lab.api_client("hub")).get_cluster_custom_object(
         "cluster.kubernetes-fleet.io", "v1beta1", "memberclusters", "member2")
     assert any(c["type"] == "Joined" and c["status"] == "True" for c in joined["status"].get("conditions") or [])
+    return stdout, events, logged
 
+
+def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tmp_path):
+    lab = lab_controllers
+    # Modules log to journald instead of syslog where python-systemd is importable (the lab's modules run with this Python).
+    probe = subprocess.run([sys.executable, "-c", "import systemd.journal"], capture_output=True, check=False)
+    assert probe.returncode != 0, "python-systemd is importable: modules would log to journald, which this test does not read"
+    try:
+        stdout, events, logged = joined_member2(lab, tmp_path)
+    finally:
+        leave_member2(lab, tmp_path)
     leaked = {"-vvv stdout": shown(stdout), "job events": shown("\n".join(events)), "syslog": shown(logged)}
     assert leaked == {"-vvv stdout": [], "job events": [], "syslog": []}, "marked secrets were shown"
     shutil.rmtree(tmp_path / "job" / "artifacts", ignore_errors=True)

@@ -63,6 +63,8 @@ def test_argv_secrets_leaves_what_is_no_credential(args):
 @pytest.mark.parametrize("name, secret", [
     ("password", True), ("DB_PASSWORD", True), ("apiKey", True), ("api_key", True), ("--client-secret", True),
     ("AWS_SECRET_ACCESS_KEY", True), ("privateKey", True), ("token", True), ("hubToken", True), ("basicAuth", True),
+    ("secret", True), ("clientSecret", True), ("DB_SECRET", True), ("--client-secret", True),
+    ("kubeConfigSecret", False), ("kubeconfig_secret", False), ("hubSecret", False),
     ("tokenFile", False), ("passwordSecretName", False), ("tokenSecretName", False), ("secretNamespace", False),
     ("image_pull_secrets", False), ("key", False), ("value", False), ("proxy", False),
 ])
