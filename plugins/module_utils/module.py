@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth imp
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import renew, renewal_due
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import credential_parts, deep_merge, secret_strings
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, credential_parts, deep_merge, secret_strings
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
@@ -263,9 +263,10 @@ class FleetModule(AnsibleModule):
         renew(self.kube(prefix), lock)
 
     def hide(self, *values):
-        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere."""
+        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere. A value already masked
+        (a diff's ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)``, a URL's ``********``) is no secret of its own."""
         for value in values:
-            if value:
+            if value and not (isinstance(value, str) and (REDACTED in value or "********" in value)):
                 self.no_log_values.add(value)
 
     def warn(self, warning, **kwargs):

@@ -236,3 +236,14 @@ def test_an_older_secret_value_in_a_release_is_masked_where_the_secret_values_na
     found = set(result_secrets(result, paths))
     assert {"old-note", "old-login", "old-password"} <= found
     assert not {"info", "hub-kubeconfig-secret", "returned-when-asked"} & found
+
+
+def test_a_value_already_masked_is_not_masked_again(logged, capsys):
+    with patch_module_args({"host": "https://hub.example:6443"}):
+        module = FleetModule(argument_spec={})
+        with pytest.raises(SystemExit):
+            module.exit_json(changed=True, diff={"before": {}, "after": {"secret": {"data": {"token": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)"}},
+                                                                         "proxy": "http://u:********@proxy:3128"}})
+    result = json.loads(capsys.readouterr().out)
+    assert result["diff"]["after"]["secret"]["data"]["token"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)"
+    assert result["diff"]["after"]["proxy"] == "http://u:********@proxy:3128"
