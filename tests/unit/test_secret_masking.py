@@ -10,9 +10,8 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleetops.registration.plugins.module_utils import kubeconfig, parsing
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, HELM, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils.module import (
-    FleetModule, invocation_secrets, result_secrets, secret_value_paths, values_with_secrets,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.masking import invocation_secrets, result_secrets, secret_value_paths
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, values_with_secrets
 
 
 @pytest.mark.parametrize("text, passwords", [
