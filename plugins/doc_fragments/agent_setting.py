@@ -43,6 +43,8 @@ options:
         description:
           - Environment variables of the agent's containers, a mapping of names to values (C(HTTPS_PROXY),
             C(NO_PROXY)...).
+          - A proxy URL's password (with or without the scheme, C(user:secret@proxy:3128)) and the value of a variable
+            named like a credential (C(API_TOKEN), C(DB_PASSWORD)) are masked in output, syslog and job events.
         type: dict
       image_registry:
         description:

@@ -15,7 +15,9 @@ options:
   kubeconfig:
     description:
       - Path to a kubeconfig file, or the kubeconfig itself as a mapping.
-      - Credentials inside a mapping are masked in output.
+      - Credentials inside a mapping are masked in output, syslog and job events - tokens, keys, passwords, an
+        auth-provider's config, an exec plugin's C(env) values and the credentials in its C(args) (C(--token=X),
+        C(--password X)), the password in a cluster's C(proxy-url).
       - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable.
       - Without either, and without O(host), the files E(KUBECONFIG) lists are used as kubectl uses them (several
         files are merged; the first file that names a context, cluster or user wins), else C(~/.kube/config), else
@@ -63,6 +65,7 @@ options:
   proxy:
     description:
       - HTTP(S) proxy URL to reach the API server through.
+      - A password in it (V(http://user:secret@proxy:3128), or without the scheme) is masked in output.
       - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
       - Without it (and without a C(proxy-url) in the kubeconfig), E(HTTPS_PROXY) (or E(https_proxy)) is used as
         kubectl uses it - except for hosts that E(NO_PROXY) or O(no_proxy) lists, C(localhost) and loopback addresses.
@@ -167,6 +170,7 @@ options:
   hub_proxy:
     description:
       - HTTP(S) proxy URL to reach the hub through. Without it, the environment's proxy applies as for O(proxy).
+      - A password in it is masked in output.
     type: str
   hub_no_proxy:
     description:

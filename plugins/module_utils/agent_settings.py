@@ -17,7 +17,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, secret_name, url_passwords
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 KEYS = ("tolerations", "node_selector", "affinity", "resources", "env", "image_registry", "image_pull_secrets",
@@ -102,8 +102,15 @@ def validate(setting, param="agent"):
 
 
 def credential_values(setting):
-    """Values of the setting that may carry a credential (a proxy URL with user:password), for the module to hide."""
-    return [value for value in ((setting or {}).get("env") or {}).values() if _CREDENTIAL_URL.search(value)]
+    """Values of the setting that may carry a credential, for the module to hide: a proxy URL with user:password (with or
+    without a scheme: Go's proxy variables take ``user:password@host:port``), and its password alone; a variable named
+    like a credential (``API_TOKEN``, ``DB_PASSWORD``)."""
+    found = []
+    for name, value in sorted(((setting or {}).get("env") or {}).items()):
+        passwords = url_passwords(value)
+        if passwords or _CREDENTIAL_URL.search(value) or (value and secret_name(name)):
+            found.extend([value] + passwords)
+    return list(dict.fromkeys(found))
 
 
 def split_registry(image):

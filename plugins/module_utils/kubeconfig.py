@@ -11,7 +11,7 @@ import base64
 import copy
 import os
 
-from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import argv_secrets, load_yaml, secret_strings, url_passwords
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
@@ -196,15 +196,27 @@ AUTH_PROVIDER_PUBLIC_KEYS = ("idp-issuer-url", "client-id", "cmd-path", "cmd-arg
 def kubeconfig_secrets(config):
     """The credential strings inside a kubeconfig mapping (to mask them): inline tokens, keys and passwords, an
     auth-provider's tokens and client secret (every config value not known to be public), an exec plugin's
-    environment values."""
+    environment values and the credentials in its arguments (``--token=X``, ``--password X``), the password in a
+    cluster's ``proxy-url``; and anything else credential-shaped in it (parsing.secret_strings)."""
+    if not isinstance(config, dict):
+        return []
     found = []
-    for user in (config or {}).get("users") or []:
-        entry = (user or {}).get("user") or {}
+    for user in config.get("users") or []:
+        entry = (user or {}).get("user") if isinstance(user, dict) else None
+        if not isinstance(entry, dict):
+            continue
         found.extend(value for key, value in entry.items() if key in CREDENTIAL_KEYS)
         provider_config = (entry.get("auth-provider") or {}).get("config") or {}
         found.extend(value for key, value in provider_config.items() if key not in AUTH_PROVIDER_PUBLIC_KEYS)
-        found.extend(item.get("value") for item in (entry.get("exec") or {}).get("env") or [] if isinstance(item, dict))
-    return [value for value in found if isinstance(value, str) and value]
+        plugin = entry.get("exec") or {}
+        found.extend(item.get("value") for item in plugin.get("env") or [] if isinstance(item, dict))
+        found.extend(argv_secrets(plugin.get("args")))
+    for cluster in config.get("clusters") or []:
+        entry = (cluster or {}).get("cluster") if isinstance(cluster, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("proxy-url"), str):
+            found.extend(url_passwords(entry["proxy-url"]))
+    found.extend(secret_strings(config))
+    return list(dict.fromkeys(value for value in found if isinstance(value, str) and value))
 
 
 def _check_pem(pem, param):

@@ -18,6 +18,7 @@ import string
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, cluster_identity, diagnosis, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -53,7 +54,7 @@ def desired_for(name, params):
         "labels_mode": params.get("labels_mode") or "merge",
         "stale_after": params.get("stale_after"),
         "chart_version": (params.get("agent_chart_versions") or {}).get(name) or None,
-        "values": (params.get("agent_values") or {}).get(name) or {},
+        "values": deep_merge((params.get("agent_values") or {}).get(name), (params.get("agent_secret_values") or {}).get(name)),
         "force": name in force,
         "namespace": params.get("fleet_namespace") if name == "rancher_fleet" else None,
         "rotate": bool(params.get("rotate_credentials")),
@@ -179,6 +180,7 @@ def member_info_argument_spec():
         hub_url=dict(type="str"),
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),
+        agent_secret_values=dict(type="dict", no_log=True),
         force=dict(type="list", elements="str", default=[]),
         replace_rebuilt=dict(type="bool", default=False),
         credential_max_age=dict(type="str", no_log=False),

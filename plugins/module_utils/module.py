@@ -13,6 +13,7 @@ import traceback
 from typing import Any, Callable, Dict
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.parameters import remove_values
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
@@ -20,8 +21,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.files import private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import AUTH_KEYS, ConnectionSettings
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets
+from ansible_collections.fleetops.registration.plugins.module_utils.masking import invocation_secrets, result_secrets, secret_value_paths
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import renew, renewal_due
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, credential_parts, deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
@@ -37,21 +39,9 @@ def unset_empty_strings(params, spec):
             params[name] = option.get("default")
 
 
-def invocation_secrets(params, secret_options):
-    """Credentials inside options that are not secret as a whole, found before anything logs them: a kubeconfig
-    given as a mapping (kubeconfig#782 in kubernetes.core), and in a list of items (member_info's ``members``) a
-    kubeconfig mapping or a secret option (``secret_options``), which the module refuses there but was given."""
-    found = []
-    for value in params.values():
-        for item in value if isinstance(value, list) else [value]:
-            if not isinstance(item, dict):
-                continue
-            found.extend(kubeconfig_secrets(item))
-            found.extend(item[key] for key in secret_options if isinstance(value, list) and isinstance(item.get(key), str))
-            for nested in item.values():
-                if isinstance(nested, dict):
-                    found.extend(kubeconfig_secrets(nested))
-    return found
+def values_with_secrets(params):
+    """A chart's values from the options: ``values`` with ``secret_values`` (no_log, masked everywhere) merged over it."""
+    return deep_merge(params.get("values") or {}, params.get("secret_values") or {})
 
 
 def connection_key(params, prefix=""):
@@ -180,12 +170,19 @@ class FleetModule(AnsibleModule):
         renew(self.kube(prefix), lock)
 
     def hide(self, *values):
-        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere."""
+        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere. A value already masked
+        (a diff's ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)``, a URL's ``********``) is no secret of its own."""
         for value in values:
-            if value:
+            if value and not (isinstance(value, str) and (REDACTED in value or "********" in value)):
                 self.no_log_values.add(value)
 
+    def warn(self, warning, **kwargs):
+        # ansible-core 2.19 returns a warning as an object that its masking of the result does not enter: mask the text.
+        self.hide(*credential_parts(warning))
+        super().warn(remove_values(warning, self.no_log_values), **kwargs)
+
     def exit_json(self, **kwargs):
+        self.hide(*result_secrets(kwargs, secret_value_paths(self.params)))
         if self._fleet_tmpdir:
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().exit_json(**kwargs)
@@ -193,6 +190,11 @@ class FleetModule(AnsibleModule):
     def fail_json(self, msg, **kwargs):
         # Also before the invocation was logged: a failed argument validation returns the arguments as given.
         self._hide_invocation_secrets()
+        self.hide(*result_secrets(dict(kwargs, msg=msg), secret_value_paths(getattr(self, "params", None) or {})))
+        if isinstance(kwargs.get("exception"), BaseException):
+            # ansible-core 2.19 returns an exception object as a structure its masking of the result does not enter.
+            exc = kwargs["exception"]
+            kwargs["exception"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         if getattr(self, "_fleet_tmpdir", None):
             shutil.rmtree(self._fleet_tmpdir, ignore_errors=True)
         super().fail_json(msg=msg, **kwargs)

@@ -124,6 +124,14 @@ options:
     description:
       - Further chart values (image, proxy, C(noProxy), tolerations, C(agentTLSMode)...), for example to point the image at a
         mirror in an air-gapped site. The token's values and the options above take precedence; the token cannot be set here.
+      - Shown in the output and the diff, except the parts that look like credentials (the password of a C(proxy) URL,
+        values of keys named like C(password) or C(token)); put secrets in O(secret_values).
+    type: dict
+  secret_values:
+    description:
+      - Chart values that hold credentials (a C(proxy) URL with a password, a private registry's login), merged over
+        O(values) before the chart gets them. Never logged or returned; every value in it is masked in the output and
+        the diff.
     type: dict
   wait:
     description:
@@ -341,6 +349,7 @@ def argument_spec():
         labels=dict(type="dict"),
         client_id=dict(type="str"),
         values=dict(type="dict"),
+        secret_values=dict(type="dict", no_log=True),
         preflight=dict(type="bool", default=True),
         keep_failed_install=dict(type="bool", default=False),
         release_departed_lease=dict(type="bool", default=True),

@@ -180,8 +180,17 @@ options:
     description:
       - Further chart values (for example C(resources), C(tolerations), C(propertyProvider)). The values set from the
         other options take precedence.
+      - Shown in the output and the diff, except the parts that look like credentials; put secrets in O(secret_values).
     type: dict
     default: {}
+  secret_values:
+    description:
+      - Chart values that hold credentials (a proxy's password, a registry login), merged over O(values) before the
+        chart gets them. Never logged or returned; every value in it is masked in the output, the diff and the
+        returned RV(values).
+      - Use it for anything secret in the chart's values. Credential-shaped parts of O(values) (URL passwords, values
+        of keys named like C(password), C(token) or C(secret)) are masked too, but the rest of O(values) is shown.
+    type: dict
   preflight:
     description:
       - Whether to check, before changing anything, that the hub at O(hub_url) answers over TLS verified with the CA
@@ -219,8 +228,8 @@ notes:
   - The token never appears on a command line, in logs, diffs or results; Helm gets values through a private file.
   - When the token in the Secret changes, the agent Deployment is restarted, because the refresh-token sidecar only
     re-reads the Secret every few hours.
-  - The release's values hold no secret (the token is only in the Secret), so they are returned and shown in diffs;
-    keep secrets out of O(values) for the same reason.
+  - The release's values hold no token (the token is only in the Secret), so they are returned and shown in diffs;
+    chart values that are secrets go in O(secret_values), which is masked everywhere.
   - A re-run repairs a broken member. A missing or outdated token Secret is rewritten (and the agent restarted), a
     missing, failed or outdated release is installed or upgraded; RV(reasons) says why. A task that changed the member
     and then failed reports C(changed=true) and names what it did.
@@ -401,6 +410,7 @@ def argument_spec():
         image_pull_policy=dict(type="str", choices=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
         log_verbosity=dict(type="int"),
         values=dict(type="dict", default={}),
+        secret_values=dict(type="dict", no_log=True),
         preflight=dict(type="bool", default=True),
         rollback_to_revision=dict(type="int"),
         state=dict(type="str", choices=["present", "absent"], default="present"),

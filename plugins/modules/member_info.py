@@ -110,8 +110,16 @@ options:
   agent_values:
     description:
       - Extra chart values wanted per fleet manager; a release whose values lack them gives the action C(upgrade).
+      - Shown in the output, except the parts that look like credentials; put secrets in O(agent_secret_values).
     type: dict
     default: {}
+  agent_secret_values:
+    description:
+      - Chart values that are secrets, per fleet manager (what the agent modules take as C(secret_values)), merged over
+        O(agent_values) for the comparison. Never logged or returned; every value in it is masked in the output,
+        including the release values the member view shows.
+      - In a O(members) item too, where it is masked before the invocation is logged.
+    type: dict
   force:
     description:
       - Fleet managers whose agent is reinstalled whatever its state (the action C(install) at least).

@@ -74,8 +74,14 @@ def test_an_awx_survey_gives_the_setting_as_text():
 
 def test_a_proxy_password_in_the_environment_is_a_value_to_hide():
     setting = shared.validate({"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128", "NO_PROXY": "http://a@b/x https://c"}})
-    assert shared.credential_values(setting) == ["http://me:s3cret@proxy:3128", "http://a@b/x https://c"]
+    assert shared.credential_values(setting) == ["http://me:s3cret@proxy:3128", "s3cret", "http://a@b/x https://c"]
     assert shared.credential_values({"env": {"HTTPS_PROXY": "http://proxy:3128"}}) == []
+
+
+def test_a_scheme_less_proxy_password_and_a_secret_variable_are_values_to_hide():
+    setting = shared.validate({"env": {"HTTPS_PROXY": "me:pw-1@proxy.corp:3128", "API_TOKEN": "tok-2", "NO_PROXY": "a,b",
+                                       "LOG_LEVEL": "debug"}})
+    assert shared.credential_values(setting) == ["tok-2", "me:pw-1@proxy.corp:3128", "pw-1"]
 
 
 @pytest.mark.parametrize("image, registry, pulled", [

@@ -178,6 +178,6 @@ def test_a_proxy_password_in_the_agent_setting_is_masked_in_member_info_output()
               "hub_context": "hub", "labels": {}, "agent": {"env": {"HTTPS_PROXY": "http://me:s3cret@proxy:3128", "NO_PROXY": ".svc"}}}
     module = Module()
     MemberInfo(module, params)
-    assert module.hidden == ["http://me:s3cret@proxy:3128"]
+    assert module.hidden == ["http://me:s3cret@proxy:3128", "s3cret"]
     with pytest.raises(ParameterError, match="agent.env"):
         MemberInfo(module, dict(params, agent={"env": {"A B": "x"}}))

@@ -30,7 +30,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
     service_account_username, token_location,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     describe_member, joined_since, member_agent_heartbeat,
 )
@@ -139,7 +139,7 @@ class MemberAgent(AgentFlow, Runner):
             secret_namespace=self.secret_namespace, image_repository=p["image_repository"], image_tag=p["image_tag"],
             refresh_token_repository=p["refresh_token_image_repository"], refresh_token_tag=p["refresh_token_image_tag"],
             pull_policy=p["image_pull_policy"], insecure=p["hub_insecure_skip_tls_verify"], log_verbosity=p["log_verbosity"],
-            extra=p["values"],
+            extra=values_with_secrets(p),
         ), self.setting)
 
     def _release(self):

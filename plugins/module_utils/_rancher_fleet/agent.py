@@ -15,7 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
-from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
@@ -123,7 +123,7 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
     def desired(self):
         """``(chart values, where apiServerURL/apiServerCA came from)``."""
         token_values = self.token_values()
-        extra = self.params.get("values") or {}
+        extra = values_with_secrets(self.params)
         for key in ("token", "tokenName"):
             if key in extra:
                 raise ParameterError("values", "must not set %s" % key, "The registration token comes from token_name or values_file")
@@ -201,7 +201,7 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         if plan.changes and self.params.get("preflight") and not self.predicted:
             state["hub_user"] = preflight(state["values"], state["sources"],
                                           "values_file" if self.params.get("values_file") else "token_name",
-                                          proxy=(self.params.get("values") or {}).get("proxy") or None)
+                                          proxy=values_with_secrets(self.params).get("proxy") or None)
         find_cluster = seen_before = None
         if self.waits_for_agent():
             find_cluster = self._agent_cluster_finder(state["values"])
