@@ -22,6 +22,8 @@ from kubernetes import config as kube_config
 from modrun import REPO, collections_root
 from kube_helpers import ignore_404, read_or_none, wait_for
 
+IDENTITY_NS = "fleetops-system"  # the KubeFleet identities' and the member locks' hub namespace (issue 31)
+
 pytestmark = pytest.mark.lab
 
 FLEET = ("fleet.cattle.io", "v1alpha1")
@@ -100,7 +102,7 @@ class Hub:
         return self._get(lambda: self.core.read_namespace(name))
 
     def service_account(self, name):
-        return self._get(lambda: self.core.read_namespaced_service_account(name, "fleet-system"))
+        return self._get(lambda: self.core.read_namespaced_service_account(name, IDENTITY_NS))
 
     def secret_value(self, core, namespace, name, key):
         secret = self._get(lambda: core.read_namespaced_secret(name, namespace))
@@ -182,7 +184,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     # Secrets the join created never reach the output, even with -v.
     for member in members:
         member_core = client.CoreV1Api(lab.api_client(member))
-        identity_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+        identity_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token")
         agent_kubeconfig = yaml.safe_load(hub.secret_value(member_core, "cattle-fleet-system", "fleet-agent", "kubeconfig"))
         agent_credential = agent_kubeconfig["users"][0]["user"]["token"]
         assert identity_token and identity_token not in join.output
@@ -317,7 +319,7 @@ def rotate_credentials(lab, hub, member, tmp_path):
     """A credential rotation in both fleet managers: the member keeps its membership (KubeFleet never leaves Joined,
     the Fleet Cluster stays), and the old credentials are rejected by the hub afterwards - KubeFleet's revoked only once
     the agent has sent a heartbeat made with the new token, Fleet's when Fleet grants the new registration."""
-    old_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+    old_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token")
     old_credential = agent_credential_token(lab, hub, member)
     assert hub_answer(lab, old_token) == 201 and hub_answer(lab, old_credential) == 201
     watch = MemberWatch(hub, member)
@@ -330,12 +332,12 @@ def rotate_credentials(lab, hub, member, tmp_path):
     assert "%s: rancher_fleet %s/%s: agent credential rotated, checked in, ready" % (member, FLEET_NS, member) in rotated.output, \
         rotated.output[-3000:]
     assert "kubefleet %s: agent credential rotated, joined, healthy" % member in rotated.output, rotated.output[-3000:]
-    new_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token-2", "token")
+    new_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token-2", "token")
     new_credential = agent_credential_token(lab, hub, member)
     assert new_token and new_token != old_token and new_credential != old_credential
     for secret in (old_token, new_token, old_credential, new_credential):
         assert secret not in rotated.output
-    assert hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token") is None
+    assert hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token") is None
     member_core = client.CoreV1Api(lab.api_client(member))
     assert hub.secret_value(member_core, "fleet-hub-credentials", "hub-kubeconfig-secret", "token") == new_token
     # The token authenticator reads Secrets through an informer: a revocation reaches it within seconds.
@@ -627,7 +629,7 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
            "no-such-namespace does not exist on the hub" in no_ns.output, no_ns.output[-3000:]
     assert no_ns.recap["member2"]["changed"] == 0 and hub.member_cluster("member2") is None
     leases = client.CoordinationV1Api(lab.api_client("hub"))
-    assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", "kube-system")) is None  # released
+    assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", IDENTITY_NS)) is None  # released
 
 
 def _task_outcome(output, task_name, host):
