@@ -513,16 +513,18 @@ def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_stat
                                                  ("create", "", "serviceaccounts", IDENTITY_NS, "x", "token")])) == 2
 
     slow_helm = tmp_path / "slow-helm"
-    slow_helm.write_text('#!/bin/sh\ncase "$1" in upgrade) sleep 35;; esac\nexec %s "$@"\n' % lab_controllers.helm)
+    # Fleet's agent install takes longer than a wait: the step after it, which revokes the run's registration token,
+    # must renew the member lock first (a JSON patch; the role shipped before lacked patch, and the token stayed live).
+    slow_helm.write_text('#!/bin/sh\ncase "$*" in upgrade*fleet-agent*) sleep 65;; esac\nexec %s "$@"\n' % lab_controllers.helm)
     slow_helm.chmod(0o700)
     as_joiner = ("-e", json.dumps({"fleetops_hub_kubeconfig": str(least_privilege_hub), "fleetops_hub_context": "least"}))
-    renewing = ("-e", json.dumps({"fleetops_helm_binary": str(slow_helm), "member_join_wait_timeout": 30}))
+    renewing = ("-e", json.dumps({"fleetops_helm_binary": str(slow_helm), "member_join_wait_timeout": 60}))
     limit = ("--limit", "fleet-hub,member2")
     playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", *as_joiner, tmp_path=tmp_path)  # whatever came before
     leases = client.CoordinationV1Api(lab_controllers.api_client("hub"))
     renewed = []
 
-    def watch_lock():  # the lock is renewed once a step starts a wait's time (30 s) after it was taken
+    def watch_lock():  # the lock is renewed once a step starts a wait's time (60 s) after it was taken
         lease = read_or_none(lambda: leases.read_namespaced_lease("fleetops-member-member2", IDENTITY_NS))
         if lease is not None and lease.spec.renew_time != lease.spec.acquire_time:
             renewed.append(lease.spec.renew_time)
@@ -545,7 +547,7 @@ def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_stat
     assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
     again = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, tmp_path=tmp_path)
     assert again.unchanged({"fleet-hub", "member2"}), again.recap
-    rotated = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, *renewing, "-e", "fleetops_rotate_credentials=true",
+    rotated = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, "-e", "fleetops_rotate_credentials=true",
                        tmp_path=tmp_path)
     assert rotated.changed("member2") > 0
     assert hub.secret_value(hub.core, IDENTITY_NS, "member2-hub-cluster-access-token", "token") is None  # revoked

@@ -57,7 +57,7 @@ def test_the_identity_left_behind_is_the_collection_s_and_no_longer_named():
     assert left_behind(_cluster("fleetops-system"), _account(), "fleet-system")
     assert not left_behind(_cluster("fleet-system"), _account(), "fleet-system")   # not moved yet: keep it
     assert not left_behind(_cluster("fleetops-system"), _account(labels={}), "fleet-system")  # someone else's
-    assert not left_behind(None, _account(), "fleet-system")  # leaving: the leave removes what it names
+    assert left_behind(None, _account(), "fleet-system")  # the member left before it moved: nothing names it
     assert not left_behind(_cluster("fleetops-system"), None, "fleet-system")
 
 

@@ -208,14 +208,18 @@ class MemberIdentity(Runner):
             self.kube.delete(SECRET, secret["metadata"]["name"], self.namespace, dry_run=self.check_mode)
         if sa is not None:
             self.kube.delete(SERVICE_ACCOUNT, self.sa_name, self.namespace, dry_run=self.check_mode)
+        moved, denied = (None, None) if still_named else remove_moved_identity(
+            self.kube, self.kube.get(MEMBER_CLUSTER, self.name), self.sa_name, self.namespace, self.check_mode)
+        if denied:
+            self.warn(denied)
         before = {"service_account": clean(sa), "token_secrets": [clean(secret, hide_data=True) for secret in secrets]}
         result = {
-            "changed": bool(secrets) or sa is not None,
+            "changed": bool(secrets) or sa is not None or bool(moved),
             "identity": self._identity(),
             "service_account": {"name": self.sa_name, "namespace": self.namespace, "uid": None},
             "token_secret": {"name": self.secret_name, "namespace": self.namespace, "token_ready": False, "issued": None},
             "rotated": False,
-            "revoked": [secret["metadata"]["name"] for secret in secrets],
+            "revoked": [secret["metadata"]["name"] for secret in secrets] + ([moved] if moved else []),
             "member_cluster_names_identity": still_named,
         }
         return self.finish(result, before, {"service_account": {}, "token_secrets": []})

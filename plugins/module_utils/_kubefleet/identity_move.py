@@ -38,18 +38,18 @@ def _managed(obj):
 
 
 def left_behind(member_cluster, service_account, namespace):
-    """Whether ``service_account`` (read in ``namespace``) is an identity the member moved away from: the collection's,
-    and no longer named by the MemberCluster (a member that has none is leaving: its identity goes with the leave)."""
-    if service_account is None or member_cluster is None or not _managed(service_account):
+    """Whether ``service_account`` (read in ``namespace``) is an identity the member moved away from, or left with: the
+    collection's, and not named by the MemberCluster (None: there is none, the member left)."""
+    if service_account is None or not _managed(service_account):
         return False
-    identity = (member_cluster.get("spec") or {}).get("identity") or {}
+    identity = ((member_cluster or {}).get("spec") or {}).get("identity") or {}
     return (identity.get("kind"), identity.get("namespace"), identity.get("name")) != (
         "ServiceAccount", namespace, service_account["metadata"]["name"])
 
 
 def remove_moved_identity(kube, member_cluster, sa_name, namespace, check_mode=False):
     """Delete the ServiceAccount ``sa_name`` the member used in the earlier default namespace once the MemberCluster
-    names another one (its token Secrets go with it: the API server no longer accepts their tokens, and the token
+    names another one or is gone (the leave of a member that never moved) (its token Secrets go with it: the API server no longer accepts their tokens, and the token
     controller deletes them). Returns what was removed (``namespace/name``) or None; a credential without the rights
     there (the least-privilege role grants nothing in KubeFleet's namespace) leaves it, with ``denied`` set."""
     if namespace == LEGACY_IDENTITY_NAMESPACE or namespace is None:
