@@ -49,9 +49,10 @@ def left_behind(member_cluster, service_account, namespace):
 
 def remove_moved_identity(kube, member_cluster, sa_name, namespace, check_mode=False):
     """Delete the ServiceAccount ``sa_name`` the member used in the earlier default namespace once the MemberCluster
-    names another one or is gone (the leave of a member that never moved) (its token Secrets go with it: the API server no longer accepts their tokens, and the token
-    controller deletes them). Returns what was removed (``namespace/name``) or None; a credential without the rights
-    there (the least-privilege role grants nothing in KubeFleet's namespace) leaves it, with ``denied`` set."""
+    names another one, or is gone (the leave of a member that never moved). Its token Secrets go with it: the API
+    server no longer accepts their tokens, and the token controller deletes them. Returns ``(removed, denied)``: what
+    was removed (``namespace/name``) or None, and why a credential without the rights there (the least-privilege role
+    grants nothing in KubeFleet's namespace) left it, or None."""
     if namespace == LEGACY_IDENTITY_NAMESPACE or namespace is None:
         return None, None
     try:
