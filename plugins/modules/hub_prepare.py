@@ -22,9 +22,9 @@ description:
   - Creates the namespaces in O(namespaces) that do not exist (for example C(fleet-default), where Rancher Fleet clusters
     register, and C(fleetops-system) for KubeFleet member identities) and the collection's own namespace O(hub_namespace).
     Existing namespaces are left as they are.
-  - Creating a namespace needs C(create) on C(namespaces), which the least-privilege hub role does not grant:
+  - Creating a namespace needs C(create) on C(namespaces), which the least-privilege hub role does not grant.
     C(extensions/rbac/hub.yml) creates the default namespaces, and the opt-in ClusterRole
-    C(fleetops-registration-hub-namespaces) grants it (see C(docs/rbac.md)). Without it a missing namespace fails, naming
+    C(fleetops-registration-hub-optin) grants it (see C(docs/rbac.md)). Without it a missing namespace fails, naming
     that role.
 author:
   - fleetops.registration contributors (@fleetops)

@@ -419,7 +419,7 @@ def apply_rbac(api, name):
     """``kubectl apply -f extensions/rbac/<name>`` with the Python client: namespaces and ServiceAccounts made when
     missing, every role and binding made afresh (so the lab holds exactly the shipped rules)."""
     rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
-    for doc in (doc for doc in yaml.safe_load_all((RBAC_DIR / name).read_text()) if doc):
+    for doc in yaml.safe_load((RBAC_DIR / name).read_text())["items"]:
         meta = doc["metadata"]
         if doc["kind"] == "Namespace":
             if read_or_none(lambda m=meta: core.read_namespace(m["name"])) is None:
@@ -437,7 +437,7 @@ def apply_rbac(api, name):
 
 def remove_rbac(api, name):
     rbac = client.RbacAuthorizationV1Api(api)
-    for doc in (doc for doc in yaml.safe_load_all((RBAC_DIR / name).read_text()) if doc):
+    for doc in yaml.safe_load((RBAC_DIR / name).read_text())["items"]:
         if doc["kind"] in RBAC_CREATE:
             meta = doc["metadata"]
             delete = getattr(rbac, RBAC_CREATE[doc["kind"]].replace("create_", "delete_"))
