@@ -49,8 +49,8 @@ def _cluster(namespace):
     return {"spec": {"identity": {"kind": "ServiceAccount", "name": SA, "namespace": namespace, "apiGroup": ""}}}
 
 
-def _account(labels=MANAGED):
-    return {"metadata": {"name": SA, "namespace": "fleet-system", "labels": dict(labels)}}
+def _account(labels=None):
+    return {"metadata": {"name": SA, "namespace": "fleet-system", "labels": dict(MANAGED if labels is None else labels)}}
 
 
 def test_the_identity_left_behind_is_the_collection_s_and_no_longer_named():
