@@ -133,7 +133,7 @@ options:
       - The hub namespace of the per-member locks (M(fleetops.registration.member_lock)), read for C(fleetops_lock) with
         one LIST. Without the right to list Leases there, no lock is shown.
     type: str
-    default: kube-system
+    default: fleetops-system
   read_kubeconfig_secrets:
     description:
       - Read the kubeconfig Secret of imported Fleet clusters (C(spec.kubeConfigSecret)) for the member's API server

@@ -18,6 +18,19 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
+# The opt-in ClusterRole (extensions/rbac/hub-optin.yml) for what the least-privilege hub role leaves out: creating
+# namespaces, and the forced leave (Works' finalizers, the member's namespace).
+OPT_IN_ROLE = "fleetops-registration-hub-optin"
+
+
+def opt_in_needed(exc, what):
+    """``exc`` (a 403 on ``what``) with a message naming the opt-in role that grants it; other errors as they are."""
+    if isinstance(exc, ApiError) and exc.status == 403:
+        return ApiError("the hub credential may not %s: %s" % (what, exc.msg), status=403, reason=exc.reason, hint=(
+            "The least-privilege hub role (extensions/rbac/hub.yml) leaves this out on purpose: bind the opt-in "
+            "ClusterRole %s (extensions/rbac/hub-optin.yml) to the hub credential for this run, or have an "
+            "administrator do it (docs/rbac.md)" % OPT_IN_ROLE))
+    return exc
 
 
 def missing_resources(resource_list, wanted):
@@ -83,7 +96,8 @@ class HubPrepare:
     def namespaces_of(self, backends):
         per_backend = self.params.get("backend_namespaces") or {}
         chosen = [per_backend[name] for name in backends if per_backend.get(name)]
-        return list(dict.fromkeys(chosen + list(self.params.get("namespaces") or [])))
+        own = [self.params["hub_namespace"]] if self.params.get("hub_namespace") else []
+        return list(dict.fromkeys(own + chosen + list(self.params.get("namespaces") or [])))
 
     def apis(self):
         report = {}
@@ -128,7 +142,10 @@ class HubPrepare:
                 before.append(name)
                 continue
             body = {"metadata": {"name": name, "labels": dict(MANAGED_BY)}}
-            self.kube.create(NAMESPACE, body, dry_run=self.check_mode)
+            try:
+                self.kube.create(NAMESPACE, body, dry_run=self.check_mode)
+            except ApiError as exc:
+                raise opt_in_needed(exc, "create the missing namespace %s" % name)
             created.append(name)
         return before, created
 

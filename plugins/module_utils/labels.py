@@ -16,6 +16,9 @@ _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 # Objects this collection creates carry this label.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "fleetops.registration"
+# The collection's own namespace on the hub: the KubeFleet member identities and the per-member lock Leases live there,
+# so the hub credential's Roles there grant nothing of the fleet managers' own (docs/rbac.md). hub_prepare creates it.
+HUB_NAMESPACE = "fleetops-system"
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PAIR = re.compile(r"[\s,]*([^=,\s]+)\s*=[ \t]*([^,\s]*)[ \t]*(?:[,\n]|$|(?=[^\s,]))")

@@ -22,6 +22,7 @@ import datetime
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
@@ -31,7 +32,16 @@ MEMBER_LABEL = "fleetops.registration/member"
 HOLDER_ANNOTATION = "fleetops.registration/holder"
 # Controllers' clocks may disagree a little: a lock counts as expired only this long after its own expiry.
 SKEW_SECONDS = 5
-DEFAULT_NAMESPACE = "kube-system"
+# The collection's own namespace on the hub (made by hub_prepare and extensions/rbac/hub.yml): its Roles grant the
+# hub credential the lock Leases there and no other Lease (the hub controllers' leader election lives in kube-system).
+DEFAULT_NAMESPACE = HUB_NAMESPACE
+# The longest a lock can live: the collection never writes more (lock_duration is capped), so a Lease named like a lock
+# that says more (planted, or written by hand) is judged by this, not left to block the member for days.
+MAX_DURATION_SECONDS = 24 * 3600
+
+
+class NotALock(FleetOpsError):
+    """A Lease with a member lock's name that this collection did not write."""
 
 
 class LockHeld(FleetOpsError):
@@ -74,7 +84,9 @@ def describe_lock(lease, now=None):
     if not spec.get("holderIdentity"):
         return None
     renewed = parse_time(spec.get("renewTime")) or parse_time(spec.get("acquireTime"))
-    expires = renewed + datetime.timedelta(seconds=spec.get("leaseDurationSeconds") or 0) if renewed else None
+    duration = spec.get("leaseDurationSeconds")
+    duration = min(duration, MAX_DURATION_SECONDS) if isinstance(duration, int) and not isinstance(duration, bool) else 0
+    expires = renewed + datetime.timedelta(seconds=max(duration, 0)) if renewed else None
     annotations = ((lease.get("metadata") or {}).get("annotations")) or {}
     return {
         "holder": spec["holderIdentity"],
@@ -83,6 +95,12 @@ def describe_lock(lease, now=None):
         "expires": format_time(expires) if expires else None,
         "live": expires is not None and (now or utcnow()) < expires + datetime.timedelta(seconds=SKEW_SECONDS),
     }
+
+
+def is_lock(lease, member):
+    """Whether ``lease`` carries the labels this collection writes on ``member``'s lock."""
+    labels = ((lease or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/managed-by") == MANAGED_BY and labels.get(MEMBER_LABEL) == member
 
 
 def held_message(member, lock):
@@ -135,6 +153,8 @@ class MemberLock:
             if exc.status != 409:
                 raise self._explain(exc)
         current = self._read()
+        if current is not None and not is_lock(current, self.member):
+            raise self._not_ours()
         lock = describe_lock(current, now)
         if lock is not None and lock["holder"] == self.holder:
             self._taken(current)
@@ -178,10 +198,18 @@ class MemberLock:
             raise
         return True
 
+    def _not_ours(self):
+        return NotALock(
+            "the Lease %s/%s on the hub is not a member lock of this collection (it lacks the labels "
+            "app.kubernetes.io/managed-by=%s and %s=%s): it was not taken over and is not waited for"
+            % (self.namespace, lease_name(self.member), MANAGED_BY, MEMBER_LABEL, self.member),
+            hint="Find out who created it; delete it if nothing uses it, or keep the locks in another namespace (lock_namespace)")
+
     def _explain(self, exc):
         if exc.status == 403:
-            exc.hint = ("The hub credential needs get, create, update and delete on leases (coordination.k8s.io) in %s, "
-                        "where the member locks live (extensions/rbac/hub.yml)" % self.namespace)
+            exc.hint = ("The hub credential needs get, create, update, patch and delete on leases (coordination.k8s.io) "
+                        "in %s, where the member locks live: bind the Role fleetops-registration-hub there "
+                        "(extensions/rbac/hub.yml)" % self.namespace)
         elif exc.status == 404:
             exc.hint = "The lock namespace %s does not exist on the hub: create it or choose another (lock_namespace)" % self.namespace
         return exc
@@ -245,4 +273,7 @@ def renew(kube, lock, now=None):
                 lock["namespace"], lock["name"], "taken over by run %s, run by %s" % (held["holder"], held["by"]) if held else "released"),
                 hint="The run took longer than its lock lives (lock_duration, three times the wait timeout by default), so "
                      "another run may be changing the member; nothing was changed by this step. Run again when that run is done")
+        if exc.status == 403:
+            exc.hint = ("The hub credential needs patch on leases (coordination.k8s.io) in %s to renew the member lock of a "
+                        "long run: bind the Role fleetops-registration-hub there (extensions/rbac/hub.yml)" % lock["namespace"])
         raise

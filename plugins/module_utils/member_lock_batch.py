@@ -16,14 +16,19 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    MemberLock, lease_name, take_locks,
+    MAX_DURATION_SECONDS, MemberLock, lease_name, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
 
 
 def lock_duration(params):
-    """How long a lock lives without its run: as long as the run's registration token (three of a join's waits)."""
-    return params.get("lock_duration") or 3 * params["wait_timeout"]
+    """How long a lock lives without its run: as long as the run's registration token (three of a join's waits), and
+    never longer than MAX_DURATION_SECONDS (what a lock Lease may say before it counts as expired)."""
+    given = params.get("lock_duration")
+    if given is not None and not 0 < given <= MAX_DURATION_SECONDS:
+        raise ParameterError("lock_duration", "%r is out of range" % (given,),
+                             "Give whole seconds from 1 to %d (a day)" % MAX_DURATION_SECONDS)
+    return min(given or 3 * params["wait_timeout"], MAX_DURATION_SECONDS)
 
 
 def run_by(params):

@@ -56,7 +56,7 @@ options:
         shows that run - its C(lock) in RV(rows) and a C(BEING CHANGED BY) column in RV(table). Without the right to list
         Leases there, no lock is shown.
     type: str
-    default: kube-system
+    default: fleetops-system
 seealso:
   - module: fleetops.registration.member_info
 '''

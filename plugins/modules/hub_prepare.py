@@ -20,7 +20,12 @@ description:
     C(fleet-system/hub-agent)) and warns when it does not; objects created without a running controller are never
     processed (no token values, no C(ReadyToJoin)).
   - Creates the namespaces in O(namespaces) that do not exist (for example C(fleet-default), where Rancher Fleet clusters
-    register, and C(fleet-system) for KubeFleet member identities). Existing namespaces are left as they are.
+    register, and C(fleetops-system) for KubeFleet member identities) and the collection's own namespace O(hub_namespace).
+    Existing namespaces are left as they are.
+  - Creating a namespace needs C(create) on C(namespaces), which the least-privilege hub role does not grant.
+    C(extensions/rbac/hub.yml) creates the default namespaces, and the opt-in ClusterRole
+    C(fleetops-registration-hub-optin) grants it (see C(docs/rbac.md)). Without it a missing namespace fails, naming
+    that role.
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -49,10 +54,16 @@ options:
   backend_namespaces:
     description:
       - Per fleet manager, the namespace where it registers members (for example C(fleet-default) for Rancher Fleet
-        clusters, C(fleet-system) for KubeFleet member identities); created when missing, for the managers in
+        clusters, C(fleetops-system) for KubeFleet member identities); created when missing, for the managers in
         O(backends) only.
     type: dict
     default: {}
+  hub_namespace:
+    description:
+      - The collection's own namespace on the hub, created when missing - where the per-member locks
+        (M(fleetops.registration.member_lock)) and, by default, the KubeFleet member identities live.
+    type: str
+    default: fleetops-system
   namespaces:
     description:
       - Further namespaces to create on the hub when missing.
@@ -84,20 +95,19 @@ EXAMPLES = r'''
   fleetops.registration.hub_prepare:
     kubeconfig: ~/.kube/hub.yaml
     backends: [rancher_fleet, kubefleet]
-    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleet-system}
+    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleetops-system}
 
 - name: A hub that only runs KubeFleet
   fleetops.registration.hub_prepare:
     context: hub
     backends: [kubefleet]
-    namespaces: [fleet-system]
 
 - name: Whichever fleet managers the hub runs
   fleetops.registration.hub_prepare:
     context: hub
     backends: []
     detect_backends: true
-    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleet-system}
+    backend_namespaces: {rancher_fleet: fleet-default, kubefleet: fleetops-system}
   register: hub
 '''
 
@@ -146,6 +156,7 @@ created_namespaces:
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.hub import HubPrepare
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -156,6 +167,7 @@ def argument_spec():
         detect_backends=dict(type="bool", default=False),
         backend_namespaces=dict(type="dict", default={}),
         namespaces=dict(type="list", elements="str", default=[]),
+        hub_namespace=dict(type="str", default=HUB_NAMESPACE),
         check_controllers=dict(type="bool", default=True),
         tidy=dict(type="bool", default=False),
     )

@@ -81,9 +81,9 @@ options:
     default: false
   identity_namespace:
     description:
-      - Hub namespace of the identity ServiceAccount and its token Secret.
+      - Hub namespace of the identity ServiceAccount and its token Secret (earlier versions' default was C(fleet-system)).
     type: str
-    default: fleet-system
+    default: fleetops-system
   service_account_name:
     description:
       - The identity ServiceAccount. Defaults to C(<name>-hub-cluster-access).
@@ -381,7 +381,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent import MemberAgent
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
+    DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY, IDENTITY_NAMESPACE, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
@@ -394,7 +394,7 @@ def argument_spec():
         hub_url=dict(type="str"),
         hub_ca_pem=dict(type="str"),
         hub_insecure_skip_tls_verify=dict(type="bool", default=False),
-        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
+        identity_namespace=dict(type="str", default=IDENTITY_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),

@@ -82,9 +82,9 @@ options:
     type: str
   identity_namespace:
     description:
-      - Namespace of a ServiceAccount identity.
+      - Namespace of a ServiceAccount identity (earlier versions' default was C(fleet-system)).
     type: str
-    default: fleet-system
+    default: fleetops-system
   validate_identity:
     description:
       - Whether to fail before changing anything when a ServiceAccount identity does not exist on the hub.
@@ -291,7 +291,7 @@ diff:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.member_cluster import run_member_cluster
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import IDENTITY_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, CLUSTER_IDENTITY, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -306,7 +306,7 @@ def argument_spec():
         )),
         identity_kind=dict(type="str", choices=["ServiceAccount", "User", "Group"], default="ServiceAccount"),
         identity_name=dict(type="str"),
-        identity_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
+        identity_namespace=dict(type="str", default=IDENTITY_NAMESPACE),
         validate_identity=dict(type="bool", default=True),
         heartbeat_period_seconds=dict(type="int", default=60),
         labels=dict(type="dict"),

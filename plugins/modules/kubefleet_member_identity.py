@@ -13,7 +13,7 @@ short_description: Manage the hub identity a KubeFleet member agent authenticate
 version_added: 0.1.0
 description:
   - Creates, on the KubeFleet hub, the ServiceAccount a member cluster's agent uses (C(<name>-hub-cluster-access) in
-    C(fleet-system) by default) and its C(kubernetes.io/service-account-token) Secret, then waits until
+    C(fleetops-system) by default) and its C(kubernetes.io/service-account-token) Secret, then waits until
     kube-controller-manager has written the token into the Secret.
   - KubeFleet's C(join.sh) reads the token right after creating the Secret, often before it is filled, and the member
     agent then crashes on a missing token file (kubefleet#296). This module waits for the token instead.
@@ -46,9 +46,11 @@ options:
     aliases: [member_name]
   namespace:
     description:
-      - Hub namespace of the ServiceAccount and its token Secret. It must exist (the hub agent uses C(fleet-system)).
+      - Hub namespace of the ServiceAccount and its token Secret. It must exist. The default is the collection's own
+        namespace, which M(fleetops.registration.hub_prepare) creates and where C(extensions/rbac/hub.yml) grants the hub
+        credential ServiceAccounts and Secrets; earlier versions used C(fleet-system), KubeFleet's own namespace.
     type: str
-    default: fleet-system
+    default: fleetops-system
   service_account_name:
     description:
       - Name of the ServiceAccount. Defaults to C(<name>-hub-cluster-access), as in KubeFleet's documentation.
@@ -153,7 +155,7 @@ identity:
   description: The rbac subject to name in the MemberCluster's C(spec.identity).
   returned: always
   type: dict
-  sample: {kind: ServiceAccount, name: east-1-hub-cluster-access, namespace: fleet-system, apiGroup: ""}
+  sample: {kind: ServiceAccount, name: east-1-hub-cluster-access, namespace: fleetops-system, apiGroup: ""}
 service_account:
   description: The ServiceAccount. In check mode, when it does not exist yet, C(uid) is the one the server-side dry run made up and is not kept.
   returned: always
@@ -168,7 +170,7 @@ service_account:
     uid:
       description: Its UID; it stays the same across re-runs.
       type: str
-  sample: {name: east-1-hub-cluster-access, namespace: fleet-system, uid: 6f0c1c0e-8d0e-4bb4-9d8e-1b5c2f0e2a11}
+  sample: {name: east-1-hub-cluster-access, namespace: fleetops-system, uid: 6f0c1c0e-8d0e-4bb4-9d8e-1b5c2f0e2a11}
 token_secret:
   description: The current token Secret (the newer one while a rotation is under way).
   returned: always
@@ -186,7 +188,7 @@ token_secret:
     issued:
       description: When the token was issued (the Secret's creation time); null with O(state=absent).
       type: str
-  sample: {name: east-1-hub-cluster-access-token, namespace: fleet-system, token_ready: true, issued: "2026-11-24T17:00:00Z"}
+  sample: {name: east-1-hub-cluster-access-token, namespace: fleetops-system, token_ready: true, issued: "2026-11-24T17:00:00Z"}
 rotated:
   description: Whether this run issued a new token next to an existing one.
   returned: always
@@ -213,7 +215,7 @@ diff:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity import MemberIdentity
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import KUBEFLEET_SYSTEM_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import IDENTITY_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -221,7 +223,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 def argument_spec():
     return dict(
         name=dict(type="str", required=True, aliases=["member_name"]),
-        namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
+        namespace=dict(type="str", default=IDENTITY_NAMESPACE),
         service_account_name=dict(type="str"),
         token_secret_name=dict(type="str", no_log=False),
         rotate=dict(type="bool", default=False),

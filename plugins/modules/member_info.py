@@ -96,6 +96,12 @@ options:
       - The namespace of the member's Rancher Fleet C(Cluster) on the hub.
     type: str
     default: fleet-default
+  identity_namespace:
+    description:
+      - The hub namespace where the member's KubeFleet identity belongs. A MemberCluster that names a ServiceAccount in
+        another namespace (C(fleet-system), earlier versions' default) needs the action C(rotate), which moves it there.
+      - Unset, the identity's namespace is not judged.
+    type: str
   hub_url:
     description:
       - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL.

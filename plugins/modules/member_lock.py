@@ -65,10 +65,12 @@ options:
     type: dict
   lock_namespace:
     description:
-      - The hub namespace of the lock Leases. It must exist; C(kube-system), where leader-election Leases live, does on
-        every cluster.
+      - The hub namespace of the lock Leases. It must exist; M(fleetops.registration.hub_prepare) (the role
+        C(fleetops.registration.hub)) and C(extensions/rbac/hub.yml) create the default, the collection's own namespace.
+      - A Lease there with a lock's name but without the collection's labels is refused, not waited for; a lock counts
+        as expired a day after it was last renewed at the latest, whatever its C(leaseDurationSeconds) says.
     type: str
-    default: kube-system
+    default: fleetops-system
   lock_duration:
     description:
       - Seconds a lock lives after it was taken; a run that died leaves it to expire.
@@ -91,7 +93,7 @@ options:
     type: int
     default: 2
 notes:
-  - The hub credential needs C(get), C(create), C(update) and C(delete) on C(leases) in O(lock_namespace)
+  - The hub credential needs C(get), C(create), C(update), C(patch) and C(delete) on C(leases) in O(lock_namespace)
     (C(extensions/rbac/hub.yml)).
 seealso:
   - module: fleetops.registration.member_info
@@ -126,7 +128,7 @@ members:
   returned: state=present
   type: dict
   sample: {"edge-07": {"name": "edge-07", "pending": ["kubefleet"], "run_id": "k3v9x0a7qp",
-           "lock": {"namespace": "kube-system", "name": "fleetops-member-edge-07", "holder": "k3v9x0a7qp",
+           "lock": {"namespace": "fleetops-system", "name": "fleetops-member-edge-07", "holder": "k3v9x0a7qp",
                     "version": "48213"}}}
 locked:
   description: The members this run now holds the lock of.

@@ -82,11 +82,11 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     assert refused.recap["member2"]["changed"] == 0
     member2_uid = rebuilt_uid
     core = client.CoreV1Api(lab.api_client("hub"))
-    old_token = core.read_namespaced_secret(TOKEN_SECRET, "fleet-system").metadata.uid
+    old_token = core.read_namespaced_secret(TOKEN_SECRET, "fleetops-system").metadata.uid
     replaced = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_replace_rebuilt=true",
                         tmp_path=tmp_path)
     assert replaced.changed("member2") > 0
-    assert core.read_namespaced_secret(TOKEN_SECRET, "fleet-system").metadata.uid != old_token  # the old cluster's token revoked
+    assert core.read_namespaced_secret(TOKEN_SECRET, "fleetops-system").metadata.uid != old_token  # the old cluster's token revoked
     for obj in (hub.member_cluster("member2"), hub.fleet_cluster("member2")):
         assert annotations(obj)[UID_ANNOTATION] == member2_uid
     # Fleet deletes the older registration of the same client ID once it grants the new cluster's

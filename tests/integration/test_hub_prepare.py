@@ -27,7 +27,8 @@ def namespace(lab):
 def test_creates_missing_namespaces_once_and_respects_check_mode(lab_controllers, namespace):
     lab = lab_controllers
     core = client.CoreV1Api(lab.api_client("hub"))
-    args = dict(kubeconfig=str(lab.kubeconfig), context="hub", namespaces=[namespace, "fleet-system"])
+    # the collection's own namespace (hub_namespace, default fleetops-system) is created like the others
+    args = dict(kubeconfig=str(lab.kubeconfig), context="hub", hub_namespace=namespace, namespaces=["fleet-system"])
 
     predicted = run_module("hub_prepare", args, check=True, diff=True)
     assert not predicted.failed, predicted.get("msg")

@@ -18,7 +18,7 @@ from test_playbooks import AGENT_LEASES
 pytestmark = pytest.mark.lab
 
 GROUP, VERSION = "cluster.kubernetes-fleet.io", "v1beta1"
-HUB_NS = "fleet-system"
+HUB_NS = "fleetops-system"  # the collection's own hub namespace, the identities' default (issue 31)
 TOKEN_NS = "fleet-hub-credentials"  # kubefleet_member_agent's secret_namespace default
 MEMBER_CTX = "member2"
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
@@ -85,7 +85,10 @@ class Hub:
 
 @pytest.fixture
 def hub(lab):
-    return Hub(lab)
+    hub = Hub(lab)
+    if hub.namespace(HUB_NS) is None:  # hub_prepare makes it; these tests run the modules without the hub role
+        hub.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=HUB_NS)))
+    return hub
 
 
 @pytest.fixture
@@ -499,7 +502,7 @@ def test_member_cluster_check_mode_before_the_identity_exists_predicts_the_join(
     result = ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, labels={"site": "lab"}), check=True, diff=True))
     assert result.changed
     warnings = " ".join(str(w) for w in result.get("warnings", []))
-    assert "ServiceAccount fleet-system/%s-hub-cluster-access" % member in warnings and "a real run fails without it" in warnings
+    assert "ServiceAccount %s/%s-hub-cluster-access" % (HUB_NS, member) in warnings and "a real run fails without it" in warnings
     assert result["diff"]["after"]["spec"]["identity"]["name"] == "%s-hub-cluster-access" % member
     assert hub.member_cluster(member) is None
     failed(run_module("kubefleet_member_cluster", hub_args(lab, name=member)), "identity_name", "does not exist on the hub")

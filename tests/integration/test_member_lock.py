@@ -16,7 +16,7 @@ from test_playbooks import Hub, assert_left, playbook, playbook_command
 
 pytestmark = pytest.mark.lab
 
-LOCK_NAMESPACE = "kube-system"
+LOCK_NAMESPACE = "fleetops-system"  # the default (issue 31: the collection's own hub namespace)
 
 
 def lock_lease(lab, member):
@@ -89,7 +89,7 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     assert not blocked.failed and blocked["locked"] == [], blocked
     error = blocked["members"][name]["error"]
     assert "%s is being changed by another run (holder diedrun001, run by a run that dies" % name in error
-    assert "kube-system/fleetops-member-%s" % name in error
+    assert "%s/fleetops-member-%s" % (LOCK_NAMESPACE, name) in error
 
     taken = run_module("member_lock", {"members": [item], "states": states("nextrun002"), "wait_timeout": 60})
     assert not taken.failed and taken["waited"] == [name] and taken["locked"] == [name], taken
@@ -193,7 +193,7 @@ def test_a_step_late_in_a_long_run_renews_the_lock_and_one_whose_lock_was_taken_
     assert lock_lease(lab, name).spec.renew_time > renewed_at
 
     lost = run_module("kubefleet_member_identity", dict(step, member_lock=dict(late, holder="otherrun01")))
-    assert lost.failed and "no longer holds the lock kube-system/fleetops-member-%s" % name in lost["msg"]
+    assert lost.failed and "no longer holds the lock %s/fleetops-member-%s" % (LOCK_NAMESPACE, name) in lost["msg"]
     assert "taken over by run %s" % lock["holder"] in lost["msg"]
 
     # The release still finds its lock after the renewals changed its version.

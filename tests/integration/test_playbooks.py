@@ -19,8 +19,10 @@ import yaml
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from modrun import REPO, collections_root
+from modrun import REPO, collections_root, run_module
 from kube_helpers import ignore_404, read_or_none, wait_for
+
+IDENTITY_NS = "fleetops-system"  # the KubeFleet identities' and the member locks' hub namespace (issue 31)
 
 pytestmark = pytest.mark.lab
 
@@ -100,7 +102,7 @@ class Hub:
         return self._get(lambda: self.core.read_namespace(name))
 
     def service_account(self, name):
-        return self._get(lambda: self.core.read_namespaced_service_account(name, "fleet-system"))
+        return self._get(lambda: self.core.read_namespaced_service_account(name, IDENTITY_NS))
 
     def secret_value(self, core, namespace, name, key):
         secret = self._get(lambda: core.read_namespaced_secret(name, namespace))
@@ -182,7 +184,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     # Secrets the join created never reach the output, even with -v.
     for member in members:
         member_core = client.CoreV1Api(lab.api_client(member))
-        identity_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+        identity_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token")
         agent_kubeconfig = yaml.safe_load(hub.secret_value(member_core, "cattle-fleet-system", "fleet-agent", "kubeconfig"))
         agent_credential = agent_kubeconfig["users"][0]["user"]["token"]
         assert identity_token and identity_token not in join.output
@@ -317,7 +319,7 @@ def rotate_credentials(lab, hub, member, tmp_path):
     """A credential rotation in both fleet managers: the member keeps its membership (KubeFleet never leaves Joined,
     the Fleet Cluster stays), and the old credentials are rejected by the hub afterwards - KubeFleet's revoked only once
     the agent has sent a heartbeat made with the new token, Fleet's when Fleet grants the new registration."""
-    old_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token")
+    old_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token")
     old_credential = agent_credential_token(lab, hub, member)
     assert hub_answer(lab, old_token) == 201 and hub_answer(lab, old_credential) == 201
     watch = MemberWatch(hub, member)
@@ -330,12 +332,12 @@ def rotate_credentials(lab, hub, member, tmp_path):
     assert "%s: rancher_fleet %s/%s: agent credential rotated, checked in, ready" % (member, FLEET_NS, member) in rotated.output, \
         rotated.output[-3000:]
     assert "kubefleet %s: agent credential rotated, joined, healthy" % member in rotated.output, rotated.output[-3000:]
-    new_token = hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token-2", "token")
+    new_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token-2", "token")
     new_credential = agent_credential_token(lab, hub, member)
     assert new_token and new_token != old_token and new_credential != old_credential
     for secret in (old_token, new_token, old_credential, new_credential):
         assert secret not in rotated.output
-    assert hub.secret_value(hub.core, "fleet-system", member + "-hub-cluster-access-token", "token") is None
+    assert hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token") is None
     member_core = client.CoreV1Api(lab.api_client(member))
     assert hub.secret_value(member_core, "fleet-hub-credentials", "hub-kubeconfig-secret", "token") == new_token
     # The token authenticator reads Secrets through an informer: a revocation reaches it within seconds.
@@ -408,61 +410,184 @@ def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
     wait_for(lambda: condition(hub.fleet_cluster(member), "Ready") == "True" or None, 300, "Fleet's Cluster %s to be ready again" % member)
 
 
+RBAC_DIR = REPO / "extensions" / "rbac"
+RBAC_CREATE = {"ClusterRole": "create_cluster_role", "ClusterRoleBinding": "create_cluster_role_binding",
+               "Role": "create_namespaced_role", "RoleBinding": "create_namespaced_role_binding"}
+
+
+def apply_rbac(api, name):
+    """``kubectl apply -f extensions/rbac/<name>`` with the Python client: namespaces and ServiceAccounts made when
+    missing, every role and binding made afresh (so the lab holds exactly the shipped rules)."""
+    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
+    for doc in yaml.safe_load((RBAC_DIR / name).read_text())["items"]:
+        meta = doc["metadata"]
+        if doc["kind"] == "Namespace":
+            if read_or_none(lambda m=meta: core.read_namespace(m["name"])) is None:
+                core.create_namespace(doc)
+        elif doc["kind"] == "ServiceAccount":
+            if read_or_none(lambda m=meta: core.read_namespaced_service_account(m["name"], m["namespace"])) is None:
+                core.create_namespaced_service_account(meta["namespace"], doc)
+        else:
+            create = getattr(rbac, RBAC_CREATE[doc["kind"]])
+            delete = getattr(rbac, RBAC_CREATE[doc["kind"]].replace("create_", "delete_"))
+            args = (meta["name"], meta["namespace"]) if "namespace" in meta else (meta["name"],)
+            ignore_404(lambda d=delete, a=args: d(*a))
+            create(*((meta["namespace"], doc) if "namespace" in meta else (doc,)))
+
+
+def remove_rbac(api, name):
+    rbac = client.RbacAuthorizationV1Api(api)
+    for doc in yaml.safe_load((RBAC_DIR / name).read_text())["items"]:
+        if doc["kind"] in RBAC_CREATE:
+            meta = doc["metadata"]
+            delete = getattr(rbac, RBAC_CREATE[doc["kind"]].replace("create_", "delete_"))
+            ignore_404(lambda d=delete, m=meta: d(*((m["name"], m["namespace"]) if "namespace" in m else (m["name"],))))
+
+
+# What the hub credential must NOT be able to do (issue 31, item 3), as (verb, group, resource, namespace, name,
+# subresource): Secrets and tokens outside its own namespaces, Works, namespace deletion, Leases other than its locks,
+# RBAC writes, escalate/bind/impersonate.
+NOT_ALLOWED = [("get", "", "secrets", ns, None, None) for ns in ("kube-system", "cattle-fleet-system", "fleet-system", "default")] + \
+    [("create", "", "secrets", ns, None, None) for ns in ("kube-system", "cattle-fleet-system", "fleet-system")] + [
+    ("list", "", "secrets", None, None, None),
+    ("create", "", "serviceaccounts", "kube-system", "default", "token"),
+    ("create", "", "serviceaccounts", "fleet-system", "hub-agent-sa", "token"),
+    ("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-member2", None, None),
+    ("list", "placement.kubernetes-fleet.io", "works", None, None, None),
+    ("delete", "", "namespaces", None, "kube-system", None),
+    ("create", "", "namespaces", None, None, None),
+    ("update", "coordination.k8s.io", "leases", "kube-system", "kube-controller-manager", None),
+    ("patch", "coordination.k8s.io", "leases", "fleet-system", None, None),
+    ("create", "rbac.authorization.k8s.io", "rolebindings", "fleetops-system", None, None),
+    ("create", "rbac.authorization.k8s.io", "clusterrolebindings", None, None, None),
+    ("escalate", "rbac.authorization.k8s.io", "clusterroles", None, None, None),
+    ("bind", "rbac.authorization.k8s.io", "clusterroles", None, "cluster-admin", None),
+    ("impersonate", "", "users", None, "admin", None),
+    ("impersonate", "", "serviceaccounts", "kube-system", None, None),
+    ("create", "", "pods", "fleetops-system", None, None),
+]
+
+
+def allowed_capabilities(api, capabilities):
+    """Which of ``capabilities`` the credential of ``api`` holds, asked with SelfSubjectAccessReviews sent with it."""
+    authz = client.AuthorizationV1Api(api)
+    held = []
+    for verb, group, resource, namespace, name, subresource in capabilities:
+        review = authz.create_self_subject_access_review(client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(verb=verb, group=group, resource=resource, namespace=namespace,
+                                                            name=name, subresource=subresource))))
+        if review.status.allowed:
+            held.append((verb, group, resource, namespace, name, subresource))
+    return held
+
+
 @pytest.fixture
 def least_privilege_hub(lab_controllers, tmp_path):
-    """A kubeconfig for a hub ServiceAccount bound only to extensions/rbac/hub.yml's fleetops-registration-hub."""
+    """A kubeconfig for the hub ServiceAccount of extensions/rbac/hub.yml, applied as shipped to the lab hub."""
     api = lab_controllers.api_client("hub")
-    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
-    roles = yaml.safe_load((REPO / "extensions" / "rbac" / "hub.yml").read_text())["items"]
-    for role in roles:
-        assert role["kind"] == "ClusterRole", role["kind"]
-        assert not any("*" in rule.get(key, []) for rule in role["rules"] for key in ("verbs", "resources", "apiGroups"))
-        ignore_404(lambda r=role: rbac.delete_cluster_role(r["metadata"]["name"]))
-        rbac.create_cluster_role(role)
-    namespace, account = "fleetops-rbac", "joiner"
-    if read_or_none(lambda: core.read_namespace(namespace)) is None:
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    if read_or_none(lambda: core.read_namespaced_service_account(account, namespace)) is None:
-        core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=account)))
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "fleetops-rbac-joiner"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleetops-registration-hub"},
-               "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]}
-    ignore_404(lambda: rbac.delete_cluster_role_binding("fleetops-rbac-joiner"))
-    rbac.create_cluster_role_binding(binding)
-    token = core.create_namespaced_service_account_token(account, namespace, client.AuthenticationV1TokenRequest(
+    core = client.CoreV1Api(api)
+    apply_rbac(api, "hub.yml")
+    token = core.create_namespaced_service_account_token("fleetops", IDENTITY_NS, client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))).status.token
     kubeconfig = tmp_path / "least-privilege-hub.yaml"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "least",
         "clusters": [{"name": "hub", "cluster": {"server": lab_controllers.api_urls["hub"],
                                                  "certificate-authority": str(lab_controllers.ca_files["hub"])}}],
-        "users": [{"name": "joiner", "user": {"token": token}}],
-        "contexts": [{"name": "least", "context": {"cluster": "hub", "user": "joiner"}}]}))
+        "users": [{"name": "fleetops", "user": {"token": token}}],
+        "contexts": [{"name": "least", "context": {"cluster": "hub", "user": "fleetops"}}]}))
     os.chmod(kubeconfig, 0o600)
-    restricted = client.CoreV1Api(kube_config.new_client_from_config(str(kubeconfig)))
-    with pytest.raises(client.exceptions.ApiException) as denied:
-        restricted.list_node()  # nothing in hub.yml grants it: the credential is really restricted
-    assert denied.value.status == 403
     yield kubeconfig
-    ignore_404(lambda: rbac.delete_cluster_role_binding("fleetops-rbac-joiner"))
-    ignore_404(lambda: core.delete_namespace(namespace))
-    # gone before the next test: a later test's snapshot of the hub's accounts and Secrets must not see it vanish
-    wait_for(lambda: read_or_none(lambda: core.read_namespace(namespace)) is None, 120, "namespace %s to be deleted" % namespace)
+    remove_rbac(api, "hub-optin.yml")
+    remove_rbac(api, "hub.yml")
 
 
-def test_join_rerun_status_and_leave_with_the_least_privilege_hub_credential(lab_controllers, hub, least_privilege_hub, tmp_path):
+def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_status_leave_and_forced_leave(
+        lab_controllers, hub, least_privilege_hub, tmp_path):
+    """Issue 31, items 2 and 3: bound exactly as shipped, the hub role holds none of the capabilities the collection
+    never needs, and is enough for a join whose later steps renew the member lock (a slow Helm and a short wait), a
+    no-change re-run, a rotation, the status, the leave, and - with the opt-in role only - the forced leave."""
+    restricted = kube_config.new_client_from_config(str(least_privilege_hub))
+    assert allowed_capabilities(restricted, NOT_ALLOWED) == []
+    assert len(allowed_capabilities(restricted, [("patch", "coordination.k8s.io", "leases", IDENTITY_NS, None, None),
+                                                 ("create", "", "serviceaccounts", IDENTITY_NS, "x", "token")])) == 2
+
+    slow_helm = tmp_path / "slow-helm"
+    # Fleet's agent install takes longer than a wait: the step after it, which revokes the run's registration token,
+    # must renew the member lock first (a JSON patch; the role shipped before lacked patch, and the token stayed live).
+    slow_helm.write_text('#!/bin/sh\ncase "$*" in upgrade*fleet-agent*) sleep 65;; esac\nexec %s "$@"\n' % lab_controllers.helm)
+    slow_helm.chmod(0o700)
     as_joiner = ("-e", json.dumps({"fleetops_hub_kubeconfig": str(least_privilege_hub), "fleetops_hub_context": "least"}))
+    renewing = ("-e", json.dumps({"fleetops_helm_binary": str(slow_helm), "member_join_wait_timeout": 60}))
+    limit = ("--limit", "fleet-hub,member2")
     playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", *as_joiner, tmp_path=tmp_path)  # whatever came before
-    joined = playbook(lab_controllers, "join_cluster.yml", "--limit", "fleet-hub,member2", *as_joiner, tmp_path=tmp_path)
+    leases = client.CoordinationV1Api(lab_controllers.api_client("hub"))
+    renewed = []
+
+    def watch_lock():  # the lock is renewed once a step starts a wait's time (60 s) after it was taken
+        lease = read_or_none(lambda: leases.read_namespaced_lease("fleetops-member-member2", IDENTITY_NS))
+        if lease is not None and lease.spec.renew_time != lease.spec.acquire_time:
+            renewed.append(lease.spec.renew_time)
+    joining = threading.Event()
+
+    def watch():
+        while not renewed and not joining.wait(1):
+            watch_lock()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        joined = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, *renewing, tmp_path=tmp_path)
+    finally:
+        joining.set()
+        watcher.join()
+    assert renewed, "the join never renewed its member lock: the test does not cover the renewal"
     assert joined.changed("member2") > 0
     assert condition(hub.member_cluster("member2"), "Joined") == "True"
+    assert hub.member_cluster("member2")["spec"]["identity"]["namespace"] == IDENTITY_NS
     assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
-    again = playbook(lab_controllers, "join_cluster.yml", "--limit", "fleet-hub,member2", *as_joiner, tmp_path=tmp_path)
+    again = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, tmp_path=tmp_path)
     assert again.unchanged({"fleet-hub", "member2"}), again.recap
+    rotated = playbook(lab_controllers, "join_cluster.yml", *limit, *as_joiner, "-e", "fleetops_rotate_credentials=true",
+                       tmp_path=tmp_path)
+    assert rotated.changed("member2") > 0
+    assert hub.secret_value(hub.core, IDENTITY_NS, "member2-hub-cluster-access-token", "token") is None  # revoked
     status = playbook(lab_controllers, "cluster_status.yml", *as_joiner, tmp_path=tmp_path)
     assert "member2" in status.output
-    # and the lab is left as the tests before found it: member2 in no fleet
     playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", *as_joiner, tmp_path=tmp_path)
+    assert_left(hub, ["member2"])
+
+    # The forced leave of a member whose agent never came (its MemberCluster keeps the hub's finalizer): the least
+    # role fails naming the opt-in role; with it, the leave is forced.
+    stuck = "rbac-stuck"
+    least = {"kubeconfig": str(least_privilege_hub), "context": "least"}
+    forced = dict(least, name=stuck, state="absent", force_remove_finalizers=True, force_grace_period=3, wait_timeout=60)
+    assert not run_module("kubefleet_member_identity", dict(least, name=stuck)).get("failed")
+    assert not run_module("kubefleet_member_cluster", dict(least, name=stuck)).get("failed")
+    denied = run_module("kubefleet_member_cluster", forced)
+    assert denied.get("failed") and "fleetops-registration-hub-optin" in denied["msg"], denied["msg"]
+    apply_rbac(lab_controllers.api_client("hub"), "hub-optin.yml")
+    wait_for(lambda: allowed_capabilities(restricted, [("patch", "placement.kubernetes-fleet.io", "works", "x", None, None)]), 30,
+             "the opt-in role to be in force")
+    left = run_module("kubefleet_member_cluster", forced)
+    assert not left.get("failed") and left["changed"], left
+    assert hub.member_cluster(stuck) is None
+    assert not run_module("kubefleet_member_identity", dict(least, name=stuck, state="absent")).get("failed")
+
+
+def test_a_member_whose_identity_is_in_fleet_system_moves_to_the_collection_s_namespace(lab_controllers, hub, tmp_path):
+    """Issue 31, item 2: a member joined with the earlier default (identity in fleet-system) moves on its next ordinary
+    run - a new identity in fleetops-system, the MemberCluster pointed at it, the old ServiceAccount deleted."""
+    limit = ("--limit", "fleet-hub,member2")
+    playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", tmp_path=tmp_path)
+    playbook(lab_controllers, "join_cluster.yml", *limit, "-e", "fleetops_kubefleet_namespace=fleet-system", tmp_path=tmp_path)
+    assert hub.member_cluster("member2")["spec"]["identity"]["namespace"] == "fleet-system"
+    moved = playbook(lab_controllers, "join_cluster.yml", *limit, tmp_path=tmp_path)
+    assert moved.changed("member2") > 0
+    assert hub.member_cluster("member2")["spec"]["identity"]["namespace"] == IDENTITY_NS
+    assert condition(hub.member_cluster("member2"), "Joined") == "True"
+    assert read_or_none(lambda: hub.core.read_namespaced_service_account("member2-hub-cluster-access", "fleet-system")) is None
+    assert playbook(lab_controllers, "join_cluster.yml", *limit, tmp_path=tmp_path).unchanged({"fleet-hub", "member2"})
+    playbook(lab_controllers, "leave_cluster.yml", "--limit", "member2", tmp_path=tmp_path)
     assert_left(hub, ["member2"])
 
 
@@ -627,7 +752,7 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
            "no-such-namespace does not exist on the hub" in no_ns.output, no_ns.output[-3000:]
     assert no_ns.recap["member2"]["changed"] == 0 and hub.member_cluster("member2") is None
     leases = client.CoordinationV1Api(lab.api_client("hub"))
-    assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", "kube-system")) is None  # released
+    assert hub._get(lambda: leases.read_namespaced_lease("fleetops-member-member2", IDENTITY_NS)) is None  # released
 
 
 def _task_outcome(output, task_name, host):

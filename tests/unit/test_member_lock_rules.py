@@ -7,8 +7,10 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    SKEW_SECONDS, LockHeld, describe_lock, held_message, lock_body, renewal_due, take_locks,
+    MAX_DURATION_SECONDS, SKEW_SECONDS, LockHeld, MemberLock, NotALock, describe_lock, held_message, lock_body, renewal_due,
+    take_locks,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration, release_retrying
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 
@@ -44,6 +46,61 @@ def test_a_lease_without_a_holder_is_no_lock():
 def test_the_lock_lives_as_long_as_the_run_s_registration_token_unless_told():
     assert lock_duration({"wait_timeout": 300, "lock_duration": None}) == 900
     assert lock_duration({"wait_timeout": 300, "lock_duration": 120}) == 120
+
+
+def test_a_lock_lives_at_most_a_day_whatever_its_lease_says():
+    """Issue 31: a Lease named like a lock with a huge leaseDurationSeconds blocked the member's runs for as long."""
+    planted = lock_body("edge-07", "someone", "me@host", 10 ** 9, NOW)
+    assert describe_lock(planted, NOW + datetime.timedelta(seconds=MAX_DURATION_SECONDS - 60))["live"] is True
+    assert describe_lock(planted, NOW + datetime.timedelta(seconds=MAX_DURATION_SECONDS + SKEW_SECONDS + 1))["live"] is False
+    assert describe_lock(dict(planted, spec=dict(planted["spec"], leaseDurationSeconds="99999999")),
+                         NOW + datetime.timedelta(seconds=SKEW_SECONDS + 1))["live"] is False
+    with pytest.raises(ParameterError, match="lock_duration"):
+        lock_duration({"wait_timeout": 300, "lock_duration": MAX_DURATION_SECONDS + 1})
+    assert lock_duration({"wait_timeout": 10 ** 6, "lock_duration": None}) == MAX_DURATION_SECONDS
+
+
+class LeaseHub:
+    """The hub as try_take sees it: a create that finds ``existing`` there (409), then a get of it."""
+
+    def __init__(self, existing):
+        self.existing = existing
+        self.writes = []
+
+    def create(self, resource, body, namespace):
+        if self.existing is not None:
+            raise ApiError("exists", status=409)
+        self.writes.append(body)
+        return dict(body, metadata=dict(body["metadata"], resourceVersion="1"))
+
+    def get(self, resource, name, namespace):
+        return self.existing
+
+    def request(self, method, path, body=None, **kwargs):
+        self.writes.append(body)
+        return dict(body, metadata=dict(body["metadata"], resourceVersion="2"))
+
+
+def test_a_lease_named_like_a_lock_without_the_collection_s_labels_is_refused_not_waited_for_or_taken():
+    """Issue 31: a Lease fleetops-member-<name> without the collection's label blocked that member's runs."""
+    foreign = lock_body("edge-07", "someone", "me@host", 60, NOW - datetime.timedelta(hours=1))
+    foreign["metadata"]["labels"] = {}
+    foreign["metadata"]["resourceVersion"] = "7"
+    hub = LeaseHub(foreign)
+    with pytest.raises(NotALock, match="fleetops-system/fleetops-member-edge-07 .*not a member lock of this collection"):
+        MemberLock(hub, "fleetops-system", "edge-07", "mine", "me@host", 60).try_take(NOW)
+    assert hub.writes == []
+    # another member's lock under this member's name is not ours either
+    other = lock_body("edge-08", "someone", "me@host", 60, NOW)
+    other["metadata"].update(name="fleetops-member-edge-07", resourceVersion="7")
+    with pytest.raises(NotALock):
+        MemberLock(LeaseHub(other), "fleetops-system", "edge-07", "mine", "me@host", 60).try_take(NOW)
+    # the collection's own expired lock is taken over as before
+    expired = lock_body("edge-07", "someone", "me@host", 60, NOW - datetime.timedelta(hours=1))
+    expired["metadata"]["resourceVersion"] = "7"
+    hub = LeaseHub(expired)
+    assert MemberLock(hub, "fleetops-system", "edge-07", "mine", "me@host", 60).try_take(NOW) is None
+    assert hub.writes[-1]["spec"]["holderIdentity"] == "mine"
 
 
 def test_a_step_renews_the_lock_once_a_wait_s_time_has_passed_since_it_was_taken():

@@ -17,8 +17,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_duration
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import PREDICATES
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, default_service_account, default_token_secret, validate_member_name,
+    MEMBER_CLUSTER, default_service_account, default_token_secret, validate_member_name,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import remove_moved_identity
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     desired_service_account, desired_token_secret, identity_subject, same_identity, secret_token, token_secret_problem,
 )
@@ -46,8 +47,8 @@ class MemberIdentity(Runner):
         """``(ServiceAccount, [Secret of each token slot or None])``."""
         if self.kube.get(NAMESPACE, self.namespace) is None:
             raise ParameterError("namespace", "namespace %s does not exist on the hub" % self.namespace,
-                                 "Install the KubeFleet hub agent first (it uses %s), or name an existing namespace"
-                                 % KUBEFLEET_SYSTEM_NAMESPACE)
+                                 "Run the hub role (hub_prepare creates it) or apply extensions/rbac/hub.yml, "
+                                 "or name an existing namespace")
         sa = self.kube.get(SERVICE_ACCOUNT, self.sa_name, self.namespace)
         secrets = [self.kube.get(SECRET, name, self.namespace) for name in self.slots]
         for name, secret in zip(self.slots, secrets):
@@ -88,6 +89,12 @@ class MemberIdentity(Runner):
             # Hidden values are masked everywhere in the result, so a token that was asked for cannot be hidden.
             self.module.hide(token, (current.get("data") or {}).get("token"))
         revoked = self._revoke_older(secrets, current_name, token) if self.params["revoke_previous"] else []
+        if self.params["revoke_previous"] and (token or self.check_mode):
+            moved, denied = remove_moved_identity(self.kube, self.kube.get(MEMBER_CLUSTER, self.name), self.sa_name,
+                                                  self.namespace, self.check_mode)
+            revoked += [moved] if moved else []
+            if denied:
+                self.warn(denied)
         result = {
             "changed": created_sa or bool(created_name) or bool(revoked),
             "identity": self._identity(),
@@ -201,14 +208,18 @@ class MemberIdentity(Runner):
             self.kube.delete(SECRET, secret["metadata"]["name"], self.namespace, dry_run=self.check_mode)
         if sa is not None:
             self.kube.delete(SERVICE_ACCOUNT, self.sa_name, self.namespace, dry_run=self.check_mode)
+        moved, denied = (None, None) if still_named else remove_moved_identity(
+            self.kube, self.kube.get(MEMBER_CLUSTER, self.name), self.sa_name, self.namespace, self.check_mode)
+        if denied:
+            self.warn(denied)
         before = {"service_account": clean(sa), "token_secrets": [clean(secret, hide_data=True) for secret in secrets]}
         result = {
-            "changed": bool(secrets) or sa is not None,
+            "changed": bool(secrets) or sa is not None or bool(moved),
             "identity": self._identity(),
             "service_account": {"name": self.sa_name, "namespace": self.namespace, "uid": None},
             "token_secret": {"name": self.secret_name, "namespace": self.namespace, "token_ready": False, "issued": None},
             "rotated": False,
-            "revoked": [secret["metadata"]["name"] for secret in secrets],
+            "revoked": [secret["metadata"]["name"] for secret in secrets] + ([moved] if moved else []),
             "member_cluster_names_identity": still_named,
         }
         return self.finish(result, before, {"service_account": {}, "token_secrets": []})

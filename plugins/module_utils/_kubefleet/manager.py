@@ -32,6 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
 )
@@ -237,7 +238,7 @@ class KubeFleet(FleetManager):
             ("reregister", _reregister_reasons(hub_view or {}, member, desired) if hub_view else []),
             ("install", _install_reasons(member)),
             ("upgrade", _upgrade_reasons(member, desired)),
-            ("rotate", _rotation_reasons(member, desired)),
+            ("rotate", _rotation_reasons(member, desired) + identity_move_reasons(hub_view, desired)),
             ("reconfigure", agent_settings.drift(desired.get("agent"), member.get("agent_pod"))),
             ("relabel", _relabel_reasons(hub_view, desired) + _quarantine_reasons(hub_view) if hub_view else []),
         ):

@@ -13,6 +13,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, FleetOpsError, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
+from ansible_collections.fleetops.registration.plugins.module_utils.hub import OPT_IN_ROLE, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_changes, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
@@ -206,9 +207,14 @@ class MemberCluster(Runner):
                 left.append("MemberCluster %s (finalizers: %s)" % (
                     self.name, ", ".join((current.get("metadata") or {}).get("finalizers") or []) or "none"))
             if namespace is not None:
-                works = self._works_with_finalizers()
-                left.append("namespace %s (%s, %d Work(s) with finalizers)" % (
-                    member_namespace(self.name), (namespace.get("status") or {}).get("phase"), len(works)))
+                try:
+                    works = "%d" % len(self._works_with_finalizers())
+                except ApiError as denied:
+                    if denied.status != 403:
+                        raise
+                    works = "unknown (listing Works needs the opt-in role %s)" % OPT_IN_ROLE
+                left.append("namespace %s (%s, %s Work(s) with finalizers)" % (
+                    member_namespace(self.name), (namespace.get("status") or {}).get("phase"), works))
             error = WaitTimeout("%s; still there: %s" % (exc.msg, "; ".join(left) or "nothing"), exc.hint, last=None)
             if deleted or forced:
                 did = ["deleted MemberCluster %s (the hub finishes the leave by itself)" % self.name] if deleted else []
@@ -224,9 +230,19 @@ class MemberCluster(Runner):
         return [w for w in works if (w.get("metadata") or {}).get("finalizers")]
 
     def _remove_finalizers(self):
-        """Strip the finalizers the gone member agent would have cleared (Azure/fleet#881); return what was done."""
-        namespace_name = member_namespace(self.name)
+        """Strip the finalizers the gone member agent would have cleared (Azure/fleet#881); return what was done. The
+        Works and the member's namespace need the opt-in role: a 403 there fails naming it."""
         done = []
+        try:
+            self._force_works_and_namespace(done)
+        except ApiError as exc:
+            raise opt_in_needed(exc, "force the leave of %s (%s)" % (self.name, "; ".join(done) or "nothing done yet"))
+        if done:
+            self.warn("forced the leave of %s by removing finalizers: %s" % (self.name, "; ".join(done)))
+        return done
+
+    def _force_works_and_namespace(self, done):
+        namespace_name = member_namespace(self.name)
         for work in self._works_with_finalizers():
             name = work["metadata"]["name"]
             self.kube.patch(WORK, name, {"metadata": {"finalizers": None}}, namespace_name)
@@ -245,9 +261,6 @@ class MemberCluster(Runner):
             # Owned by the MemberCluster, so the garbage collector would delete it; do not wait for that.
             self.kube.delete(NAMESPACE, namespace_name)
             done.append("namespace %s deleted" % namespace_name)
-        if done:
-            self.warn("forced the leave of %s by removing finalizers: %s" % (self.name, "; ".join(done)))
-        return done
 
 
 class MemberClusterInfo(Runner):

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY as COLLECTION, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE, MANAGED_BY as COLLECTION, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
 
 GROUP_VERSION = "cluster.kubernetes-fleet.io/v1beta1"
@@ -20,6 +20,11 @@ KUBEFLEET_VERSION = "v0.14.0"
 # KubeFleet's own namespace: the hub agent runs there and the member identities live there on the hub;
 # the member-agent chart installs the agent into a namespace of the same name on the member.
 KUBEFLEET_SYSTEM_NAMESPACE = "fleet-system"
+# Where the collection keeps the member identities (ServiceAccounts and their tokens) on the hub: its own namespace, so
+# the hub credential needs Secrets and ServiceAccounts nowhere else. Identities in KubeFleet's namespace (earlier
+# versions' default) are moved on the member's next run (identity_move_reasons).
+IDENTITY_NAMESPACE = HUB_NAMESPACE
+LEGACY_IDENTITY_NAMESPACE = KUBEFLEET_SYSTEM_NAMESPACE
 HUB_AGENT = "hub-agent"
 MEMBER_NAMESPACE_PREFIX = "fleet-member-"
 MEMBER_CLUSTER_FINALIZER = "kubernetes-fleet.io/membercluster-finalizer"
