@@ -25,7 +25,8 @@ def test_desired_state_per_manager():
               "force": ["rancher_fleet"]}
     assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
                                                 "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
-                                                "rotate": False, "credential_max_age": None, "agent": None}
+                                                "rotate": False, "credential_max_age": None, "agent": None,
+                                                "token_lifetime": None}
     fleet = desired_for("rancher_fleet", params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
     rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))
@@ -44,7 +45,7 @@ def test_desired_state_per_manager():
     ("upgrade", ["agent", "member_object"]),
     ("install", ["agent", "member_object"]),
     ("join", ["agent", "identity", "member_object"]),
-    ("reregister", ["agent", "identity", "member_object", "reset_credential"]),
+    ("reregister", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
     ("rotate", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
     ("reconfigure", ["agent", "member_object"]),
 ])
