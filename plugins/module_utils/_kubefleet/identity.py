@@ -24,6 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     desired_service_account, desired_token_secret, identity_subject, same_identity, secret_token, token_secret_problem,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 
 
@@ -100,7 +101,7 @@ class MemberIdentity(Runner):
         if not token:
             return []
         issued, expires = tokens.token_window(token)
-        return tokens.renewal_reasons(issued, expires, self.lifetime, what="the current token")
+        return renewal_reasons(issued, expires, self.lifetime, what="the current token")
 
     def _slot_for_new_token(self, secrets, current):
         """``(slot name or None, [names revoked to make room])``: where a new token goes now."""
@@ -207,7 +208,8 @@ class MemberIdentity(Runner):
         if not token:
             raise ApiError("the hub answered the TokenRequest for ServiceAccount %s/%s without a token" % (self.namespace, self.sa_name))
         encoded = b64(token)
-        self.module.hide(token, encoded)
+        if not self.params["return_token"]:
+            self.module.hide(token, encoded)  # at once: an error below must not show it either
         # The expiry the API server granted (it may cap the lifetime asked for), never the one asked for.
         expires = _expires(token) or (answer.get("status") or {}).get("expirationTimestamp")
         patch = {"metadata": {"annotations": {tokens.EXPIRES_ANNOTATION: expires}}, "data": {"token": encoded}}
