@@ -20,7 +20,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME, lifetime_seconds
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -61,8 +61,14 @@ def desired_for(name, params):
         "rotate": bool(params.get("rotate_credentials")),
         "agent": agent_settings.validate(params.get("agent")),
         "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
-        "token_lifetime": params.get("kubefleet_token_lifetime") if name == "kubefleet" else None,
+        "token_lifetime": _token_lifetime(params) if name == "kubefleet" else None,
     }
+
+
+def _token_lifetime(params):
+    """The KubeFleet token lifetime as given (checked here, so a bad value fails whatever the member's state)."""
+    lifetime_seconds(params.get("kubefleet_token_lifetime"), "kubefleet_token_lifetime")
+    return params.get("kubefleet_token_lifetime")
 
 
 def summarize(states):

@@ -263,6 +263,13 @@ def test_identity_migrates_a_legacy_token_and_revoking_a_holder_revokes_its_toke
     wait_for(lambda: hub_answer(lab, migrated["token"]) == 401 or None, 60, "the hub to reject the token of a deleted holder")
     assert hub_answer(lab, shorter["token"]) == 201
 
+    # fleet_status shows the hub side of it: which Secret holds the member's current token and when it expires.
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
+    status = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    assert status["members"][member]["kubefleet"]["credential"] == {
+        "secret": sa_name + "-token", "issued": shorter["token_secret"]["issued"], "expires": stamp(claims["exp"]), "warning": None}
+    assert shorter["token"] not in status["raw_output"]
+
 
 def test_identity_missing_namespace_is_a_parameter_error(lab, hub, member):
     failed(run_module("kubefleet_member_identity", hub_args(lab, name=member, namespace=unique("nope"))),

@@ -33,6 +33,9 @@ def test_desired_state_per_manager():
     assert rotating["credential_max_age"] == 720 * 3600 and rotating["rotate"] is True
     with pytest.raises(ParameterError, match="credential_max_age"):
         desired_for("kubefleet", dict(params, credential_max_age="a month"))
+    assert desired_for("kubefleet", dict(params, kubefleet_token_lifetime="168h"))["token_lifetime"] == "168h"
+    with pytest.raises(ParameterError, match="kubefleet_token_lifetime"):
+        desired_for("kubefleet", dict(params, kubefleet_token_lifetime="0"))
     setting = desired_for("kubefleet", dict(params, agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}, "affinity": None}))
     assert setting["agent"] == {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
     with pytest.raises(ParameterError, match="agent.image_registry"):

@@ -15,7 +15,8 @@ import json
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import jwt_claims, token_expiry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_plan, expiry_warning, renewal_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
@@ -155,3 +156,63 @@ def test_a_time_bound_token_is_requested_bound_to_the_secret_that_holds_it():
         "spec": {"expirationSeconds": THIRTY_DAYS,
                  "boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "east-1-hub-cluster-access-token", "uid": "u-1"}}}
     assert tokens.is_legacy({"type": "kubernetes.io/service-account-token"}) and not tokens.is_legacy(holder)
+
+
+def _holder(name, sa, created, expires=None, legacy=False):
+    annotations = {"kubernetes.io/service-account.name": sa} if legacy else {tokens.SERVICE_ACCOUNT_ANNOTATION: sa}
+    if expires:
+        annotations[tokens.EXPIRES_ANNOTATION] = expires
+    return {"type": "kubernetes.io/service-account-token" if legacy else "Opaque",
+            "metadata": {"name": name, "creationTimestamp": created, "annotations": annotations, "labels": dict(OURS)}}
+
+
+def test_the_hub_side_credential_of_a_member_is_its_newest_token_secret():
+    secrets = [
+        _holder("a-token", "a", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z"),
+        _holder("a-token-2", "a", "2026-11-16T00:00:00Z", "2026-12-16T00:00:00Z"),
+        _holder("b-token", "b", "2025-01-01T00:00:00Z", legacy=True),
+        _holder("c-token", "other", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z"),
+    ]
+    assert tokens.hub_credential(secrets, "a") == {"secret": "a-token-2", "issued": "2026-11-16T00:00:00Z", "expires": "2026-12-16T00:00:00Z"}
+    assert tokens.hub_credential(secrets, "b") == {"secret": "b-token", "issued": "2025-01-01T00:00:00Z", "expires": None}
+    assert tokens.hub_credential(secrets, "c") is None and tokens.hub_credential([], "a") is None
+
+
+class _Hub:
+    def __init__(self, secrets, status=None):
+        self.secrets, self.status, self.listed = secrets, status, []
+
+    def list(self, resource, namespace=None, label_selector=None):
+        self.listed.append((resource.plural, namespace, label_selector))
+        if self.status:
+            raise ApiError("forbidden", status=self.status)
+        return self.secrets
+
+
+class _Module:
+    def __init__(self):
+        self.params, self.warnings = {}, []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+def test_fleet_status_warns_of_a_hub_token_overdue_for_renewal_and_shows_none_where_it_may_not_list():
+    now = datetime.datetime.now(UTC)
+    identity = {"kind": "ServiceAccount", "name": "a", "namespace": "fleet-system"}
+    found = {"east-1": {"spec": {"identity": identity}}, "west-2": {"spec": {"identity": dict(identity, name="w")}}}
+    overdue = _holder("a-token", "a", _iso(now - 24.5 * DAY), _iso(now + 5.5 * DAY))
+    fresh = _holder("w-token", "w", _iso(now - DAY), _iso(now + 29 * DAY))
+    module, rows = _Module(), {"east-1": {}, "west-2": {}}
+    hub = _Hub([overdue, fresh])
+    FleetStatus(module).add_credentials(hub, found, rows)
+    assert hub.listed == [("secrets", "fleet-system", "app.kubernetes.io/managed-by=fleetops.registration")]
+    assert rows["east-1"]["credential"]["expires"] == _iso(now + 5.5 * DAY) and "(in 5d)" in rows["east-1"]["credential"]["warning"]
+    assert rows["west-2"]["credential"]["warning"] is None
+    assert len(module.warnings) == 1 and module.warnings[0].startswith("KubeFleet member east-1: the member agent's token expires at")
+    for status in (403, 404):
+        rows = {"east-1": {}, "west-2": {}}
+        FleetStatus(_Module()).add_credentials(_Hub([], status), found, rows)
+        assert rows == {"east-1": {}, "west-2": {}}
+    with pytest.raises(ApiError):
+        FleetStatus(_Module()).add_credentials(_Hub([], 500), found, {"east-1": {}, "west-2": {}})

@@ -122,7 +122,7 @@ class MemberIdentity(Runner):
         sa_after, created_sa = self._ensure_service_account(sa)
         current = tokens.current(secrets)
         name, made_room = self._slot_for_new_token(secrets, current)
-        secrets = [None if secret is not None and secret["metadata"]["name"] in made_room else secret for secret in secrets]
+        found, secrets = secrets, [None if secret is not None and secret["metadata"]["name"] in made_room else secret for secret in secrets]
         created_name = None
         if name is not None:
             current, created_name = self._create_secret(name, created_sa), name
@@ -152,7 +152,7 @@ class MemberIdentity(Runner):
         }
         if self.params["return_token"]:
             result["token"] = token
-        before = {"service_account": clean(sa), "token_secrets": [clean(x, hide_data=True) for x in secrets if x is not None]}
+        before = {"service_account": clean(sa), "token_secrets": [clean(x, hide_data=True) for x in found if x is not None]}
         after_secrets = [x for x in secrets if x is not None and x["metadata"]["name"] not in revoked + [current_name]] + [current]
         after = {"service_account": clean(sa_after), "token_secrets": [clean(x, hide_data=True) for x in after_secrets]}
         return self.finish(result, before, after)

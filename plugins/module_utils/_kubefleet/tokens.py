@@ -36,6 +36,7 @@ SERVICE_ACCOUNT_ANNOTATION = "fleetops.registration/service-account"
 EXPIRES_ANNOTATION = "fleetops.registration/token-expires"
 HOLDER_TYPE = "Opaque"
 LEGACY_TYPE = "kubernetes.io/service-account-token"
+LEGACY_OWNER = "kubernetes.io/service-account.name"
 
 # 30 days: a weekly scheduled run renews it (after 15 days) with two runs to spare before the warning (after 22.5
 # days) and three before it expires; a leaked copy is useless within a month. The API server refuses less than 10 minutes.
@@ -100,6 +101,22 @@ def token_request(seconds, holder):
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"expirationSeconds": int(seconds),
                      "boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": metadata["name"], "uid": metadata["uid"]}}}
+
+
+def hub_credential(secrets, service_account):
+    """``{secret, issued, expires}`` of ``service_account``'s current token among the identity namespace's token Secrets
+    (the newest of those naming it), read from their metadata only (never the token); None when none names it."""
+    mine = [secret for secret in secrets or [] if _owner(secret) == service_account]
+    newest = current(mine)
+    if newest is None:
+        return None
+    annotations = (newest.get("metadata") or {}).get("annotations") or {}
+    return {"secret": newest["metadata"].get("name"), "issued": issued(newest), "expires": annotations.get(EXPIRES_ANNOTATION)}
+
+
+def _owner(secret):
+    annotations = (secret.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(SERVICE_ACCOUNT_ANNOTATION) if secret.get("type") == HOLDER_TYPE else annotations.get(LEGACY_OWNER)
 
 
 def is_legacy(secret):
