@@ -177,8 +177,10 @@ class MemberAgent(AgentFlow, Runner):
         reasons = plan.reasons + setting["drift"]
         member = None
         if self.waits_for_agent():
-            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"]:
+            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted:
                 self._wait_rolled_out(reasons)
+            if restarted:  # the old pod's heartbeats until it was gone were made with the old token
+                previous_heartbeat = member_agent_heartbeat(self.check_member_cluster()) or previous_heartbeat
             member = self._wait_joined(plan.changed or setting["patched"], reasons, previous_heartbeat)
         result = {
             "changed": plan.changed or setting["patched"], "agent_setting": setting, "release": public_release(release),
