@@ -19,8 +19,9 @@ description:
     object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
     (the chart version or the values differ, or a KubeFleet agent's hub CA does not verify the hub), C(rotate) (a
-    KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age), or by its lifetime:
-    half of it gone, a legacy token that never expires, see O(kubefleet_token_lifetime); the member stays healthy), C(reconfigure) (the agent or the Rancher Fleet C(Cluster) does not carry the O(agent) setting; the member
+    KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age), or by its lifetime
+    (half of it gone, or a legacy token that never expires; see O(kubefleet_token_lifetime)); the member stays
+    healthy), C(reconfigure) (the agent or the Rancher Fleet C(Cluster) does not carry the O(agent) setting; the member
     stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
@@ -151,7 +152,7 @@ options:
         the issue time the member's copy records) has passed, or when it outlives this lifetime; a token that never
         expires is due unless this is V(never).
       - Once three quarters of its lifetime have passed the module warns, and RV(managers) says so in
-        C(member.credential.warning): the renewal was missed, and the agent loses the hub when the token expires.
+        C(member.credential.warning) - the renewal was missed, and the agent loses the hub when the token expires.
     type: str
     default: 720h
   agent:

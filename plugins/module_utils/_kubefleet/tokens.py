@@ -11,9 +11,9 @@ only when the lifetime is ``never``. The lifetime is read from the token's own `
 server may cap it (``--service-account-max-token-expiration``).
 
 A rotation issues a second token Secret for the same ServiceAccount, swaps the new token into the member's Secret,
-waits for a heartbeat the agent made with it, and only then deletes the older Secret, which revokes its token. The identity has two token Secret names ("slots"), the one it
-was created with and that name with ``-2``: every name is known in advance, so no credential needs to list Secrets,
-and at most two tokens are valid at once. The newest filled slot is the current token.
+waits for a heartbeat the agent made with it, and only then deletes the older Secret, which revokes its token. The
+identity has two token Secret names ("slots"), the one it was created with and that name with ``-2``: every name is
+known in advance, so no credential needs to list Secrets, and at most two tokens are valid at once. The newest filled slot is the current token.
 """
 
 from __future__ import absolute_import, division, print_function
