@@ -68,17 +68,25 @@ def membership_findings(hub: Optional[Dict[str, Any]], kind: str, leaving: bool)
 
 # -- tokens ---------------------------------------------------------------------------------------------------------
 
-def token_expiry(token: Optional[str]) -> Optional[str]:
-    """The ``exp`` claim of a JWT bearer token as RFC 3339 (None for a token without one, or not a JWT).
+def jwt_claims(token: Optional[str]) -> Dict[str, Any]:
+    """The payload of a JWT bearer token (``{}`` for a token that is not a JWT).
 
     Read without verifying the signature: it only tells the user when the token stops working, the hub decides."""
     parts = (token or "").split(".")
     if len(parts) != 3:
-        return None
+        return {}
     try:
         payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)).decode("utf-8"))
-        stamp = datetime.datetime.fromtimestamp(int(payload["exp"]), datetime.timezone.utc)
-    except (ValueError, TypeError, KeyError, OverflowError, OSError, AttributeError):
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def token_expiry(token: Optional[str]) -> Optional[str]:
+    """The ``exp`` claim of a JWT bearer token as RFC 3339 (None for a token without one, or not a JWT)."""
+    try:
+        stamp = datetime.datetime.fromtimestamp(int(jwt_claims(token)["exp"]), datetime.timezone.utc)
+    except (ValueError, TypeError, KeyError, OverflowError, OSError):
         return None
     return format_time(stamp)
 

@@ -45,7 +45,8 @@ STEPS = {
     "rotate": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
     "upgrade": ("member_object", "agent"),
     "install": ("member_object", "agent"),
-    "reregister": ("member_object", "identity", "reset_credential", "agent"),
+    # KubeFleet: a new token too (the old one may have expired or leaked), the old one revoked after the heartbeat.
+    "reregister": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
     "join": ("member_object", "identity", "agent"),
 }
 

@@ -19,7 +19,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils import agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
-from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME, lifetime_seconds
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -61,7 +63,14 @@ def desired_for(name, params):
         "rotate": bool(params.get("rotate_credentials")),
         "agent": agent_settings.validate(params.get("agent")),
         "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
+        "token_lifetime": _token_lifetime(params) if name == "kubefleet" else None,
     }
+
+
+def _token_lifetime(params):
+    """The KubeFleet token lifetime as given (checked here, so a bad value fails whatever the member's state)."""
+    lifetime_seconds(params.get("kubefleet_token_lifetime"), "kubefleet_token_lifetime")
+    return params.get("kubefleet_token_lifetime")
 
 
 def summarize(states):
@@ -125,11 +134,23 @@ class MemberInfo:
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
         member_view = manager.member_view(self.member(), hub, self.params)
         state = manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
+        self.warn_of_expiry(manager, member_view)
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
             self.rebuilt.append(name)
         state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
         state.diagnosis = diagnosis.diagnose(manager, self.member(), state, self.params.get("stale_after"))
         return state
+
+    def warn_of_expiry(self, manager, member_view):
+        """Warn (and say in the member view's ``credential.warning``) when the agent's credential expires soon and was
+        not renewed: scheduled runs have stopped or failed."""
+        credential = (member_view or {}).get("credential")
+        if not isinstance(credential, dict) or not credential.get("present"):
+            return
+        warning = expiry_warning(parse_time(credential.get("issued")), parse_time(credential.get("expires")))
+        credential["warning"] = warning
+        if warning:
+            self.module.warn("%s member %s: %s" % (manager.title, self.name, warning))
 
     def identity(self):
         """The member cluster's identity (read once)."""
@@ -187,5 +208,6 @@ def member_info_argument_spec():
         replace_rebuilt=dict(type="bool", default=False),
         credential_max_age=dict(type="str", no_log=False),
         rotate_credentials=dict(type="bool", default=False),
+        kubefleet_token_lifetime=dict(type="str", default=DEFAULT_LIFETIME, no_log=False),
         agent=dict(type="dict"),
     )

@@ -82,6 +82,11 @@ rows:
       records - C(uid) of its C(kube-system) Namespace and C(ca_sha256) - or null), C(diagnosis) (what the hub alone shows
       is wrong - a list of C(cause), C(evidence), C(fix), the root cause first; empty for a healthy member; see
       M(fleetops.registration.member_info) for the member's side too) and more.
+    - A KubeFleet cell also has C(credential) - the member's current hub token as its Secret in the identity namespace
+      records it (C(secret), C(issued), C(expires), null for a legacy token that never expires, and C(warning) once
+      three quarters of its lifetime have passed without a renewal, which the module also warns about). It is read with
+      one LIST of the collection's Secrets per identity namespace (their metadata only); without the right to list
+      Secrets there it is absent.
   returned: always
   type: list
   elements: dict

@@ -13,10 +13,16 @@ short_description: Manage the hub identity a KubeFleet member agent authenticate
 version_added: 0.1.0
 description:
   - Creates, on the KubeFleet hub, the ServiceAccount a member cluster's agent uses (C(<name>-hub-cluster-access) in
-    C(fleetops-system) by default) and its C(kubernetes.io/service-account-token) Secret, then waits until
-    kube-controller-manager has written the token into the Secret.
-  - KubeFleet's C(join.sh) reads the token right after creating the Secret, often before it is filled, and the member
-    agent then crashes on a missing token file (kubefleet#296). This module waits for the token instead.
+    C(fleetops-system) by default) and a token for it that expires after O(token_lifetime) (30 days by default), requested
+    with the TokenRequest API, bound to the Secret that holds it (deleting that Secret revokes the token) and stored in
+    it. A re-run issues the next token once half the lifetime has passed (see O(token_lifetime)).
+  - With O(token_lifetime=never) it makes a legacy C(kubernetes.io/service-account-token) Secret instead and waits until
+    kube-controller-manager has written the (non-expiring) token into it.
+  - Only a ServiceAccount and token Secrets this collection created (label C(app.kubernetes.io/managed-by=fleetops.registration))
+    are used; an existing one without that label is refused, so no token is ever issued for a ServiceAccount that
+    merely has the same name (unless O(create_service_account=false) says the ServiceAccount is managed elsewhere).
+  - KubeFleet's C(join.sh) reads a legacy token right after creating the Secret, often before it is filled, and the
+    member agent then crashes on a missing token file (kubefleet#296). This module waits for the token instead.
   - A re-run keeps the existing ServiceAccount and token; it never deletes and recreates them (C(join.sh) does, which
     invalidates the token every member already uses).
   - If the token never appears, what this run created is removed again, so a failed run leaves nothing half-made.
@@ -73,8 +79,20 @@ options:
   token_max_age:
     description:
       - Issue a new token as O(rotate) does when the current one is older than this, a Go duration such as C(720h).
-        Unset, a token is kept for as long as the identity exists.
+        Unset, a token is kept until O(token_lifetime) renews it.
     type: str
+  token_lifetime:
+    description:
+      - How long a new token lives, a Go duration of at least C(10m) (the API server's minimum). The API server may grant
+        less (C(--service-account-max-token-expiration)); the expiry is read from the token, never assumed.
+      - A new token is issued, as O(rotate) does, once half of the current token's lifetime has passed, when the current
+        token outlives a lifetime made shorter, and when it is a legacy non-expiring token (its migration). Then
+        O(revoke_previous) revokes the old one. M(fleetops.registration.member_info) gives the member the action
+        C(rotate) by the same rule and warns once three quarters have passed.
+      - V(never) makes a legacy non-expiring token (C(kubernetes.io/service-account-token) Secret), valid until its Secret
+        or the ServiceAccount is deleted. Inventory variable C(fleetops_kubefleet_token_lifetime).
+    type: str
+    default: 720h
   revoke_previous:
     description:
       - Delete the token Secrets older than the current one, which revokes their tokens (the hub answers 401 to them
@@ -85,8 +103,10 @@ options:
   create_service_account:
     description:
       - Whether to create the ServiceAccount when it is missing (and remove it with O(state=absent)).
-      - With V(false) the ServiceAccount is managed elsewhere and must exist; if it does not, kube-controller-manager
-        deletes the token Secret instead of filling it and the task fails, leaving nothing behind.
+      - With V(true) an existing ServiceAccount of that name must carry the collection's label
+        C(app.kubernetes.io/managed-by=fleetops.registration); one without it is refused (no token is issued for it).
+      - With V(false) the ServiceAccount is managed elsewhere, must exist, and is used whatever its labels; if it does not
+        exist the task fails, leaving nothing behind.
     type: bool
     default: true
   return_token:
@@ -107,11 +127,14 @@ options:
     default: present
   wait:
     description:
-      - Whether to wait until kube-controller-manager has written the token into the Secret.
+      - Whether to wait until kube-controller-manager has written a legacy token into its Secret (a time-bound token
+        is stored by this module right away).
 notes:
-  - The token does not expire; it stays valid until the Secret or the ServiceAccount is deleted. Rotate it with
-    O(rotate) or O(token_max_age), then O(revoke_previous) once the member uses the new one (the role
-    C(member_join) does all three with C(fleetops_credential_max_age) or C(fleetops_rotate_credentials)).
+  - The token expires after O(token_lifetime). A re-run renews it after half of that, O(rotate) or O(token_max_age) at
+    any time; then O(revoke_previous) once the member uses the new one (the role C(member_join) does it all on an
+    ordinary run). If no run renews it, the member agent loses the hub when it expires; a plain re-run then registers the
+    member again with a new token.
+  - Creating a token needs C(create) on C(serviceaccounts/token) in O(namespace) on the hub.
 seealso:
   - module: fleetops.registration.kubefleet_member_cluster
   - module: fleetops.registration.kubefleet_member_agent
@@ -130,6 +153,12 @@ EXAMPLES = r'''
     return_token: true
   register: identity
   no_log: true
+
+- name: Create an identity whose tokens live 7 days (a re-run after 3.5 days issues the next one)
+  fleetops.registration.kubefleet_member_identity:
+    context: hub
+    name: east-1
+    token_lifetime: 168h
 
 - name: Issue a new token when the current one is older than 30 days (the old one stays valid)
   fleetops.registration.kubefleet_member_identity:
@@ -183,18 +212,28 @@ token_secret:
       description: Its namespace.
       type: str
     token_ready:
-      description: Whether kube-controller-manager has written the token.
+      description: Whether the Secret holds the token.
       type: bool
     issued:
       description: When the token was issued (the Secret's creation time); null with O(state=absent).
       type: str
-  sample: {name: east-1-hub-cluster-access-token, namespace: fleetops-system, token_ready: true, issued: "2026-11-24T17:00:00Z"}
+    expires:
+      description: When the token expires (its C(exp) claim); null for a legacy token that never does, and with O(state=absent).
+      type: str
+  sample: {name: east-1-hub-cluster-access-token, namespace: fleetops-system, token_ready: true, issued: "2026-11-24T17:00:00Z",
+           expires: "2026-12-24T17:00:00Z"}
 rotated:
   description: Whether this run issued a new token next to an existing one.
   returned: always
   type: bool
 revoked:
   description: The token Secrets this run deleted (with O(revoke_previous), the older ones; with O(state=absent), all).
+  returned: always
+  type: list
+  elements: str
+previous:
+  description: The older token Secrets that are still valid after this run (a rotation under way); the role revokes them
+    with O(revoke_previous) once the member agent sends a heartbeat made with the current token.
   returned: always
   type: list
   elements: str
@@ -216,6 +255,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity import MemberIdentity
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import IDENTITY_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -228,6 +268,7 @@ def argument_spec():
         token_secret_name=dict(type="str", no_log=False),
         rotate=dict(type="bool", default=False),
         token_max_age=dict(type="str", no_log=False),
+        token_lifetime=dict(type="str", default=tokens.DEFAULT_LIFETIME, no_log=False),
         revoke_previous=dict(type="bool", default=False),
         create_service_account=dict(type="bool", default=True),
         return_token=dict(type="bool", default=False),

@@ -19,7 +19,8 @@ description:
     object, or the agent never checked in or joined), C(reregister) (the agent's credential is missing or rejected, or
     its check-in is older than O(stale_after)), C(install) (the agent release is missing or not deployed), C(upgrade)
     (the chart version or the values differ, or a KubeFleet agent's hub CA does not verify the hub), C(rotate) (a
-    KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age); the member stays
+    KubeFleet agent's token is due for rotation - O(rotate_credentials), O(credential_max_age), or by its lifetime
+    (half of it gone, or a legacy token that never expires; see O(kubefleet_token_lifetime)); the member stays
     healthy), C(reconfigure) (the agent or the Rancher Fleet C(Cluster) does not carry the O(agent) setting; the member
     stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
@@ -157,6 +158,17 @@ options:
       - Rotate every KubeFleet member agent's token now (the action C(rotate)), whatever its age.
     type: bool
     default: false
+  kubefleet_token_lifetime:
+    description:
+      - The lifetime KubeFleet member tokens are issued with (M(fleetops.registration.kubefleet_member_identity)'s
+        O(fleetops.registration.kubefleet_member_identity#module:token_lifetime); V(never) for legacy tokens that do not
+        expire). A token that expires is due for rotation (the action C(rotate)) once half of its lifetime (C(exp) minus
+        the issue time the member's copy records) has passed, or when it outlives this lifetime; a token that never
+        expires is due unless this is V(never).
+      - Once three quarters of its lifetime have passed the module warns, and RV(managers) says so in
+        C(member.credential.warning) - the renewal was missed, and the agent loses the hub when the token expires.
+    type: str
+    default: 720h
   agent:
     description:
       - The agent setting the member's agents should carry, as the agent modules' C(agent) option takes it
@@ -255,7 +267,8 @@ healthy:
 managers:
   description:
     - Per fleet manager - C(hub) (what the hub knows, null when it has no object for the member), C(member) (what the
-      member knows - agent release, credential present and accepted, the token's expiry), C(action), C(reasons),
+      member knows - agent release, credential present and accepted, the token's expiry and, for KubeFleet,
+      C(credential.warning) once it is overdue for renewal), C(action), C(reasons),
       C(healthy) and C(diagnosis).
     - C(diagnosis) names why a member is unhealthy, root cause first - a list of C(cause), C(evidence) and C(fix)
       (whose last sentence says what a plain re-run does about it). Causes - C(not_member), C(leaving), C(agent_missing),

@@ -5,6 +5,8 @@ member-agent release, so they run one after the other and each leaves member2 wi
 """
 
 import base64
+import datetime
+import json
 import uuid
 
 import pytest
@@ -13,7 +15,7 @@ from kubernetes import client
 
 from modrun import run_module
 from kube_helpers import ignore_404, read_or_none, unique, wait_for
-from test_playbooks import AGENT_LEASES
+from test_playbooks import AGENT_LEASES, hub_answer
 
 pytestmark = pytest.mark.lab
 
@@ -22,6 +24,17 @@ HUB_NS = "fleetops-system"  # the collection's own hub namespace, the identities
 TOKEN_NS = "fleet-hub-credentials"  # kubefleet_member_agent's secret_namespace default
 MEMBER_CTX = "member2"
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+THIRTY_DAYS = 30 * 86400
+
+
+def jwt_claims(token):
+    """The payload of a JWT, read as the tests' own check (not the collection's)."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def stamp(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(autouse=True)
@@ -142,10 +155,19 @@ def test_identity_waits_for_the_token_and_keeps_it_on_rerun(lab, hub, member):
 
     first = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member), diff=True))
     assert first.changed
-    assert first["token_secret"] == {"name": sa_name + "-token", "namespace": HUB_NS, "token_ready": True,
-                                     "issued": hub.secret(sa_name + "-token").metadata.creation_timestamp.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    assert first["identity"] == {"kind": "ServiceAccount", "name": sa_name, "namespace": HUB_NS, "apiGroup": ""}
+    holder = hub.secret(sa_name + "-token")
     token = hub.token(member)
+    claims = jwt_claims(token)
+    assert first["token_secret"] == {"name": sa_name + "-token", "namespace": HUB_NS, "token_ready": True,
+                                     "issued": holder.metadata.creation_timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                     "expires": stamp(claims["exp"])}
+    # By default a token that expires after 30 days, bound to the Secret that holds it (deleting it revokes the token).
+    assert holder.type == "Opaque" and holder.metadata.labels == {"app.kubernetes.io/managed-by": "fleetops.registration"}
+    assert THIRTY_DAYS - 120 <= claims["exp"] - claims["iat"] <= THIRTY_DAYS, claims
+    assert claims["kubernetes.io"]["secret"] == {"name": sa_name + "-token", "uid": holder.metadata.uid}
+    assert holder.metadata.annotations["fleetops.registration/token-expires"] == stamp(claims["exp"])
+    assert hub_answer(lab, token) == 201
+    assert first["identity"] == {"kind": "ServiceAccount", "name": sa_name, "namespace": HUB_NS, "apiGroup": ""}
     assert "token" not in first
     assert token not in first["raw_output"]
     assert base64.b64encode(token.encode()).decode() not in first["raw_output"]
@@ -182,15 +204,74 @@ def test_identity_absent_removes_both(lab, hub, member):
     assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, state="absent"))).changed
 
 
-def test_identity_token_never_filled_fails_clearly_and_leaves_nothing(lab, hub, member):
+@pytest.mark.parametrize("lifetime, fragments", [
+    ("720h", ("does not exist, so no token can be issued for it",)),
+    ("never", ("was deleted before it was filled", "was never filled")),  # a legacy token: kube-controller-manager never fills it
+])
+def test_identity_token_never_filled_fails_clearly_and_leaves_nothing(lab, hub, member, lifetime, fragments):
     ghost = unique("ghost")
     result = failed(run_module("kubefleet_member_identity", hub_args(
-        lab, name=member, service_account_name=ghost, create_service_account=False, wait_timeout=20, wait_sleep=1)))
-    assert "was deleted before it was filled" in result["msg"] or "was never filled" in result["msg"], result["msg"]
+        lab, name=member, service_account_name=ghost, create_service_account=False, wait_timeout=20, wait_sleep=1,
+        token_lifetime=lifetime)))
+    assert any(fragment in result["msg"] for fragment in fragments), result["msg"]
     assert ghost in result["msg"]
     assert "create_service_account" in result["msg"]
     assert hub.secret(ghost + "-token") is None
     assert hub.service_account(ghost) is None
+
+
+def test_identity_refuses_a_service_account_or_token_secret_the_collection_did_not_make(lab, hub, member):
+    sa_name = "%s-hub-cluster-access" % member
+    hub.core.create_namespaced_service_account(HUB_NS, {"metadata": {"name": sa_name}})
+    refused = failed(run_module("kubefleet_member_identity", hub_args(lab, name=member)),
+                     "service_account_name: ServiceAccount %s/%s exists but was not created by this collection" % (HUB_NS, sa_name),
+                     "app.kubernetes.io/managed-by=fleetops.registration", "create_service_account: false")
+    assert not refused.changed and hub.secret(sa_name + "-token") is None, "a token was issued for a foreign ServiceAccount"
+    # Named as managed elsewhere on purpose, it is used.
+    used = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, create_service_account=False)))
+    assert used.changed and used["token_secret"]["token_ready"]
+    hub.core.delete_namespaced_secret(sa_name + "-token", HUB_NS)
+    hub.core.patch_namespaced_service_account(sa_name, HUB_NS, {"metadata": {"labels": {"app.kubernetes.io/managed-by": "fleetops.registration"}}})
+    hub.core.create_namespaced_secret(HUB_NS, {"metadata": {"name": sa_name + "-token"}, "type": "Opaque", "data": {"token": "eA=="}})
+    failed(run_module("kubefleet_member_identity", hub_args(lab, name=member)),
+           "token_secret_name: Secret %s/%s-token exists but was not created by this collection" % (HUB_NS, sa_name))
+    assert hub.secret(sa_name + "-token").data == {"token": "eA=="} and hub.secret(sa_name + "-token-2") is None
+
+
+def test_identity_migrates_a_legacy_token_and_revoking_a_holder_revokes_its_token(lab, hub, member):
+    sa_name = "%s-hub-cluster-access" % member
+    legacy = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never", return_token=True)))
+    assert legacy["token_secret"]["expires"] is None and "exp" not in jwt_claims(legacy["token"])
+    assert hub.secret(sa_name + "-token").type == "kubernetes.io/service-account-token"
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never"))).changed
+
+    # The default lifetime again: the legacy token is due, a new one is issued next to it, and revoked once asked.
+    migrated = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, return_token=True)))
+    assert migrated.changed and migrated["rotated"] and migrated["token_secret"]["name"] == sa_name + "-token-2"
+    assert migrated["previous"] == [sa_name + "-token"] and migrated["token_secret"]["expires"]
+    assert jwt_claims(migrated["token"])["exp"] and hub_answer(lab, migrated["token"]) == 201
+    assert hub_answer(lab, legacy["token"]) == 201, "the old token must stay valid until it is revoked"
+    revoked = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, revoke_previous=True)))
+    assert revoked["revoked"] == [sa_name + "-token"] and revoked["previous"] == []
+    wait_for(lambda: hub_answer(lab, legacy["token"]) == 401 or None, 60, "the hub to reject the revoked legacy token")
+
+    # A shorter lifetime: the current token outlives it, so the next one is issued with it; the old holder's deletion
+    # revokes the old time-bound token.
+    shorter = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="10m", return_token=True)))
+    assert shorter["rotated"] and shorter["token_secret"]["name"] == sa_name + "-token"
+    claims = jwt_claims(shorter["token"])
+    assert 540 <= claims["exp"] - claims["iat"] <= 600, claims
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="10m"))).changed
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="10m", revoke_previous=True)))
+    wait_for(lambda: hub_answer(lab, migrated["token"]) == 401 or None, 60, "the hub to reject the token of a deleted holder")
+    assert hub_answer(lab, shorter["token"]) == 201
+
+    # fleet_status shows the hub side of it: which Secret holds the member's current token and when it expires.
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
+    status = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    assert status["members"][member]["kubefleet"]["credential"] == {
+        "secret": sa_name + "-token", "issued": shorter["token_secret"]["issued"], "expires": stamp(claims["exp"]), "warning": None}
+    assert shorter["token"] not in status["raw_output"]
 
 
 def test_identity_missing_namespace_is_a_parameter_error(lab, hub, member):

@@ -7,6 +7,7 @@ kubernetes client after each step; the secrets the join creates must never appea
 """
 
 import base64
+import datetime
 import json
 import os
 import re
@@ -229,6 +230,7 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
     assert new_registrations and all(r["status"].get("granted") for r in new_registrations)
     assert hub.fleet_list("clusterregistrationtokens") == []
     rotate_credentials(lab, hub, "member2", tmp_path)
+    expiring_credentials(lab, hub, "member2", tmp_path)
     agent_setting_kept_and_repaired(lab, hub, "member1", tmp_path)
     settled = playbook(lab, "join_cluster.yml", tmp_path=tmp_path)
     assert settled.unchanged({"fleet-hub", "member1", "member2"}), settled.recap
@@ -350,6 +352,74 @@ def rotate_credentials(lab, hub, member, tmp_path):
 
 AGENT_TOLERATION = {"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}
 AGENT_SETTING = {"tolerations": [AGENT_TOLERATION], "env": {"NO_PROXY": ".svc,.cluster.local", "FLEETOPS_SITE": "lab-a"}}
+
+
+KUBEFLEET_ONLY = json.dumps({"fleetops_survey_backends": ["kubefleet"]})
+THIRTY_DAYS = 30 * 86400
+
+
+def jwt_claims(token):
+    """The payload of a JWT, read as the test's own check (not the collection's)."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def member_token(lab, hub, member):
+    return hub.secret_value(client.CoreV1Api(lab.api_client(member)), "fleet-hub-credentials", "hub-kubeconfig-secret", "token")
+
+
+def watched_join(lab, hub, member, tmp_path, *args):
+    """A KubeFleet-only join of ``member`` while the hub is sampled: it must never stop being Joined."""
+    watch = MemberWatch(hub, member)
+    watch.start()
+    try:
+        run = playbook(lab, "join_cluster.yml", "--limit", member, "-e", KUBEFLEET_ONLY, *args, tmp_path=tmp_path)
+    finally:
+        watch.stop.set()
+        watch.join()
+    assert watch.samples and all(s["joined"] == "True" for s in watch.samples), watch.samples
+    return run
+
+
+def expiring_credentials(lab, hub, member, tmp_path):
+    """The KubeFleet member's token expires by default and an ordinary run renews it: a legacy one (only on request)
+    is migrated by a plain run; one near expiry (its recorded issue time moved back, a forced clock) makes member_info
+    warn and the next run rotates it; each replaced token is rejected afterwards, the member never leaves Joined."""
+    token = member_token(lab, hub, member)
+    claims = jwt_claims(token)
+    assert THIRTY_DAYS - 300 <= claims["exp"] - claims["iat"] <= THIRTY_DAYS, claims
+    assert claims["kubernetes.io"]["secret"]["name"].startswith(member + "-hub-cluster-access-token"), claims
+
+    watched_join(lab, hub, member, tmp_path, "-e", "fleetops_rotate_credentials=true", "-e", "fleetops_kubefleet_token_lifetime=never")
+    legacy = member_token(lab, hub, member)
+    assert legacy != token and "exp" not in jwt_claims(legacy)
+    wait_for(lambda: hub_answer(lab, token) == 401 or None, 60, "the hub to reject the replaced token")
+
+    migrated_run = watched_join(lab, hub, member, tmp_path)
+    assert "kubefleet %s: agent credential rotated, joined, healthy" % member in migrated_run.output, migrated_run.output[-3000:]
+    migrated = member_token(lab, hub, member)
+    claims = jwt_claims(migrated)
+    assert THIRTY_DAYS - 300 <= claims["exp"] - claims["iat"] <= THIRTY_DAYS, claims
+    wait_for(lambda: hub_answer(lab, legacy) == 401 or None, 60, "the hub to reject the legacy token")
+    for secret in (token, legacy, migrated):
+        assert secret not in migrated_run.output
+
+    member_core = client.CoreV1Api(lab.api_client(member))
+    long_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    member_core.patch_namespaced_secret("hub-kubeconfig-secret", "fleet-hub-credentials",
+                                        {"metadata": {"annotations": {"fleetops.registration/token-issued": long_ago}}})
+    checked = playbook(lab, "join_cluster.yml", "--check", "--limit", member, "-e", KUBEFLEET_ONLY, tmp_path=tmp_path)
+    flat = " ".join(checked.output.split())
+    assert "KubeFleet member %s: the member agent's token expires at" % member in flat and "was not renewed" in flat, \
+        checked.output[-3000:]
+    assert member_token(lab, hub, member) == migrated
+
+    renewed_run = watched_join(lab, hub, member, tmp_path)
+    assert "kubefleet %s: agent credential rotated, joined, healthy" % member in renewed_run.output, renewed_run.output[-3000:]
+    renewed = member_token(lab, hub, member)
+    assert renewed != migrated and jwt_claims(renewed)["exp"] > claims["exp"]
+    wait_for(lambda: hub_answer(lab, migrated) == 401 or None, 60, "the hub to reject the renewed token")
+    assert hub_answer(lab, renewed) == 201
 
 
 def carries_setting(deployment):

@@ -40,13 +40,17 @@ def hub(**kwargs):
     return MANAGER.hub_view(member_cluster(**kwargs), NOW)
 
 
+# decide() judges the token's lifetime against the real clock: a token issued a day ago that lives 30 days.
+_ISSUED = datetime.datetime.now(UTC) - datetime.timedelta(days=1)
+
 HEALTHY_MEMBER = {
     "release": {"name": "member-agent", "namespace": "default", "status": "deployed", "chart": "member-agent",
                 "chart_version": "0.1.0", "values": {"config": {"hubURL": "https://hub:6443", "hubCA": True}, "logVerbosity": 2}},
     "hub_url": "https://hub:6443",
     "expected_hub_url": None,
     "credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials", "present": True, "accepted": True,
-                   "username": USERNAME, "problem": None},
+                   "username": USERNAME, "problem": None, "issued": _ISSUED.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   "expires": (_ISSUED + datetime.timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")},
     "expected_credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"},
     "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "ready_replicas": 1},
     "agent_pod": {"tolerations": [], "node_selector": {}, "affinity": {}, "priority_class_name": "", "image_pull_secrets": [],

@@ -26,13 +26,16 @@ def test_desired_state_per_manager():
     assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
                                                 "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
                                                 "rotate": False, "credential_max_age": None, "agent": None,
-                                                "identity_namespace": None}
+                                                "identity_namespace": None, "token_lifetime": None}
     fleet = desired_for("rancher_fleet", params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
     rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))
     assert rotating["credential_max_age"] == 720 * 3600 and rotating["rotate"] is True
     with pytest.raises(ParameterError, match="credential_max_age"):
         desired_for("kubefleet", dict(params, credential_max_age="a month"))
+    assert desired_for("kubefleet", dict(params, kubefleet_token_lifetime="168h"))["token_lifetime"] == "168h"
+    with pytest.raises(ParameterError, match="kubefleet_token_lifetime"):
+        desired_for("kubefleet", dict(params, kubefleet_token_lifetime="0"))
     setting = desired_for("kubefleet", dict(params, agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}, "affinity": None}))
     assert setting["agent"] == {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
     with pytest.raises(ParameterError, match="agent.image_registry"):
@@ -45,7 +48,7 @@ def test_desired_state_per_manager():
     ("upgrade", ["agent", "member_object"]),
     ("install", ["agent", "member_object"]),
     ("join", ["agent", "identity", "member_object"]),
-    ("reregister", ["agent", "identity", "member_object", "reset_credential"]),
+    ("reregister", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
     ("rotate", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
     ("reconfigure", ["agent", "member_object"]),
 ])

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, FleetOpsError, NotFoundError, ParameterError,
@@ -170,13 +172,15 @@ class MemberAgent(AgentFlow, Runner):
         release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
         if plan.stale_secret:
             self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
-        restarted = bool(plan.restart and not self.check_mode and self._restart_agent(secret_after))
+        restarted = bool(plan.restart and not self.check_mode and self._restart_agent(token))
         setting = self.reconcile_agent_setting(self.agent_namespace, chart_fullname(self.release_name), self.setting)
         reasons = plan.reasons + setting["drift"]
         member = None
         if self.waits_for_agent():
-            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"]:
+            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted:
                 self._wait_rolled_out(reasons)
+            if restarted:  # the old pod's heartbeats until it was gone were made with the old token
+                previous_heartbeat = member_agent_heartbeat(self.check_member_cluster()) or previous_heartbeat
             member = self._wait_joined(plan.changed or setting["patched"], reasons, previous_heartbeat)
         result = {
             "changed": plan.changed or setting["patched"], "agent_setting": setting, "release": public_release(release),
@@ -308,9 +312,12 @@ class MemberAgent(AgentFlow, Runner):
                 "(an agent installed by join.sh lives in release default/member-agent)",
             )
 
-    def _restart_agent(self, secret):
-        """The refresh-token sidecar reads the Secret only every few hours: roll the Deployment on a new token."""
-        revision = ((secret or {}).get("metadata") or {}).get("resourceVersion") or "changed"
+    def _restart_agent(self, token):
+        """The refresh-token sidecar reads the Secret only every few hours: roll the Deployment on a new token.
+
+        The pod template records a fingerprint of the token, so every new token changes it (a fixed value would roll
+        the agent on the first rotation only, and a later one would revoke the token the running agent still uses)."""
+        revision = hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
         patch = {"spec": {"template": {"metadata": {"annotations": {TOKEN_REVISION_ANNOTATION: revision}}}}}
         try:
             self.kube.patch(DEPLOYMENT, chart_fullname(self.release_name), patch, self.agent_namespace)

@@ -21,8 +21,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
-from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
-from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     QUARANTINE_TAINT, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
@@ -131,8 +131,12 @@ def _upgrade_reasons(member, desired):
 
 def _rotation_reasons(member, desired):
     credential = member.get("credential") or {}
-    return rotation_reasons(credential.get("present"), credential.get("accepted"), credential.get("age_seconds"), desired,
-                            "the member agent's token")
+    reasons = rotation_reasons(credential.get("present"), credential.get("accepted"), credential.get("age_seconds"), desired,
+                               "the member agent's token")
+    if reasons or not credential.get("present") or credential.get("accepted") is False:
+        return reasons
+    return renewal_reasons(parse_time(credential.get("issued")), parse_time(credential.get("expires")),
+                           tokens.lifetime_seconds(desired.get("token_lifetime"), "kubefleet_token_lifetime"))
 
 
 def _quarantine_reasons(hub):
