@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings, endpoint_configuration
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import explicit_hub_ca
@@ -21,7 +21,7 @@ CLIENT_HINT = ("Check hub_url and the network path from the member to the hub, a
 def agent_endpoint(task):
     """``(url, ca_pem, insecure)`` the collection gives the member agent: the one owner of that fact. The agent module
     installs the agent with it; member_info compares the member's release with it and sends the agent's token nowhere
-    else. ``task``: a module, or ``TaskOptions`` (its ``params`` and its hub connection's ``settings``).
+    else. ``task``: a module, or ``agent_flow.TaskOptions`` (its ``params`` and its hub connection's ``settings``).
 
     The URL is hub_url, else the hub connection's (hub_host or hub_kubeconfig's server); the CA is hub_ca_pem, else
     hub_ca_cert, else hub_kubeconfig's CA (inline or a file), as ``ConnectionSettings.server_and_ca`` reads them (only
@@ -49,17 +49,6 @@ def hub_url_and_ca(module):
     """``(url, ca_pem)`` the member agent is given (``agent_endpoint``)."""
     url, ca, _insecure = agent_endpoint(module)
     return url, ca
-
-
-class TaskOptions:
-    """A task's options as ``agent_endpoint`` reads them of a module, for code that has the options but no module
-    (``KubeFleet.member_view``): ``params``, and ``settings(prefix)`` of the connection they name."""
-
-    def __init__(self, params):
-        self.params = params
-
-    def settings(self, prefix):
-        return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
 
 
 def agent_client(url, ca_pem, token, tmpdir=None, insecure=False, proxy=None):

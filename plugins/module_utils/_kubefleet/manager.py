@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import TaskOptions
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
@@ -307,7 +308,7 @@ def configured_endpoint(params):
     """``((url, ca_pem, insecure), None)`` the collection gives the member agent (``hub_access.agent_endpoint``), or
     ``(None, why)`` when the options and the hub connection do not say."""
     try:
-        return hub_access.agent_endpoint(hub_access.TaskOptions(params)), None
+        return hub_access.agent_endpoint(TaskOptions(params)), None
     except ParameterError as exc:
         return None, "the hub endpoint the collection gives the member agent is not known, so its token was not checked: %s" % (
             exc.message())
