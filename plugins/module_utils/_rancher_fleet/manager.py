@@ -42,8 +42,7 @@ def _agent_reasons(member):
         found.append(("reregister", "the agent's hub credential (Secret fleet-agent) holds no usable kubeconfig"))
     elif member.get("expected_server") and (member.get("credential_server") or "").rstrip("/") != member["expected_server"]:
         found.append(("reregister", "the agent's hub credential (Secret fleet-agent) names the hub %s, not %s (what the collection "
-                                    "gives the agent); its token was not sent there" % (member.get("credential_server"),
-                                                                                         member["expected_server"])))
+                      "gives the agent); its token was not sent there" % (member.get("credential_server"), member["expected_server"])))
     if member.get("release") is not None and not member.get("deployment"):
         found.append(("install", "the agent Deployment fleet-agent is missing on the member"))
     return found
