@@ -107,6 +107,8 @@ def desired(**changes):
     (hub(), member(**{"configured.token_secret": "default/hub-kubeconfig-secret", "credential.present": False}), desired(), "upgrade",
      "reads its token from default/hub-kubeconfig-secret"),
     (hub(), member(**{"configured.insecure": True}), desired(), "upgrade", "does not verify the hub's certificate (tlsClientInsecure)"),
+    (hub(), member(configured_ca_problem="[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), desired(), "upgrade",
+     "the hub CA the member agent uses does not verify the hub's certificate"),
     (hub(), member(**{"configured.hub_ca_sha256": "b" * 64}), desired(), "upgrade",
      "trusts another hub CA (sha256 bbbbbbbbbbbb) than the collection configures (aaaaaaaaaaaa)"),
     (hub(), member(**{"configured.hub_ca_sha256": None}), desired(), "upgrade", "trusts another hub CA (sha256 none)"),

@@ -23,6 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
@@ -31,7 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_configuration, configuration_drift, identity_username, secret_token, wanted_configuration, wanted_labels,
+    agent_configuration, agent_hub_endpoint, configuration_drift, identity_username, secret_token, wanted_configuration, wanted_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -125,6 +126,8 @@ def _upgrade_reasons(member, desired):
         reasons.append("values differ")
     if tls_problem((member.get("credential") or {}).get("problem")):
         reasons.append("the hub CA the collection gives the member agent does not verify the hub's certificate")
+    if tls_problem(member.get("configured_ca_problem")):
+        reasons.append("the hub CA the member agent uses does not verify the hub's certificate")
     if release:
         reasons += configuration_drift(member.get("configured"), member.get("wanted"))
     return reasons
@@ -195,13 +198,16 @@ class KubeFleet(FleetManager):
         release = read_release(member, release_name, option(params, "release_namespace"))
         endpoint, unknown = configured_endpoint(params)
         location = (option(params, "secret_namespace"), option(params, "secret_name"))
+        configured = agent_configuration(release.get("values")) if release else None
+        wanted = wanted_configuration(endpoint, location[0], location[1], params.get("name")) if endpoint else None
         deployment_name = chart_fullname(release_name)
         deployment = member.get(DEPLOYMENT, deployment_name, option(params, "agent_namespace"))
         return {
             "release": _release_summary(release),
             "hub_url": endpoint[0] if endpoint else None,
-            "configured": agent_configuration(release.get("values")) if release else None,
-            "wanted": wanted_configuration(endpoint, location[0], location[1], params.get("name")) if endpoint else None,
+            "configured": configured,
+            "wanted": wanted,
+            "configured_ca_problem": _configured_ca_problem(release, configured, wanted, params),
             "credential": self._credential(member, params, location, endpoint, unknown),
             "agent_pod": agent_settings.pod_view(deployment),
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
@@ -302,6 +308,18 @@ def _release_summary(release):
         values["config"] = dict(values["config"], hubCA=True)
     summary["values"] = values
     return summary
+
+
+def _configured_ca_problem(release, configured, wanted, params):
+    """Why the CA the release gives the agent does not verify the hub, when it is not the collection's CA: checked at
+    the URL the collection configures with a TLS handshake and an anonymous request - no token (diagnosis:
+    hub_ca_untrusted). None when it verifies, or when there is nothing to check."""
+    if not (configured and wanted) or configured["insecure"] or configured["hub_ca_sha256"] in (wanted["hub_ca_sha256"], "unreadable"):
+        return None
+    ca = agent_hub_endpoint(release.get("values"))[1]
+    check = credential_check(hub_access.agent_client(wanted["hub_url"], certificate_blocks(ca or "") or None, None,
+                                                     proxy=params.get("hub_proxy")))
+    return check["error"] if tls_problem(check["error"]) else None
 
 
 def configured_endpoint(params):
