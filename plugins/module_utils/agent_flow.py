@@ -14,6 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import agent
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release_history, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
 
 Sourced = Tuple[Optional[str], Optional[str]]  # (value, the option or connection it came from)
@@ -48,6 +49,18 @@ def hub_endpoint(module: Any, urls: Iterable[Sourced], cas: Iterable[Sourced], u
     if url[0] and not url[0].startswith("https://"):
         raise ParameterError(url_option, "%r is not an https:// URL" % url[0], "Give the hub API server's https:// URL as the member reaches it")
     return url, ca
+
+
+class TaskOptions:
+    """A task's options as ``hub_endpoint`` reads them of a module, for code that has the options but no module (the
+    managers' ``member_view``, judging a member against what the agent module would configure): ``params``, and
+    ``settings(prefix)`` of the connection they name."""
+
+    def __init__(self, params: Dict[str, Any]) -> None:
+        self.params = params
+
+    def settings(self, prefix: str) -> ConnectionSettings:
+        return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
 
 
 class AgentFlow:

@@ -6,8 +6,9 @@
 A cluster rebuilt under the same name, or an inventory host whose kubeconfig now reaches another cluster, must not
 be taken for the member that joined: its agents would take over the other cluster's registration. The identity is
 the UID of the cluster's ``kube-system`` Namespace (made once, when the cluster is created, and never deletable)
-and the SHA-256 fingerprint of the API server CA the connection trusts. Only the UID decides; a CA that changed on
-the same cluster (a CA rotation) is recorded again.
+and the SHA-256 fingerprint of the API server CA the connection trusts. A different UID is another cluster; the same UID
+behind another CA (an API server that only claims to be the member, or a CA rotation) and a UID that cannot be read
+are refused too, until the user confirms the change (``replace_rebuilt``) or lets the UID be read.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +26,11 @@ UID_ANNOTATION = "fleetops.registration/cluster-uid"
 CA_ANNOTATION = "fleetops.registration/cluster-ca-sha256"
 KEYS = (("uid", UID_ANNOTATION), ("ca_sha256", CA_ANNOTATION))
 
+UNREADABLE_HINT = ("Let the member's credential get the Namespace kube-system (extensions/rbac/member.yml grants it): the "
+                   "collection tells clusters apart by that Namespace's UID, and does not change a member it cannot tell apart")
+CA_CHANGED_HINT = ("If the member's API server CA was rotated on purpose, set replace_rebuilt: true once to record the new CA; "
+                   "if not, check that the member's kubeconfig/context reaches the member's own API server (another server "
+                   "can claim its kube-system UID, not its CA)")
 REPLACE_HINT = ("If the cluster was rebuilt or replaced on purpose, set replace_rebuilt: true to re-register it (the old "
                 "cluster's credentials are revoked first); if not, point the member's kubeconfig/context at the cluster that "
                 "joined")
@@ -79,6 +85,16 @@ def replaced(recorded, live):
     return changes
 
 
+def ca_changed(recorded, live):
+    """The change of CA behind the same ``kube-system`` UID (None when the CA is the recorded one, or the hub records
+    none): the CA the connection trusts now is another, or none at all."""
+    if not recorded or not recorded.get("ca_sha256") or (live or {}).get("uid") != recorded["uid"]:
+        return None
+    if live.get("ca_sha256") == recorded["ca_sha256"]:
+        return None
+    return "API server CA sha256 %s -> %s" % (_short(recorded["ca_sha256"]), _short(live.get("ca_sha256")))
+
+
 def needs_recording(recorded, live):
     """Whether the hub object should record ``live`` (nothing recorded yet, or the same cluster's CA changed)."""
     if not (live or {}).get("uid"):
@@ -89,11 +105,21 @@ def needs_recording(recorded, live):
 def judge(state, hub_object, live, replace_rebuilt=False):
     """``state`` (a manager's MemberState) with the member's identity taken into account.
 
-    A different cluster behind the member's name is refused (ParameterError naming ``replace_rebuilt``) unless
-    ``replace_rebuilt``, which makes it a re-registration; an identity not recorded yet makes a healthy member's
-    hub object record it (``relabel``).
+    A member whose ``kube-system`` UID cannot be read is refused (ParameterError naming ``kubeconfig``): which cluster
+    it is cannot be told. A different cluster behind the member's name is refused (naming ``replace_rebuilt``) unless
+    ``replace_rebuilt``, which makes it a re-registration; so is the same UID behind another CA, which
+    ``replace_rebuilt`` records. An identity not recorded yet makes a healthy member's hub object record it
+    (``relabel``).
     """
+    if not (live or {}).get("uid"):
+        raise ParameterError("kubeconfig", "the UID of the kube-system Namespace of member %s cannot be read, so whether it is "
+                             "the cluster that joined %s cannot be told" % (state.name, state.manager), hint=UNREADABLE_HINT)
     recorded = recorded_identity(hub_object)
+    changed_ca = ca_changed(recorded, live)
+    if changed_ca and not replace_rebuilt:
+        raise ParameterError("replace_rebuilt", "is not set, and member %s presents another API server CA than the cluster that "
+                             "joined %s, under the same kube-system Namespace UID (%s)" % (state.name, state.manager, changed_ca),
+                             hint=CA_CHANGED_HINT)
     changes = replaced(recorded, live)
     if changes and not replace_rebuilt:
         raise ParameterError("replace_rebuilt", "is not set, and member %s now reaches another cluster than the one that joined "

@@ -220,9 +220,15 @@ def kubeconfig_secrets(config):
 
 
 def _check_pem(pem, param):
-    certificates = certificate_blocks(pem)
+    return pem_certificates(pem, param, "Give the PEM text of the hub's CA", "the CA is not a PEM certificate")
+
+
+def pem_certificates(text, param, hint="Give the PEM text of the hub's CA", problem="is not a PEM certificate"):
+    """The CERTIFICATE blocks of CA text given by the user or read from a file, and nothing else (a private key in
+    the same bundle never goes on); fails naming ``param`` when there is none. Every CA option goes through here."""
+    certificates = certificate_blocks(text or "")
     if not certificates:
-        raise ParameterError(param, "the CA is not a PEM certificate", "Give the PEM text of the hub's CA")
+        raise ParameterError(param, problem, hint)
     return certificates
 
 
@@ -237,10 +243,7 @@ def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PE
             raise ParameterError(param, "is neither PEM text nor an existing file", hint)
         with open(path) as handle:
             text = handle.read()
-    certificates = certificate_blocks(text)
-    if not certificates:
-        raise ParameterError(param, "is not a PEM certificate", hint)
-    return certificates
+    return pem_certificates(text, param, hint)
 
 
 def certificate_blocks(text):

@@ -140,6 +140,9 @@ options:
         kubeconfig that now reaches another cluster).
       - V(false) fails the member with what changed and how to proceed; V(true) gives the action C(reregister) (the
         role then revokes the old cluster's credentials and registers the new cluster).
+      - The same C(kube-system) UID behind another API server CA than the recorded one (or none) is refused too, since
+        another server can claim the UID but not the CA; V(true) records the new CA of an intended CA rotation. A member
+        whose C(kube-system) Namespace UID cannot be read is always refused.
       - With O(members), two members that reach the same cluster are refused too (an C(error) each), and so is a
         member whose cluster the hub records for another member, whatever this says.
     type: bool

@@ -80,3 +80,42 @@ def test_member_view_credential_deleted_while_installed(lab, hub, hub_ns, fresh_
     state = judge(lab, member, name, hub_ns, {"stale_after": 3600})
     assert state.action == "reregister" and state.hub["seen_age_seconds"] < 3600, state.as_dict()
     assert state.reasons == ["the agent's hub credential (Secret fleet-agent) is missing on the member"]
+
+
+def test_a_forged_agent_credential_is_not_followed(lab, hub, hub_ns, fresh_member, tmp_path):
+    """The agent's credential Secret fleet-agent, forged on the member (its kubeconfig names a TLS listener of the test's
+    with that listener's CA and a planted token): member_info sends nothing there, never shows the token, and reports a
+    credential that names another hub than the collection gives the agent (a new registration repairs it)."""
+    import base64
+    import json
+
+    import yaml
+
+    from test_forged_member_state import Listener
+
+    member = fresh_member("member2")
+    make_token(lab, hub_ns)
+    result = ok(run_module("fleet_agent", agent_args(lab, member, token_name="join", token_namespace=hub_ns, wait=True,
+                                                     wait_timeout=CHECKIN_TIMEOUT)))
+    name = result["cluster"]["name"]
+    listener = Listener(tmp_path)
+    listener.start()
+    marker = "forged-fleet-marker-%s" % name
+    forged = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+              "clusters": [{"name": "x", "cluster": {"server": listener.url, "certificate-authority-data": base64.b64encode(
+                  (tmp_path / "listener.crt").read_bytes()).decode()}}],
+              "users": [{"name": "x", "user": {"token": marker}}], "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}
+    core = client.CoreV1Api(lab.api_client(member))
+    core.patch_namespaced_secret("fleet-agent", AGENT_NS, {"data": {"kubeconfig": base64.b64encode(yaml.safe_dump(forged).encode()).decode()}})
+    try:
+        info = run_module("member_info", {"kubeconfig": str(lab.kubeconfig), "context": member, "hub_kubeconfig": str(lab.kubeconfig),
+                                          "hub_context": "hub", "name": name, "backends": ["rancher_fleet"], "fleet_namespace": hub_ns})
+        assert not info.failed, info.get("msg")
+        assert listener.connections == 0 and listener.received == b"", (
+            "the forged credential's server was contacted (%d connections): %r" % (listener.connections, listener.received[:300]))
+        assert marker not in json.dumps(dict(info))
+        state = info["managers"]["rancher_fleet"]
+        assert state["action"] == "reregister", state["reasons"]
+        assert any("names the hub %s, not %s" % (listener.url, lab.api_urls["hub"]) in reason for reason in state["reasons"]), state["reasons"]
+    finally:
+        listener.stop()

@@ -615,7 +615,8 @@ def _state(lab, member, **desired):
     from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
     member_client, hub_client = _clients(lab)
     hub_object = MANAGER.read_hub(hub_client, names=[member]).get(member)
-    view = MANAGER.member_view(member_client, hub_client, {"name": member})
+    # member_info's options: the hub connection says where the agent should connect, not the member's release
+    view = MANAGER.member_view(member_client, hub_client, {"name": member, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"})
     wanted = dict({"labels": {}, "labels_mode": "merge", "stale_after": 3600, "chart_version": None, "values": {},
                    "force": False}, **desired)
     return MANAGER.decide(member, MANAGER.hub_view(hub_object), view, wanted)

@@ -58,13 +58,40 @@ def test_with_replace_rebuilt_another_cluster_is_re_registered(action):
     assert state.action == "reregister" and "the cluster was replaced" in state.reasons[0]
 
 
-def test_a_hub_object_that_records_nothing_yet_or_an_old_ca_is_brought_up_to_date():
+def test_a_hub_object_that_records_nothing_yet_is_brought_up_to_date():
     assert ci.judge(healthy(), hub_object(), NEW).action == "relabel"
-    assert ci.judge(healthy(), hub_object(dict(NEW, ca_sha256="c" * 64)), NEW).action == "relabel"
+    assert ci.judge(healthy(), hub_object(), dict(NEW, ca_sha256=None)).action == "relabel"
     assert ci.judge(healthy(), hub_object(NEW), NEW).action == "none"
-    assert ci.judge(healthy(), hub_object(NEW), dict(NEW, ca_sha256=None)).action == "none"  # no CA known: nothing to record
     join = MemberState("kubefleet", "edge-07", None, {}, "join", ["new"])
     assert ci.judge(join, None, NEW) is join
+
+
+@pytest.mark.parametrize("live_ca", ["c" * 64, None])
+def test_the_same_uid_behind_another_ca_or_none_is_refused_naming_replace_rebuilt(live_ca):
+    with pytest.raises(ParameterError) as err:
+        ci.judge(healthy(), hub_object(NEW), dict(NEW, ca_sha256=live_ca))
+    assert err.value.param == "replace_rebuilt"
+    assert "edge-07" in err.value.msg and "another API server CA" in err.value.msg
+    assert "bbbbbbbbbbbb -> %s" % (live_ca[:12] if live_ca else "none") in err.value.msg
+    assert "replace_rebuilt: true" in err.value.message() and "rotated on purpose" in err.value.message()
+
+
+def test_with_replace_rebuilt_a_new_ca_of_the_same_cluster_is_recorded_not_re_registered():
+    rotated = dict(NEW, ca_sha256="c" * 64)
+    assert ci.judge(healthy(), hub_object(NEW), rotated, replace_rebuilt=True).action == "relabel"
+    upgrade = healthy(action="upgrade", reasons=["x"])
+    assert ci.judge(upgrade, hub_object(NEW), rotated, replace_rebuilt=True) is upgrade
+
+
+@pytest.mark.parametrize("live", [None, {}, {"uid": None, "ca_sha256": "b" * 64}])
+@pytest.mark.parametrize("recorded", [None, NEW])
+@pytest.mark.parametrize("replace_rebuilt", [False, True])
+def test_a_member_whose_kube_system_uid_cannot_be_read_is_refused(live, recorded, replace_rebuilt):
+    with pytest.raises(ParameterError) as err:
+        ci.judge(healthy(), hub_object(recorded), live, replace_rebuilt=replace_rebuilt)
+    assert err.value.param == "kubeconfig"
+    assert "kube-system Namespace of member edge-07 cannot be read" in err.value.msg
+    assert "extensions/rbac/member.yml" in err.value.message()
 
 
 def test_members_reaching_one_cluster_are_found_in_pairs_and_more():

@@ -67,10 +67,11 @@ def test_release_changes_in_either_direction():
 
 
 def test_kubefleet_upgrade_and_relabel_in_either_direction():
-    member = {"release": {"chart_version": "0.14.0", "values": {}}, "hub_url": "https://a:6443", "expected_hub_url": "https://b:6443"}
+    member = {"release": {"chart_version": "0.14.0", "values": {}}, "configured": {"hub_url": "https://a:6443"},
+              "wanted": {"hub_url": "https://b:6443"}}
     assert kf_manager._upgrade_reasons(member, {"chart_version": "0.13.0"}) == [
         "chart version 0.14.0 -> 0.13.0", "the member agent uses hub URL https://a:6443, not https://b:6443"]
-    assert kf_manager._upgrade_reasons(dict(member, hub_url="https://b:6443"), {"chart_version": "0.14.0"}) == []
+    assert kf_manager._upgrade_reasons(dict(member, configured={"hub_url": "https://b:6443"}), {"chart_version": "0.14.0"}) == []
     assert kf_manager._relabel_reasons({"labels": {"env": "prod"}}, {"labels": {"env": "dev"}}) == ["labels drift: set env"]
     assert kf_manager._relabel_reasons({"labels": {"env": "dev"}}, {"labels": {}, "labels_mode": "merge"}) == []
     assert kf_manager._relabel_reasons({"labels": {"env": "dev"}}, {"labels": {}, "labels_mode": "replace"}) == [

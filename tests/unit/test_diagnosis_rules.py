@@ -170,6 +170,8 @@ def test_kubefleet_findings():
     assert kf(present=False) == ["credential_missing"]
     assert kf(accepted=False, expires="2026-11-21T09:00:00Z") == ["token_expired"]
     assert kf(username="system:serviceaccount:fleet-system:other") == ["wrong_identity"]
+    # the release's own CA, checked without a token at the collection's hub URL, while the collection's CA verifies
+    assert kf(member={"configured_ca_problem": "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"}) == ["hub_ca_untrusted"]
 
 
 def fleet(hub=None, member=None):

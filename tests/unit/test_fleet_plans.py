@@ -262,3 +262,66 @@ def test_decide_is_pure_and_never_leaks_the_secrets_the_member_holds(check):
     for secret in (SECRET_TOKEN, _b64(SECRET_TOKEN), facts["credential"]["data"][AGENT_CREDENTIAL_KEY]):
         assert secret not in shown
     assert state.action == ("none" if check["accepted"] else "reregister")
+
+
+# -- the agent's credential is evidence: checked only at the hub the collection gives the agent ----------------------
+
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+def _config_map(config):
+    return {"data": {"config": json.dumps(config)}}
+
+
+def test_fleet_config_endpoint_reads_fleets_own_api_server_url_and_ca():
+    key = "-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n"
+    config = _config_map({"apiServerURL": "https://hub:6443", "apiServerCA": _b64(key + CA_PEM)})
+    assert member_side.fleet_config_endpoint(config) == ("https://hub:6443", CA_PEM)
+    assert member_side.fleet_config_endpoint(_config_map({"apiServerURL": "", "apiServerCA": ""})) == (None, None)
+    for broken in (None, {}, {"data": {"config": "not json"}}, {"data": {"config": "[]"}}, _config_map({"apiServerCA": "//4="})):
+        assert member_side.fleet_config_endpoint(broken) == (None, None)
+
+
+def test_the_credential_secret_gives_its_server_and_token_never_a_ca_or_a_file_to_read():
+    kubeconfig = {"clusters": [{"name": "h", "cluster": {"server": "https://elsewhere:443", "certificate-authority": "/etc/shadow"}}],
+                  "users": [{"name": "a", "user": {"token": "t0k"}}], "contexts": [{"name": "h", "context": {"cluster": "h", "user": "a"}}],
+                  "current-context": "h"}
+    secret = {"data": {AGENT_CREDENTIAL_KEY: _b64(yaml.safe_dump(kubeconfig))}}
+    assert member_side.credential_endpoint(secret) == ("https://elsewhere:443", "t0k")
+    assert member_side.credential_endpoint({"data": {AGENT_CREDENTIAL_KEY: _b64("- not a kubeconfig")}}) is None
+
+
+class _Hub:
+    def __init__(self, config_map):
+        self.config_map = config_map
+
+    def get(self, _resource, _name, _namespace=None):
+        return self.config_map
+
+
+def test_the_expected_hub_comes_from_the_options_then_fleets_configuration_then_the_hub_connection(tmp_path):
+    fleet = _Hub(_config_map({"apiServerURL": "https://fleet-config:6443/", "apiServerCA": _b64(CA_PEM)}))
+    assert member_side.expected_endpoint({}, fleet) == (("https://fleet-config:6443", CA_PEM), None)
+    other = CA_PEM.replace("fake", "file")
+    path = tmp_path / "ca.pem"
+    path.write_text(other)
+    assert member_side.expected_endpoint({"hub_url": "https://given:6443", "hub_ca_cert": str(path)}, fleet) == (
+        ("https://given:6443", other), None)
+    kubeconfig = {"current-context": "hub", "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "u"}}],
+                  "clusters": [{"name": "hub", "cluster": {"server": "https://connection:6443",
+                                                           "certificate-authority-data": _b64(CA_PEM)}}],
+                  "users": [{"name": "u", "user": {}}]}
+    assert member_side.expected_endpoint({"hub_kubeconfig": kubeconfig}, _Hub(None)) == (("https://connection:6443", CA_PEM), None)
+    endpoint, why = member_side.expected_endpoint({}, None)
+    assert endpoint is None and "not known" in why and "not checked" in why
+
+
+def test_a_credential_naming_another_hub_is_re_registered_and_not_checked():
+    view = member_side.member_view(_secret_bearing_facts(), None, "https://hub.collection:6443")
+    assert view["credential_accepted"] is None and view["expected_server"] == "https://hub.collection:6443"
+    state = MANAGER.decide("edge-1", HUB, view, WANT)
+    assert state.action == "reregister"
+    assert "names the hub https://hub.example:6443, not https://hub.collection:6443" in " ".join(state.reasons), state.reasons
+    same = member_side.member_view(_secret_bearing_facts(), {"accepted": True, "user": "u", "error": None}, "https://hub.example:6443")
+    assert MANAGER.decide("edge-1", HUB, same, WANT).action == "none"
+    assert member_side.same_server("https://hub:6443/", "https://hub:6443") and not member_side.same_server(None, "https://hub:6443")

@@ -447,7 +447,7 @@ def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
     path.write_text(other)
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
     both = dict(hub_kubeconfig=config, hub_ca_cert=str(path))
-    assert hub_access.hub_url_and_ca(_Params(hub_ca_pem="x" + PEM, **both))[1] == "x" + PEM
+    assert hub_access.hub_url_and_ca(_Params(hub_ca_pem="# the hub CA\n" + PEM, **both))[1] == PEM
     assert hub_access.hub_url_and_ca(_Params(**both))[1] == other
     assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_cert=str(path))) == ("https://hub:6443", other)
     assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443/", hub_insecure_skip_tls_verify=True)) == ("https://hub:6443", None)
@@ -462,6 +462,27 @@ def test_hub_url_and_ca_name_the_missing_option():
     assert err.value.param == "hub_url"
     with pytest.raises(ParameterError) as err:
         hub_access.hub_url_and_ca(_Params(hub_url="https://hub"))
+    assert err.value.param == "hub_ca_pem"
+
+
+KEY = "-----BEGIN PRIVATE KEY-----\nMIIEsecretkey\n-----END PRIVATE KEY-----\n"
+
+
+def test_a_hub_ca_bundle_passes_on_only_its_certificates_never_a_private_key(tmp_path):
+    """hub_ca_pem given whole once shipped a bundle's private key into the agent's values; now every CA option, inline
+    or a file, keeps only the CERTIFICATE blocks (kubeconfig.pem_certificates)."""
+    other = PEM.replace("fake", "second")
+    bundle = KEY + PEM + "-----BEGIN EC PRIVATE KEY-----\nMHcsecret\n-----END EC PRIVATE KEY-----\n" + other
+    assert rules.explicit_hub_ca(bundle) == PEM + other
+    url, ca = hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_pem=bundle))
+    assert ca == PEM + other and "secret" not in ca
+    values = rules.agent_values("east-1", url, ca)
+    assert "secret" not in base64.b64decode(values["config"]["hubCA"]).decode()
+    path = tmp_path / "bundle.pem"
+    path.write_text(bundle)
+    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_cert=str(path)))[1] == PEM + other
+    with pytest.raises(ParameterError) as err:
+        rules.explicit_hub_ca(KEY)
     assert err.value.param == "hub_ca_pem"
 
 
@@ -515,3 +536,58 @@ def test_namespaces_the_collection_makes_are_recognised_by_their_label():
     assert rules.made_by_collection(made)
     assert not rules.made_by_collection({"metadata": {"name": "default"}})
     assert not rules.made_by_collection(None)
+
+
+# -- the agent's configuration: member state is evidence, the options are the measure -------------------------------
+
+def test_agent_configuration_reads_what_a_release_says_without_following_it():
+    values = rules.agent_values("east-1", "https://hub:6443/", PEM, secret_name="s", secret_namespace="n")
+    assert rules.agent_configuration(values) == {
+        "hub_url": "https://hub:6443", "hub_ca_sha256": rules.hub_ca_digest(PEM), "hub_ca_extra": False, "insecure": False,
+        "token_secret": "n/s", "member_name": "east-1"}
+    forged = {"config": {"hubURL": "https://127.0.0.1:9", "hubCA": "%%%"}, "tlsClientInsecure": True,
+              "secret": {"name": "admin-token", "namespace": "kube-system"}}
+    seen = rules.agent_configuration(forged)
+    assert (seen["hub_ca_sha256"], seen["insecure"], seen["token_secret"]) == (None, True, "kube-system/admin-token")
+    assert rules.agent_configuration({"config": {"hubCA": "//4="}})["hub_ca_sha256"] == "unreadable"  # not UTF-8
+    with_key = rules.agent_values("east-1", "https://hub:6443", KEY + PEM)
+    assert rules.agent_configuration(with_key)["hub_ca_extra"] is True
+    assert rules.agent_configuration({"config": "junk", "secret": []}) == {
+        "hub_url": None, "hub_ca_sha256": None, "hub_ca_extra": False, "insecure": False, "token_secret": None, "member_name": None}
+
+
+def test_what_the_collection_configures_is_compared_with_the_release_not_taken_from_it():
+    wanted = rules.wanted_configuration(("https://hub:6443", PEM, False), "fleet-hub-credentials", "hub-kubeconfig-secret", "east-1")
+    same = rules.agent_configuration(rules.agent_values("east-1", "https://hub:6443", PEM))
+    assert rules.configuration_drift(same, wanted) == []
+    forged = dict(same, hub_url="https://127.0.0.1:9", insecure=True, token_secret="kube-system/admin-token", member_name="x")
+    assert rules.configuration_drift(forged, wanted) == [
+        "the member agent uses hub URL https://127.0.0.1:9, not https://hub:6443",
+        "the member agent does not verify the hub's certificate (tlsClientInsecure), which the options do not ask for",
+        "the member agent reads its token from kube-system/admin-token, not fleet-hub-credentials/hub-kubeconfig-secret",
+        "the member agent joins as x, not east-1"]
+    other_ca = dict(same, hub_ca_sha256=rules.hub_ca_digest(PEM.replace("fake", "other")))
+    assert rules.configuration_drift(other_ca, wanted)[0].startswith("the member agent trusts another hub CA")
+    insecure_wanted = rules.wanted_configuration(("https://hub:6443", None, True), "fleet-hub-credentials", "hub-kubeconfig-secret", "east-1")
+    assert rules.configuration_drift(dict(same, insecure=True), insecure_wanted) == []  # asked for in the options
+    assert "asks it not to" in rules.configuration_drift(same, insecure_wanted)[0]
+    assert rules.configuration_drift(None, wanted) == [] and rules.configuration_drift(forged, None) == []
+    # the digest covers every certificate of a bundle, and nothing else
+    assert rules.hub_ca_digest(KEY + PEM) == rules.hub_ca_digest(PEM) != rules.hub_ca_digest(PEM + PEM)
+    assert rules.hub_ca_digest(None) is None and rules.hub_ca_digest(KEY) is None
+
+
+def test_the_endpoint_a_member_is_checked_against_comes_from_the_options_and_the_hub_connection_only(tmp_path):
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import configured_endpoint
+    config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
+    assert configured_endpoint({"hub_kubeconfig": config}) == (("https://127.0.0.1:6443", PEM, False), None)
+    other = PEM.replace("fake", "given")
+    assert configured_endpoint({"hub_kubeconfig": config, "hub_url": "https://hub.example:6443/", "hub_ca_pem": KEY + other}) == (
+        ("https://hub.example:6443", other, False), None)
+    # verification is off only when the options say so
+    assert configured_endpoint({"hub_url": "https://hub:6443", "hub_insecure_skip_tls_verify": True}) == (
+        ("https://hub:6443", None, True), None)
+    endpoint, why = configured_endpoint({"name": "east-1"})
+    assert endpoint is None and "not known, so its token was not checked" in why and "hub_url" in why
+    endpoint, why = configured_endpoint({"hub_url": "https://hub:6443"})
+    assert endpoint is None and "hub_ca_pem" in why

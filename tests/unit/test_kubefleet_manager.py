@@ -43,15 +43,17 @@ def hub(**kwargs):
 # decide() judges the token's lifetime against the real clock: a token issued a day ago that lives 30 days.
 _ISSUED = datetime.datetime.now(UTC) - datetime.timedelta(days=1)
 
+CONFIGURED = {"hub_url": "https://hub:6443", "hub_ca_sha256": "a" * 64, "hub_ca_extra": False, "insecure": False,
+              "token_secret": "fleet-hub-credentials/hub-kubeconfig-secret", "member_name": "east-1"}
 HEALTHY_MEMBER = {
     "release": {"name": "member-agent", "namespace": "default", "status": "deployed", "chart": "member-agent",
                 "chart_version": "0.1.0", "values": {"config": {"hubURL": "https://hub:6443", "hubCA": True}, "logVerbosity": 2}},
     "hub_url": "https://hub:6443",
-    "expected_hub_url": None,
+    "configured": CONFIGURED,
+    "wanted": dict(CONFIGURED),
     "credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials", "present": True, "accepted": True,
                    "username": USERNAME, "problem": None, "issued": _ISSUED.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    "expires": (_ISSUED + datetime.timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")},
-    "expected_credential": {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"},
     "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "ready_replicas": 1},
     "agent_pod": {"tolerations": [], "node_selector": {}, "affinity": {}, "priority_class_name": "", "image_pull_secrets": [],
                   "containers": [{"name": "member-agent", "image": "ghcr.io/azure/fleet/member-agent:v0.14.0", "env": {}, "resources": {}}]},
@@ -101,9 +103,24 @@ def desired(**changes):
     (hub(), member(**{"deployment.present": False}), desired(), "install", "Deployment member-agent is missing"),
     (hub(), member(), desired(chart_version="0.2.0"), "upgrade", "chart version 0.1.0 -> 0.2.0"),
     (hub(), member(), desired(values={"logVerbosity": 5}), "upgrade", "values differ"),
-    (hub(), member(expected_hub_url="https://hub.example:6443"), desired(), "upgrade", "uses hub URL https://hub:6443"),
-    (hub(), member(**{"credential.namespace": "default"}), desired(), "upgrade",
+    (hub(), member(**{"wanted.hub_url": "https://hub.example:6443"}), desired(), "upgrade",
+     "uses hub URL https://hub:6443, not https://hub.example:6443"),
+    (hub(), member(**{"configured.token_secret": "default/hub-kubeconfig-secret"}), desired(), "upgrade",
      "reads its token from default/hub-kubeconfig-secret, not fleet-hub-credentials/hub-kubeconfig-secret"),
+    # the token moved (an older version kept it in default): the upgrade writes the Secret the options name
+    (hub(), member(**{"configured.token_secret": "default/hub-kubeconfig-secret", "credential.present": False}), desired(), "upgrade",
+     "reads its token from default/hub-kubeconfig-secret"),
+    (hub(), member(**{"configured.insecure": True}), desired(), "upgrade", "does not verify the hub's certificate (tlsClientInsecure)"),
+    (hub(), member(configured_ca_problem="[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), desired(), "upgrade",
+     "the hub CA the member agent uses does not verify the hub's certificate"),
+    (hub(), member(**{"configured.hub_ca_sha256": "b" * 64}), desired(), "upgrade",
+     "trusts another hub CA (sha256 bbbbbbbbbbbb) than the collection configures (aaaaaaaaaaaa)"),
+    (hub(), member(**{"configured.hub_ca_sha256": None}), desired(), "upgrade", "trusts another hub CA (sha256 none)"),
+    (hub(), member(**{"configured.hub_ca_extra": True}), desired(), "upgrade", "holds more than certificates"),
+    (hub(), member(**{"configured.member_name": "west-2"}), desired(), "upgrade", "joins as west-2, not east-1"),
+    # what the options do not say is not drift; the member's values are never the measure
+    (hub(), member(wanted=None, **{"configured.hub_url": "https://attacker:443", "credential.accepted": None,
+                                   "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),
     (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "reconfigure",
      "container member-agent's environment lacks or differs in HTTPS_PROXY"),
     (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}, labels={"env": "dev"}), "reconfigure", "HTTPS_PROXY"),

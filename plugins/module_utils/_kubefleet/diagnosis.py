@@ -51,6 +51,9 @@ def member_findings(hub, member, now=None):
                              "A re-run writes it again."))
     found += credential_findings(dict(credential, url=member.get("hub_url"), where=where,
                                       rerun="a new token for the member's identity, swapped into the member's Secret"), now)
+    if member.get("configured_ca_problem"):  # the release's own CA, checked without a token at the collection's hub URL
+        found += credential_findings({"present": True, "accepted": None, "problem": member["configured_ca_problem"],
+                                      "url": member.get("hub_url"), "where": where}, now)
     expected = identity_username((hub or {}).get("identity"))
     if credential.get("username") and expected and credential["username"] != expected:
         found.append(finding("wrong_identity", "the agent's token authenticates as %s, but MemberCluster names %s" % (

@@ -18,27 +18,37 @@ CLIENT_HINT = ("Check hub_url and the network path from the member to the hub, a
                "serving certificate")
 
 
-def hub_url_and_ca(module):
-    """``(url, ca_pem)`` the member agent is given.
+def agent_endpoint(task):
+    """``(url, ca_pem, insecure)`` the collection gives the member agent: the one owner of that fact. The agent module
+    installs the agent with it; member_info compares the member's release with it and sends the agent's token nowhere
+    else. ``task``: a module, or ``agent_flow.TaskOptions`` (its ``params`` and its hub connection's ``settings``).
 
     The URL is hub_url, else the hub connection's (hub_host or hub_kubeconfig's server); the CA is hub_ca_pem, else
-    hub_ca_cert, else hub_kubeconfig's CA (inline or a file), as ``ConnectionSettings.server_and_ca`` reads them.
+    hub_ca_cert, else hub_kubeconfig's CA (inline or a file), as ``ConnectionSettings.server_and_ca`` reads them (only
+    the certificates of each); TLS verification is off only when hub_insecure_skip_tls_verify says so.
     """
-    params = module.params
+    params = task.params
     # hub_ca_cert before the hub connection's CA, also without a hub connection (server_and_ca reads it the same way)
     ca_file = read_pem(params["hub_ca_cert"], "hub_ca_cert") if params.get("hub_ca_cert") else None
     url, ca = [value for value, _source in hub_endpoint(
-        module, [(params["hub_url"], "hub_url")], [(explicit_hub_ca(params["hub_ca_pem"]), "hub_ca_pem"), (ca_file, "hub_ca_cert")],
-        "hub_url")]
+        task, [(params.get("hub_url"), "hub_url")],
+        [(explicit_hub_ca(params.get("hub_ca_pem")), "hub_ca_pem"), (ca_file, "hub_ca_cert")], "hub_url")]
+    insecure = bool(params.get("hub_insecure_skip_tls_verify"))
     if not url:
         raise ParameterError("hub_url", "the hub's API server URL is not known",
                              "Set hub_url (as the member reaches it), or hub_kubeconfig to read it from")
-    if not ca and not params["hub_insecure_skip_tls_verify"]:
+    if not ca and not insecure:
         raise ParameterError(
             "hub_ca_pem", "no CA for the hub is known, and the member agent needs one to trust %s" % url,
             "Give hub_ca_pem or hub_ca_cert, or a hub_kubeconfig whose cluster has certificate-authority(-data)",
         )
-    return url.rstrip("/"), ca
+    return url.rstrip("/"), ca, insecure
+
+
+def hub_url_and_ca(module):
+    """``(url, ca_pem)`` the member agent is given (``agent_endpoint``)."""
+    url, ca, _insecure = agent_endpoint(module)
+    return url, ca
 
 
 def agent_client(url, ca_pem, token, tmpdir=None, insecure=False, proxy=None):

@@ -4,9 +4,11 @@
 """KubeFleet as a fleet manager (``fleet_managers.FleetManager``): the member judged from the hub and the member.
 
 - hub: the MemberCluster (one LIST for any number of members), its conditions and the member agent's heartbeat;
-- member: the member-agent release (read from Helm's storage, no helm process), the token Secret the agent
-  uses and whether the hub accepts that token (authenticated as the agent, with the agent's own URL and CA),
-  and the agent Deployment;
+- member: the member-agent release (read from Helm's storage, no helm process), the token Secret the options name
+  and whether the hub accepts that token, and the agent Deployment. Where the agent should connect, with which CA,
+  and which Secret holds its token come from the options and the hub connection only (``hub_access.agent_endpoint``,
+  what the agent module installs); what the release's values say is evidence, compared with that and reported as
+  drift, never followed: a member-held token goes only to the hub URL the collection configures, with its CA;
 - ``decide`` (pure) turns both views and what the inventory wants into one action with its reasons.
 """
 
@@ -15,12 +17,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import TaskOptions
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
@@ -29,7 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_hub_endpoint, identity_username, secret_token, token_location, wanted_labels,
+    agent_configuration, agent_hub_endpoint, configuration_drift, identity_username, secret_token, wanted_configuration, wanted_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
@@ -79,7 +82,7 @@ def _join_reasons(name, hub):
 def _reregister_reasons(hub, member, desired):
     reasons = []
     credential = member.get("credential") or {}
-    if member and not credential.get("present"):
+    if member and not credential.get("present") and not token_moved(member):
         reasons.append("the token Secret %s/%s is missing on the member" % (credential.get("namespace"), credential.get("name")))
     elif credential.get("accepted") is False:
         reasons.append("the hub rejects the member agent's token (%s)" % (credential.get("problem") or "401 Unauthorized"))
@@ -109,6 +112,12 @@ def _install_reasons(member):
     return []
 
 
+def token_moved(member):
+    """The release reads its token from another Secret than the options name: the upgrade writes the one they name."""
+    configured, wanted = member.get("configured") or {}, member.get("wanted") or {}
+    return bool(configured.get("token_secret") and wanted.get("token_secret") and configured["token_secret"] != wanted["token_secret"])
+
+
 def _upgrade_reasons(member, desired):
     release = member.get("release") or {}
     reasons = []
@@ -117,15 +126,11 @@ def _upgrade_reasons(member, desired):
     if desired.get("values") and not values_cover(release.get("values"), desired["values"]):
         reasons.append("values differ")
     if tls_problem((member.get("credential") or {}).get("problem")):
+        reasons.append("the hub CA the collection gives the member agent does not verify the hub's certificate")
+    if tls_problem(member.get("configured_ca_problem")):
         reasons.append("the hub CA the member agent uses does not verify the hub's certificate")
-    expected_url = member.get("expected_hub_url")
-    if expected_url and member.get("hub_url") and member["hub_url"] != expected_url:
-        reasons.append("the member agent uses hub URL %s, not %s" % (member["hub_url"], expected_url))
-    credential, expected = member.get("credential") or {}, member.get("expected_credential") or {}
-    if release and credential.get("present") and expected and \
-            (credential.get("namespace"), credential.get("name")) != (expected.get("namespace"), expected.get("name")):
-        reasons.append("the member agent reads its token from %s/%s, not %s/%s" % (
-            credential.get("namespace"), credential.get("name"), expected.get("namespace"), expected.get("name")))
+    if release:
+        reasons += configuration_drift(member.get("configured"), member.get("wanted"))
     return reasons
 
 
@@ -191,34 +196,35 @@ class KubeFleet(FleetManager):
         return views.host_view(hub_object, now, stale_after)
 
     def member_view(self, member, hub, params):
-        """The member's side; never holds the token (``credential.accepted`` says whether the hub takes it)."""
-        release = read_release(member, option(params, "release_name"), option(params, "release_namespace"))
-        values = (release or {}).get("values") or {}
-        url, ca, insecure, _member_name = agent_hub_endpoint(values)
-        expected_url = (params.get("hub_url") or "").rstrip("/") or None
-        if not url:
-            url = expected_url or getattr(hub, "host", None)
-        if not ca and not insecure:
-            ca = _given_ca(params, hub)
-        deployment_name = chart_fullname(option(params, "release_name"))
+        """The member's side, judged against what the collection configures; never holds the token
+        (``credential.accepted`` says whether the hub takes it). ``configured``: what the release's values say (evidence);
+        ``wanted``: what the options and the hub connection say; ``hub_url``: the URL the token was checked against."""
+        release_name = option(params, "release_name")
+        release = read_release(member, release_name, option(params, "release_namespace"))
+        endpoint, unknown = configured_endpoint(params)
+        location = (option(params, "secret_namespace"), option(params, "secret_name"))
+        configured = agent_configuration(release.get("values")) if release else None
+        wanted = wanted_configuration(endpoint, location[0], location[1], params.get("name")) if endpoint else None
+        deployment_name = chart_fullname(release_name)
         deployment = member.get(DEPLOYMENT, deployment_name, option(params, "agent_namespace"))
-        view = {
+        return {
             "release": _release_summary(release),
-            "hub_url": url,
-            "expected_hub_url": expected_url,
-            "credential": self._credential(member, params, token_location(values), url, ca, insecure),
-            "expected_credential": {"name": option(params, "secret_name"), "namespace": option(params, "secret_namespace")},
+            "hub_url": endpoint[0] if endpoint else None,
+            "configured": configured,
+            "wanted": wanted,
+            "configured_ca_problem": _configured_ca_problem(release, configured, wanted, params),
+            "credential": self._credential(member, params, location, endpoint, unknown),
             "agent_pod": agent_settings.pod_view(deployment),
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
                            "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0,
                            "rollout_problem": rollout_problem(deployment), "selector": pod_selector(deployment)},
         }
-        return view
 
-    def _credential(self, member, params, location, url, ca, insecure):
-        """The token the agent reads: where its release's values say (``location``), else where the options say."""
-        namespace, name = location or (option(params, "secret_namespace"), option(params, "secret_name"))
+    def _credential(self, member, params, location, endpoint, unknown):
+        """The token in the Secret the options name (``location``), checked at the hub ``endpoint`` (url, ca, insecure)
+        the collection configures; with no endpoint known (``unknown`` says why) it is not sent anywhere."""
+        namespace, name = location
         credential = {"name": name, "namespace": namespace, "present": False, "accepted": None, "username": None, "problem": None,
                       "expires": None, "issued": None, "age_seconds": None}
         secret = member.get(SECRET, name, namespace)
@@ -227,9 +233,10 @@ class KubeFleet(FleetManager):
             return credential
         issued = ((secret.get("metadata") or {}).get("annotations") or {}).get(tokens.ISSUED_ANNOTATION)
         credential.update(present=True, expires=token_expiry(token), issued=issued, age_seconds=age_seconds(issued))
-        if not url:
-            credential["problem"] = "the hub URL the agent uses is not known"
+        if endpoint is None:
+            credential["problem"] = unknown
             return credential
+        url, ca, insecure = endpoint
         check = credential_check(hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy")))
         credential.update(accepted=check["accepted"], username=check["user"], problem=check["error"])
         return credential
@@ -308,18 +315,26 @@ def _release_summary(release):
     return summary
 
 
-def _given_ca(params, hub):
-    """The hub CA when the release does not say: hub_ca_pem, hub_ca_cert, else the CA file of the hub connection."""
-    if params.get("hub_ca_pem"):
-        return params["hub_ca_pem"]
-    configuration = getattr(getattr(hub, "api", None), "configuration", None)
-    for path in (params.get("hub_ca_cert"), getattr(configuration, "ssl_ca_cert", None)):
-        if path:
-            try:
-                return read_pem(path, "hub_ca_cert")
-            except FleetOpsError:
-                continue
-    return None
+def _configured_ca_problem(release, configured, wanted, params):
+    """Why the CA the release gives the agent does not verify the hub, when it is not the collection's CA: checked at
+    the URL the collection configures with a TLS handshake and an anonymous request - no token (diagnosis:
+    hub_ca_untrusted). None when it verifies, or when there is nothing to check."""
+    if not (configured and wanted) or configured["insecure"] or configured["hub_ca_sha256"] in (wanted["hub_ca_sha256"], "unreadable"):
+        return None
+    ca = agent_hub_endpoint(release.get("values"))[1]
+    check = credential_check(hub_access.agent_client(wanted["hub_url"], certificate_blocks(ca or "") or None, None,
+                                                     proxy=params.get("hub_proxy")))
+    return check["error"] if tls_problem(check["error"]) else None
+
+
+def configured_endpoint(params):
+    """``((url, ca_pem, insecure), None)`` the collection gives the member agent (``hub_access.agent_endpoint``), or
+    ``(None, why)`` when the options and the hub connection do not say."""
+    try:
+        return hub_access.agent_endpoint(TaskOptions(params)), None
+    except ParameterError as exc:
+        return None, "the hub endpoint the collection gives the member agent is not known, so its token was not checked: %s" % (
+            exc.message())
 
 
 MANAGER = KubeFleet()

@@ -10,8 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, pem_certificates
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
@@ -240,18 +243,87 @@ def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=KUBEFLEE
 
 def agent_hub_endpoint(values):
     """``(hub_url, hub_ca_pem, insecure, member_name)`` the member agent uses, read from its chart values."""
-    config = (values or {}).get("config") or {}
+    values = values if isinstance(values, dict) else {}
+    config = values.get("config") if isinstance(values.get("config"), dict) else {}
     ca = config.get("hubCA")
-    return (config.get("hubURL"), unb64(ca, "hubCA") if ca else None, bool((values or {}).get("tlsClientInsecure")),
+    return (config.get("hubURL"), unb64(ca, "hubCA") if ca else None, bool(values.get("tlsClientInsecure")),
             config.get("memberClusterName"))
 
 
 def token_location(values):
     """``(namespace, name)`` of the token Secret a member-agent release's values name, or None."""
-    secret = (values or {}).get("secret") or {}
+    secret = (values if isinstance(values, dict) else {}).get("secret") or {}
     if isinstance(secret, dict) and secret.get("name") and secret.get("namespace"):
         return secret["namespace"], secret["name"]
     return None
+
+
+# -- the agent's configuration: what the member shows, against what the collection configures -----------------------
+
+def hub_ca_digest(pem):
+    """SHA-256 (hex) of the certificates of a CA bundle, to compare two CAs without showing them; None without one."""
+    certificates = certificate_blocks(pem or "")
+    return hashlib.sha256(certificates.encode("utf-8")).hexdigest() if certificates else None
+
+
+def _ca_facts(encoded):
+    """``(digest, holds more than certificates)`` of a release's base64 ``hubCA``."""
+    if not encoded:
+        return None, False
+    try:
+        ca = unb64(encoded, "hubCA") if isinstance(encoded, str) else None
+    except ParameterError:
+        ca = None
+    if ca is None:
+        return "unreadable", False
+    return hub_ca_digest(ca), "-----BEGIN " in ca.replace("-----BEGIN CERTIFICATE-----", "")
+
+
+def agent_configuration(values):
+    """What a member-agent release's values configure, as evidence (read from the member, compared, never followed):
+    ``{hub_url, hub_ca_sha256, hub_ca_extra, insecure, token_secret, member_name}`` - ``hub_ca_extra``: the hubCA value
+    holds more than certificates (a private key)."""
+    values = values if isinstance(values, dict) else {}
+    config = values.get("config") if isinstance(values.get("config"), dict) else {}
+    url = config.get("hubURL")
+    digest, extra = _ca_facts(config.get("hubCA"))
+    location = token_location(values)
+    return {"hub_url": url.rstrip("/") if isinstance(url, str) else url, "hub_ca_sha256": digest, "hub_ca_extra": extra,
+            "insecure": bool(values.get("tlsClientInsecure")), "token_secret": "%s/%s" % location if location else None,
+            "member_name": config.get("memberClusterName")}
+
+
+def wanted_configuration(endpoint, secret_namespace, secret_name, member_name):
+    """What the collection configures for the agent (``hub_access.agent_endpoint``'s ``(url, ca, insecure)`` and the
+    token Secret the options name), in ``agent_configuration``'s shape."""
+    url, ca, insecure = endpoint
+    return {"hub_url": url, "hub_ca_sha256": hub_ca_digest(ca), "hub_ca_extra": False, "insecure": bool(insecure),
+            "token_secret": "%s/%s" % (secret_namespace, secret_name), "member_name": member_name}
+
+
+def configuration_drift(configured, wanted):
+    """Why the member-agent release configures another hub URL, CA, TLS check, token Secret or member name than the
+    collection does (pure). The member's values are never followed: installing the agent again with the collection's
+    values (the action ``upgrade``) repairs each."""
+    if not configured or not wanted:
+        return []
+    reasons = []
+    if wanted.get("hub_url") and configured.get("hub_url") != wanted["hub_url"]:
+        reasons.append("the member agent uses hub URL %s, not %s" % (configured.get("hub_url"), wanted["hub_url"]))
+    if configured.get("insecure") and not wanted.get("insecure"):
+        reasons.append("the member agent does not verify the hub's certificate (tlsClientInsecure), which the options do not ask for")
+    elif wanted.get("insecure") and not configured.get("insecure"):
+        reasons.append("the member agent verifies the hub's certificate, but hub_insecure_skip_tls_verify asks it not to")
+    if wanted.get("hub_ca_sha256") and configured.get("hub_ca_sha256") != wanted["hub_ca_sha256"]:
+        reasons.append("the member agent trusts another hub CA (sha256 %s) than the collection configures (%s)" % (
+            (configured.get("hub_ca_sha256") or "none")[:12], wanted["hub_ca_sha256"][:12]))
+    if configured.get("hub_ca_extra"):
+        reasons.append("the member agent's hubCA value holds more than certificates (a private key?)")
+    if wanted.get("token_secret") and configured.get("token_secret") != wanted["token_secret"]:
+        reasons.append("the member agent reads its token from %s, not %s" % (configured.get("token_secret"), wanted["token_secret"]))
+    if wanted.get("member_name") and configured.get("member_name") != wanted["member_name"]:
+        reasons.append("the member agent joins as %s, not %s" % (configured.get("member_name"), wanted["member_name"]))
+    return reasons
 
 
 def desired_hub_secret(name, namespace, token, source=None):
@@ -272,12 +344,10 @@ def release_view(release, values):
 
 
 def explicit_hub_ca(pem, param="hub_ca_pem"):
-    """The hub CA given as PEM text (checked), or None."""
+    """The hub CA given as PEM text: only its certificates (a private key in the bundle is dropped), or None."""
     if not pem:
         return None
-    if "-----BEGIN CERTIFICATE-----" not in pem:
-        raise ParameterError(param, "is not a PEM certificate", "Give the PEM text of the hub's CA")
-    return pem
+    return pem_certificates(pem, param, "Give the PEM text of the hub's CA")
 
 
 class AgentPlan:

@@ -40,6 +40,9 @@ def _agent_reasons(member):
         found.append(("reregister", "the hub refuses the agent's credential (401)"))
     elif not member.get("credential_usable"):
         found.append(("reregister", "the agent's hub credential (Secret fleet-agent) holds no usable kubeconfig"))
+    elif member.get("expected_server") and (member.get("credential_server") or "").rstrip("/") != member["expected_server"]:
+        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) names the hub %s, not %s (what the collection "
+                      "gives the agent); its token was not sent there" % (member.get("credential_server"), member["expected_server"])))
     if member.get("release") is not None and not member.get("deployment"):
         found.append(("install", "the agent Deployment fleet-agent is missing on the member"))
     return found
@@ -127,16 +130,23 @@ class RancherFleet(FleetManager):
     def member_view(self, member, hub, params):
         """From the member: the agent release, its Deployment, its credential and whether the hub accepts it.
 
-        ``params``: ``check_credential`` (default True) and ``proxy`` (how the credential's hub URL is reached).
-        Never returns values, the token or the kubeconfig.
+        The credential is checked only when it names the hub URL the collection gives the agent
+        (``member.expected_endpoint``), with the CA from there, through ``hub_proxy``; one that names another server is
+        reported (``_agent_reasons``), its token sent nowhere. ``params``: the options (``check_credential``, default
+        True). Never returns values, the token or the kubeconfig.
         """
         params = params or {}
         facts = member_side.read_member(member)
-        check = None
+        check, expected_url = None, None
         endpoint = member_side.credential_endpoint(facts["credential"])
         if endpoint is not None and params.get("check_credential", True):
-            check = member_side.check_credential(endpoint[0], endpoint[1], endpoint[2], proxy=params.get("proxy"))
-        return member_side.member_view(facts, check)
+            expected, unknown = member_side.expected_endpoint(params, hub)
+            expected_url = expected[0] if expected else None
+            if expected is None:
+                check = {"accepted": None, "user": None, "error": unknown}
+            elif member_side.same_server(endpoint[0], expected[0]):
+                check = member_side.check_credential(expected[0], expected[1], endpoint[1], proxy=params.get("hub_proxy"))
+        return member_side.member_view(facts, check, expected_url)
 
     def decide(self, name, hub_view, member_view, desired):
         """Pure: the most urgent action (in ACTIONS order) and every reason found, hub side and member side."""

@@ -1,0 +1,170 @@
+"""Member state is evidence, never configuration (issue 31): a member-agent release record forged on the member - a
+Helm storage Secret anyone who may write Secrets in the release namespace can plant - points the agent at a listener
+of the test's, turns TLS verification off and names a planted Secret as the token. member_info and the agent step of a
+join must send nothing there, never show the planted token, report the forged values as drift, and leave the agent as
+the collection configures it."""
+
+import base64
+import gzip
+import json
+import socket
+import ssl
+import subprocess
+import threading
+
+import pytest
+from kubernetes import client
+
+from modrun import run_module
+from kube_helpers import ignore_404, unique
+from test_kubefleet_modules import (  # noqa: F401 pylint: disable=unused-import
+    MEMBER_CTX, TOKEN_NS, Hub, agent_args, agent_member, hub, hub_args, member, ok,
+)
+
+pytestmark = pytest.mark.lab
+
+RELEASE_NS = "default"
+
+
+class Listener(threading.Thread):
+    """A TLS server on 127.0.0.1 that records every connection and every byte it is sent (a plain TCP connection
+    that never completes the handshake counts as a connection)."""
+
+    def __init__(self, tmp_path):
+        super().__init__(daemon=True)
+        key, cert = tmp_path / "listener.key", tmp_path / "listener.crt"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True)
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(cert), str(key))
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.5)
+        self.port = self.server.getsockname()[1]
+        self.connections, self.received = 0, b""
+        self.stopped = threading.Event()
+
+    @property
+    def url(self):
+        return "https://127.0.0.1:%d" % self.port
+
+    def run(self):
+        while not self.stopped.is_set():
+            try:
+                conn, _addr = self.server.accept()
+            except socket.timeout:
+                continue
+            self.connections += 1
+            conn.settimeout(5)
+            try:
+                with self.context.wrap_socket(conn, server_side=True) as tls:
+                    while True:
+                        data = tls.recv(65536)
+                        if not data:
+                            break
+                        self.received += data
+                        tls.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                        break
+            except (OSError, ssl.SSLError):
+                conn.close()
+
+    def stop(self):
+        self.stopped.set()
+        self.join(5)
+        self.server.close()
+
+
+def _encode(payload):
+    return base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+
+
+def _decode(data):
+    raw = base64.b64decode(data)
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def plant_forged_release(core, listener_url, token_secret):
+    """A release record one revision after the newest, deployed, whose values send the agent to ``listener_url``
+    without TLS verification and with the token in ``token_secret``; the record before it marked superseded, as Helm
+    would. Returns the name of the planted record."""
+    records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
+    newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
+    payload = _decode(base64.b64decode(newest.data["release"]))
+    payload["info"]["status"] = "superseded"
+    core.patch_namespaced_secret(newest.metadata.name, RELEASE_NS, {
+        "metadata": {"labels": {"status": "superseded"}},
+        "data": {"release": base64.b64encode(_encode(payload).encode()).decode()}})
+    version = int(newest.metadata.labels["version"]) + 1
+    config = dict(payload["config"])
+    config["config"] = dict(config.get("config") or {}, hubURL=listener_url)
+    config["tlsClientInsecure"] = True
+    config["secret"] = {"name": token_secret, "namespace": RELEASE_NS}
+    payload.update(config=config, version=version)
+    payload["info"]["status"] = "deployed"
+    name = "sh.helm.release.v1.member-agent.v%d" % version
+    labels = dict(newest.metadata.labels, version=str(version), status="deployed")
+    core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
+        metadata=client.V1ObjectMeta(name=name, labels=labels), type=newest.type,
+        data={"release": base64.b64encode(_encode(payload).encode()).decode()}))
+    return name
+
+
+def nothing_sent(listener, marker, output):
+    assert listener.connections == 0 and listener.received == b"", (
+        "the forged release's hub URL was contacted (%d connections): %r" % (listener.connections, listener.received[:300]))
+    assert marker not in json.dumps(dict(output)) and marker not in (output.get("raw_output") or ""), "the planted token is in the output"
+
+
+def newest_values(core):
+    records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
+    newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
+    return newest.metadata.labels["status"], _decode(base64.b64decode(newest.data["release"]))["config"]
+
+
+def test_a_forged_release_record_redirects_no_credential_and_is_repaired(lab_controllers, hub, agent_member, tmp_path):  # noqa: F811
+    lab, member_name = lab_controllers, agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name, heartbeat_period_seconds=5)))
+    connections = dict(kubeconfig=str(lab.kubeconfig), context=MEMBER_CTX, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+
+    core = hub.member_core
+    marker = "forged-marker-%s" % unique("t")
+    planted_secret = unique("planted-token")
+    listener = Listener(tmp_path)
+    listener.start()
+    core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
+        metadata=client.V1ObjectMeta(name=planted_secret), data={"token": base64.b64encode(marker.encode()).decode()}))
+    forged = None
+    try:
+        forged = plant_forged_release(core, listener.url, planted_secret)
+
+        info = run_module("member_info", dict(connections, name=member_name, backends=["kubefleet"]))
+        assert not info.failed, info.get("msg")
+        nothing_sent(listener, marker, info)
+        state = info["managers"]["kubefleet"]
+        assert state["action"] == "upgrade", state["reasons"]
+        reasons = " | ".join(state["reasons"])
+        assert "uses hub URL %s, not %s" % (listener.url, lab.api_urls["hub"]) in reasons, reasons
+        assert "does not verify the hub's certificate (tlsClientInsecure)" in reasons, reasons
+        assert "reads its token from %s/%s, not %s/hub-kubeconfig-secret" % (RELEASE_NS, planted_secret, TOKEN_NS) in reasons
+        credential = state["member"]["credential"]
+        assert (credential["namespace"], credential["accepted"]) == (TOKEN_NS, True), credential
+
+        repaired = ok(run_module("kubefleet_member_agent", args))
+        assert repaired.changed and repaired["member"]["joined"] is True
+
+        nothing_sent(listener, marker, repaired)
+
+        status, values = newest_values(core)
+        assert status == "deployed"
+        assert values["config"]["hubURL"] == lab.api_urls["hub"] and values["tlsClientInsecure"] is False
+        assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": TOKEN_NS}
+        after = run_module("member_info", dict(connections, name=member_name, backends=["kubefleet"]))
+        assert after["managers"]["kubefleet"]["action"] in ("none", "relabel"), after["managers"]["kubefleet"]["reasons"]
+    finally:
+        listener.stop()
+        ignore_404(lambda: core.delete_namespaced_secret(planted_secret, RELEASE_NS))
+        if forged:
+            ignore_404(lambda: core.delete_namespaced_secret(forged, RELEASE_NS))
