@@ -117,6 +117,10 @@ class AgentFlow:
     def hide_release_values(self, releases: Iterable[Optional[Dict[str, Any]]]) -> None:
         """Mark secrets in the releases' values (Rancher Fleet's hold the registration token); none by default."""
 
+    def check_rollback_target(self, target: Dict[str, Any]) -> None:
+        """Refuse a revision (read from the member's Helm history, so evidence) that would make the agent send its
+        credential somewhere the collection does not configure; none by default."""
+
     def rollback(self) -> Dict[str, Any]:
         """Helm's rollback of the agent release to ``rollback_to_revision`` (a new revision with that one's chart and
         values; nothing when the release already runs them), then the same wait for the agent as after an upgrade."""
@@ -126,6 +130,8 @@ class AgentFlow:
         plan = ReleasePlan.rollback(history, revision)
         current = history[max(history)]
         self.hide_release_values(history.values())
+        if plan.changes:
+            self.check_rollback_target(history[revision])
         contact = self.agent_contact(history[revision]) if self.waits_for_agent() else None
         release = current
         if plan.changes and self.check_mode:

@@ -2,7 +2,7 @@
 Helm storage Secret anyone who may write Secrets in the release namespace can plant - points the agent at a listener
 of the test's, turns TLS verification off and names a planted Secret as the token. member_info and the agent step of a
 join must send nothing there, never show the planted token, report the forged values as drift, and leave the agent as
-the collection configures it."""
+the collection configures it; a rollback to the forged revision is refused."""
 
 import base64
 import gzip
@@ -161,6 +161,14 @@ def test_a_forged_release_record_redirects_no_credential_and_is_repaired(lab_con
         assert status == "deployed"
         assert values["config"]["hubURL"] == lab.api_urls["hub"] and values["tlsClientInsecure"] is False
         assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": TOKEN_NS}
+        # The forged record stays in the release's history: rolling back to it is refused, and nothing is sent.
+        forged_revision = int(forged.rsplit(".v", 1)[1])
+        refused = run_module("kubefleet_member_agent", dict(args, rollback_to_revision=forged_revision))
+        assert refused.failed and "rollback_to_revision" in refused["msg"], refused.get("msg")
+        assert "uses hub URL %s" % listener.url in refused["msg"], refused["msg"]
+        nothing_sent(listener, marker, refused)
+        assert newest_values(core)[1]["config"]["hubURL"] == lab.api_urls["hub"]
+
         after = run_module("member_info", dict(connections, name=member_name, backends=["kubefleet"]))
         assert after["managers"]["kubefleet"]["action"] in ("none", "relabel"), after["managers"]["kubefleet"]["reasons"]
     finally:

@@ -29,8 +29,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     chart_fullname, default_service_account, default_token_secret, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_values, desired_hub_secret, desired_namespace, made_by_collection, plan_agent, release_view, secret_token,
-    service_account_username, token_location,
+    agent_configuration, agent_values, configuration_drift, desired_hub_secret, desired_namespace, made_by_collection,
+    plan_agent, release_view, secret_token, service_account_username, token_location, wanted_configuration,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -245,6 +245,19 @@ class MemberAgent(AgentFlow, Runner):
 
     def release_location(self):
         return self.release_name, self.release_namespace
+
+    def check_rollback_target(self, target):
+        """A revision is a Secret on the member, which anyone who may write Secrets there can forge: rolling back to
+        one whose hub URL, CA, TLS check or token Secret is not what the collection configures would have the agent
+        send its token elsewhere, so it is refused."""
+        wanted = wanted_configuration(hub_access.agent_endpoint(self.module), self.secret_namespace, self.secret_name, self.name)
+        drift = configuration_drift(agent_configuration(target.get("values")), wanted)
+        if drift:
+            raise ParameterError(
+                "rollback_to_revision", "revision %s configures the member agent differently from what the collection gives "
+                "it: %s" % (target.get("revision"), "; ".join(drift)),
+                "Roll back to a revision this collection installed with the current hub options, or re-run the join, "
+                "which installs the agent with them")
 
     def agent_contact(self, _target):
         return member_agent_heartbeat(self.check_member_cluster())
