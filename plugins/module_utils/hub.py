@@ -12,25 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
 
 DEPLOYMENT = Resource("apps/v1", "Deployment", "deployments")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "fleetops.registration"}
-# The opt-in ClusterRole (extensions/rbac/hub-optin.yml) for what the least-privilege hub role leaves out: creating
-# namespaces, and the forced leave (Works' finalizers, the member's namespace).
-OPT_IN_ROLE = "fleetops-registration-hub-optin"
-
-
-def opt_in_needed(exc, what):
-    """``exc`` (a 403 on ``what``) with a message naming the opt-in role that grants it; other errors as they are."""
-    if isinstance(exc, ApiError) and exc.status == 403:
-        return ApiError("the hub credential may not %s: %s" % (what, exc.msg), status=403, reason=exc.reason, hint=(
-            "The least-privilege hub role (extensions/rbac/hub.yml) leaves this out on purpose: bind the opt-in "
-            "ClusterRole %s (extensions/rbac/hub-optin.yml) to the hub credential for this run, or have an "
-            "administrator do it (docs/rbac.md)" % OPT_IN_ROLE))
-    return exc
 
 
 def missing_resources(resource_list, wanted):

@@ -20,8 +20,8 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout, opt_in_needed
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
@@ -150,6 +150,8 @@ class MemberLock:
                                          self.namespace))
             return None
         except ApiError as exc:
+            if exc.status == 404 and self._make_namespace():
+                return self.try_take(now)
             if exc.status != 409:
                 raise self._explain(exc)
         current = self._read()
@@ -173,6 +175,21 @@ class MemberLock:
             if exc.status in (404, 409):  # another run took it, or its holder released it, meanwhile
                 return describe_lock(self._read(), now) or self.try_take()
             raise self._explain(exc)
+
+    def _make_namespace(self):
+        """Create the lock namespace when it is missing (a hub the hub role has not prepared yet, e.g. a leave right
+        after an upgrade from the kube-system default): whether it was created. The shipped hub RBAC creates it too, so
+        only a credential that may create namespaces ever gets here."""
+        if self.kube.get(NAMESPACE, self.namespace) is not None:
+            return False
+        try:
+            self.kube.create(NAMESPACE, {"metadata": {"name": self.namespace, "labels": {"app.kubernetes.io/managed-by": MANAGED_BY}}})
+        except ApiError as exc:
+            if exc.status == 409:
+                return True
+            raise opt_in_needed(exc, "create the missing lock namespace %s (apply extensions/rbac/hub.yml, which creates it, "
+                                     "or run the hub role)" % self.namespace)
+        return True
 
     def _taken(self, lease):
         self.version = ((lease or {}).get("metadata") or {}).get("resourceVersion")

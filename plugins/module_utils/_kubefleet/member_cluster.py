@@ -13,7 +13,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, FleetOpsError, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
-from ansible_collections.fleetops.registration.plugins.module_utils.hub import OPT_IN_ROLE, opt_in_needed
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import OPT_IN_ROLE, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_changes, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
