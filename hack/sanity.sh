@@ -11,6 +11,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$repo/.venv}
 stage=${STAGE:-$repo/.cache/sanity}
 python_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# ansible-test looks for python<version> on PATH; the venv's own comes first (a pyenv shim of a Python pyenv has not
+# activated would fail), and so do its ansible tools.
+export PATH="$venv/bin:$PATH"
 
 # The shellcheck sanity test is skipped silently when the program is absent.
 if ! command -v shellcheck >/dev/null 2>&1; then
