@@ -27,7 +27,9 @@ fi
 
 cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
-for version in 24.2 25.0 25.1 25.3; do
+# The pip versions this ansible-test bootstraps (python_requirements.py pins them), plus those of earlier releases.
+pinned_pips=$(sed -n "s/^ *pip='\([0-9.]*\)',$/\1/p" "$venv"/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py)
+for version in 24.2 25.0 25.1 25.2 25.3 $pinned_pips; do
   stand_in=$cache/get_pip_${version//./_}.py
   [ -f "$stand_in" ] || printf 'import ensurepip, sys\nsys.exit(ensurepip._main(["--upgrade", "--default-pip"]) or 0)\n' > "$stand_in"
 done
