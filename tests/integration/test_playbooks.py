@@ -702,16 +702,19 @@ def test_the_readme_kubefleet_quick_start_joins_and_leaves_as_written(lab_contro
     lab = lab_controllers
     inventory, contexts = readme_inventory_on_the_lab(lab, "KubeFleet only", tmp_path / "inventory.yml")
     name = next(iter(contexts))
-    # the lab member the quick start uses must not be a member under its lab name (a cluster joins under one name)
-    playbook(lab, "leave_cluster.yml", "--limit", contexts[name], tmp_path=tmp_path)
 
     def readme_playbook(playbook_name, *args):
         argv, env = playbook_command(lab, playbook_name, *args, tmp_path=tmp_path)
         argv[argv.index("-i") + 1] = str(inventory)
-        env["PATH"] = os.path.dirname(lab.helm) + os.pathsep + env["PATH"]
+        env["PATH"] = str(lab.kubeconfig.parent / "bin") + os.pathsep + env["PATH"]  # the lab's helm, as "helm"
         run = Run(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False))
         assert run.returncode == 0, "%s with the README's inventory failed:\n%s" % (playbook_name, run.output[-4000:])
         return run
+
+    # A clean start: the lab member the quick start uses is a member neither under the README's name (an earlier run
+    # that failed half-way) nor under its lab name (a cluster joins under one name).
+    readme_playbook("leave_cluster.yml", "--limit", name)
+    playbook(lab, "leave_cluster.yml", "--limit", contexts[name], tmp_path=tmp_path)
 
     joined = readme_playbook("join_cluster.yml")
     assert joined.changed(name) > 0

@@ -11,8 +11,8 @@ import yaml
 from modrun import INSTALLED, REPO, collections_root
 
 SHIPPED = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs")
-NOT_SHIPPED = ("lab", "tests", "bench", "hack", ".ci", ".lab", ".venv", ".cache", ".git", "Makefile",
-               "requirements-dev.txt", "extensions/molecule")
+NOT_SHIPPED = ("lab", "tests", "bench", "hack", ".ci", ".lab", ".venv", ".venv-oldest", ".cache", ".git", "Makefile",
+               "requirements-dev.txt", "requirements-oldest.txt", "extensions/molecule")
 
 
 def tracked(prefix):

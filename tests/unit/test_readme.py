@@ -83,7 +83,7 @@ def test_each_quick_start_names_the_charts_of_the_fleet_managers_it_joins(quick_
         common = inventory["all"]["vars"]
         members = inventory["all"]["children"]["members"]
         backends = set()
-        for _, host_vars in hosts_and_vars(members):
+        for host_vars in dict(hosts_and_vars(members)).values():
             backends.update(host_vars.get("fleetops_backends") or ["rancher_fleet", "kubefleet"])
         if "rancher_fleet" in backends:
             assert common.get("fleetops_fleet_agent_chart") and common.get("fleetops_fleet_agent_chart_version"), title
