@@ -1,7 +1,8 @@
 # fleetops.registration: the main job, the tests and the lab.
 #   make demo              join the lab's members into its hub (builds and starts the lab if needed)
 #   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
-#                          molecule scenarios
+#                          molecule scenarios on the current ansible-core (.venv), and sanity, lint and unit on the
+#                          oldest ansible-core meta/runtime.yml claims (.venv-oldest: make oldest)
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
 #                          clusters against targets (docs/performance.md; not part of make test)
@@ -13,8 +14,14 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 MEMBERS ?= 2
-PYTHON ?= python3
+# The virtualenvs' Pythons: hack/controller-python.sh finds them (python3.N on PATH, python3, or under pyenv, active
+# or not) and fails naming what to install. The main virtualenv gets the newest Python 3.12-3.14 (ansible-core 2.20
+# and later need 3.12 or newer on the controller), the oldest one the oldest Python 3.11-3.13 its ansible-core
+# supports, so both ends of the range run. PYTHON=/path/to/python3.N (and PYTHON_OLDEST=...) choose them instead.
+PYTHON ?=
+PYTHON_OLDEST ?=
 VENV := $(CURDIR)/.venv
+VENV_OLDEST := $(CURDIR)/.venv-oldest
 PY := $(VENV)/bin/python
 LAB := PYTHONPATH=$(CURDIR)/lab $(PY) -m fleetlab
 COLLECTIONS := $(CURDIR)/.cache/collections
@@ -23,15 +30,28 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
+.PHONY: demo test venv venv-oldest oldest sanity-oldest lint-oldest unit-oldest collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
 
-$(VENV)/.installed: requirements-dev.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
-	touch $@
+# make_venv DIR REQUIREMENTS MIN MAX newest|oldest PYTHON: a virtualenv made anew when its Python is not the one
+# chosen (e.g. a .venv of Python 3.11 from before ansible-core 2.21), else updated in place.
+define make_venv
+	@python=$$(PYTHON="$(6)" bash hack/controller-python.sh $(3) $(4) $(5)) \
+	  && if [ -x $(1)/bin/python ] && [ "$$($(1)/bin/python -c 'import sys; print(sys.version_info[:2])')" \
+	          = "$$("$$python" -c 'import sys; print(sys.version_info[:2])')" ]; then :; else \
+	       echo "$(notdir $(1)): a virtualenv of $$python"; rm -rf $(1); "$$python" -m venv $(1); fi
+	$(1)/bin/pip install --quiet --upgrade pip
+	$(1)/bin/pip install --quiet -r $(2)
+	touch $(1)/.installed
+endef
+
+$(VENV)/.installed: requirements-dev.txt hack/controller-python.sh
+	$(call make_venv,$(VENV),requirements-dev.txt,3.12,3.14,newest,$(PYTHON))
+
+$(VENV_OLDEST)/.installed: requirements-oldest.txt hack/controller-python.sh
+	$(call make_venv,$(VENV_OLDEST),requirements-oldest.txt,3.11,3.13,oldest,$(PYTHON_OLDEST))
 
 venv: $(VENV)/.installed
+venv-oldest: $(VENV_OLDEST)/.installed
 
 # The collection as users get it: built into a tarball (galaxy.yml's build_ignore applies) and installed with
 # ansible-galaxy into .cache/collections, which ANSIBLE_COLLECTIONS_PATH names for every tool and test, so a
@@ -39,7 +59,8 @@ venv: $(VENV)/.installed
 # (about 2 s; a no-op otherwise); tests/modrun.py runs `make collection` too, so a plain pytest run after an edit
 # never tests a stale copy.
 COLLECTION_DIR := $(COLLECTIONS)/ansible_collections/fleetops/registration
-PACKAGED := galaxy.yml README.md CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions/awx
+PACKAGED := galaxy.yml README.md LICENSE requirements.txt bindep.txt CHANGELOG.rst plugins roles playbooks meta docs changelogs extensions/awx \
+            extensions/rbac
 COLLECTION_FILES := $(sort $(wildcard $(shell git ls-files -co --exclude-standard -- $(PACKAGED) 2>/dev/null \
                       || find $(PACKAGED) -type f 2>/dev/null)))
 COLLECTION_LIST := $(CURDIR)/.cache/collection-files
@@ -141,6 +162,19 @@ sanity: venv collection
 lint: venv collection
 	ansible-lint --profile production --offline
 
+# The oldest ansible-core meta/runtime.yml's requires_ansible claims (requirements-oldest.txt), in a virtualenv of its
+# own: ansible-test sanity, ansible-lint and the unit tests. The lab suite runs on the current ansible-core only.
+oldest: sanity-oldest lint-oldest unit-oldest
+
+sanity-oldest: venv-oldest collection
+	VENV=$(VENV_OLDEST) STAGE=$(CURDIR)/.cache/sanity-oldest bash hack/sanity.sh
+
+lint-oldest: venv-oldest collection
+	PATH=$(VENV_OLDEST)/bin:$$PATH ansible-lint --profile production --offline
+
+unit-oldest: venv-oldest collection
+	PATH=$(VENV_OLDEST)/bin:$$PATH PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(VENV_OLDEST)/bin/python -m pytest tests/unit -q
+
 # Tests get a lab of their own (started by the fixture, stopped afterwards), so a demo lab in .lab/
 # is neither disturbed by them nor able to disturb them. TEST_LAB=.lab TEST_WORKERS=0 reuses the demo's lab.
 # The lab tests wait for agents and controllers far more than they use the CPU, so TEST_WORKERS pytest-xdist workers
@@ -162,6 +196,6 @@ MOLECULE := mkdir -p $(CURDIR)/.cache/molecule/inventory \
 molecule: venv collection lab-build
 	$(MOLECULE)
 
-test: venv collection lab-build sanity lint changelog-check
+test: venv collection lab-build sanity lint changelog-check oldest
 	$(PYTEST) --durations=40 tests/lab tests/integration tests/faults tests/unit
 	$(MOLECULE)

@@ -11,6 +11,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$repo/.venv}
 stage=${STAGE:-$repo/.cache/sanity}
 python_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# ansible-test looks for python<version> on PATH; the venv's own comes first (a pyenv shim of a Python pyenv has not
+# activated would fail), and so do its ansible tools.
+export PATH="$venv/bin:$PATH"
 
 # The shellcheck sanity test is skipped silently when the program is absent.
 if ! command -v shellcheck >/dev/null 2>&1; then
@@ -24,7 +27,9 @@ fi
 
 cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
-for version in 24.2 25.0 25.1 25.3; do
+# The pip versions this ansible-test bootstraps (python_requirements.py pins them), plus those of earlier releases.
+pinned_pips=$(sed -n "s/^ *pip='\([0-9.]*\)',$/\1/p" "$venv"/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py)
+for version in 24.2 25.0 25.1 25.2 25.3 $pinned_pips; do
   stand_in=$cache/get_pip_${version//./_}.py
   [ -f "$stand_in" ] || printf 'import ensurepip, sys\nsys.exit(ensurepip._main(["--upgrade", "--default-pip"]) or 0)\n' > "$stand_in"
 done

@@ -22,7 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 
 # libyaml's loader: a kubeconfig of a dozen clusters takes ~45 ms to parse in pure Python, ~4 ms in C.
-_YAML_LOADER = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader) if yaml else None
+_YAML_LOADER = None if yaml is None else (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)
 
 REDACTED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 

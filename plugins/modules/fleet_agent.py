@@ -299,7 +299,7 @@ reasons:
   type: list
   elements: str
   sample: ["the agent Deployment fleet-agent is missing"]
-values:
+chart_values:
   description: The chart values given to Helm, with the registration token redacted.
   returned: when state is present
   type: dict

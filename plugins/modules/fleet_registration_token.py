@@ -71,7 +71,7 @@ options:
     default: present
   return_values:
     description:
-      - Return the values.yaml text (it contains the registration token) as RV(values).
+      - Return the values.yaml text (it contains the registration token) as RV(values_yaml).
       - "Set C(no_log: true) on the task when using this; the module warns otherwise."
     type: bool
     default: false
@@ -200,7 +200,7 @@ token:
   description: The ClusterRegistrationToken object (no secret in it), empty when absent.
   returned: always
   type: dict
-values:
+values_yaml:
   description: The values.yaml text for the fleet-agent chart, including the registration token.
   returned: when return_values is true and the Secret exists
   type: str

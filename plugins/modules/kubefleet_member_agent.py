@@ -305,7 +305,7 @@ rolled_back_from:
   returned: with O(rollback_to_revision)
   type: dict
   sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 3}
-values:
+chart_values:
   description: The chart values the release has (no secrets in them).
   returned: with O(state=present), without O(rollback_to_revision)
   type: dict

@@ -75,7 +75,7 @@ def test_token_lifecycle_values_file_rerun_check_mode_and_absent(lab, hub, hub_n
 
     # the values only when asked, with a warning when the task is not no_log
     shown = ok(run_module("fleet_registration_token", dict(args, return_values=True)))
-    assert yaml.safe_load(shown["values"]) == values
+    assert yaml.safe_load(shown["values_yaml"]) == values
     assert any("no_log" in w for w in warnings(shown))
 
     # absent: check mode keeps everything; the real run removes token, Fleet's Secret and the file
@@ -131,8 +131,8 @@ def test_agent_initiated_with_labels_rerun_check_mode_relabel_and_absent(lab, hu
     assert result.changed
     assert result["release"]["status"] == "deployed" and result["release"]["namespace"] == AGENT_NS
     assert result["sources"] == {"api_server_url": "token", "api_server_ca": "token"}
-    assert result["values"]["token"] == REDACTED and result["diff"]["after"]["values"]["token"] == REDACTED
-    assert result["values"]["labels"] == {"env": "dev", "example": "true"}
+    assert result["chart_values"]["token"] == REDACTED and result["diff"]["after"]["values"]["token"] == REDACTED
+    assert result["chart_values"]["labels"] == {"env": "dev", "example": "true"}
     assert token not in result["raw_output"]
     cluster = result["cluster"]
     assert cluster["checked_in"] and cluster["client_id"] == kube_system_uid(lab, member)

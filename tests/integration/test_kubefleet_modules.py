@@ -403,8 +403,8 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     agent = [a for a in joined["member"]["agents"] if a["type"] == "MemberAgent"][0]
     assert agent["last_received_heartbeat"]
     assert joined["preflight"]["username"] == "system:serviceaccount:%s:%s-hub-cluster-access" % (HUB_NS, member)
-    assert joined["values"]["config"]["hubURL"] == lab.api_urls["hub"]
-    assert base64.b64decode(joined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
+    assert joined["chart_values"]["config"]["hubURL"] == lab.api_urls["hub"]
+    assert base64.b64decode(joined["chart_values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
     assert base64.b64decode(hub.member_secret().data["token"]).decode() == token
     assert [r["name"] for r in hub.release()] == ["member-agent"]
 
@@ -491,7 +491,7 @@ def test_join_rerun_info_leave_and_join_again(lab, hub, agent_member, tmp_path):
     assert rejoined.changed and rejoined["member"]["joined"] is True
     # The leave removed the old agent's leader-election Leases: the new agent had no departed holder to wait for.
     assert rejoined["released_leases"] == [], rejoined
-    assert base64.b64decode(rejoined["values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
+    assert base64.b64decode(rejoined["chart_values"]["config"]["hubCA"]).decode() == lab.ca_pem("hub")
 
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, state="absent", wait_timeout=240)))
     ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
@@ -695,7 +695,7 @@ def agent_setting_applied_and_repaired(lab, member, args):
     set_up = ok(run_module("kubefleet_member_agent", dict(args, agent=AGENT_SETTING)))
     assert set_up.changed and set_up["agent_setting"]["patched"] and set_up["member"]["joined"] is True
     assert "s3cret" not in set_up["raw_output"]
-    assert set_up["values"]["tolerations"] == AGENT_SETTING["tolerations"]
+    assert set_up["chart_values"]["tolerations"] == AGENT_SETTING["tolerations"]
     spec = apps.read_namespaced_deployment("member-agent", "fleet-system").spec.template.spec
     assert spec.priority_class_name == "system-cluster-critical" and [s.name for s in spec.image_pull_secrets] == ["mirror-pull"]
     assert all(c.image.startswith("mirror.invalid:5000/azure/fleet/") for c in spec.containers), [c.image for c in spec.containers]
@@ -766,7 +766,7 @@ def test_an_agent_reading_its_token_from_default_is_moved_to_a_namespace_of_its_
 
     moved = ok(run_module("kubefleet_member_agent", args))
     assert moved.changed and moved["removed_secrets"] == ["default/hub-kubeconfig-secret"]
-    assert moved["values"]["secret"] == {"name": "hub-kubeconfig-secret", "namespace": TOKEN_NS}
+    assert moved["chart_values"]["secret"] == {"name": "hub-kubeconfig-secret", "namespace": TOKEN_NS}
     assert hub.secret("hub-kubeconfig-secret", "default", hub.member_core) is None
     new = hub.member_secret()
     assert new is not None and new.metadata.labels["app.kubernetes.io/managed-by"] == "fleetops.registration"

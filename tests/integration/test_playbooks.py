@@ -22,6 +22,7 @@ from kubernetes import config as kube_config
 
 from modrun import REPO, collections_root, run_module
 from kube_helpers import ignore_404, read_or_none, wait_for
+from readme_inventories import readme_quick_starts
 
 IDENTITY_NS = "fleetops-system"  # the KubeFleet identities' and the member locks' hub namespace (issue 31)
 
@@ -865,3 +866,58 @@ def test_a_quarantined_join_is_lifted_once_the_member_is_verified(lab_controller
     assert playbook(lab, "join_cluster.yml", *plain, tmp_path=tmp_path).unchanged({"fleet-hub", "member2"})
     left = playbook(lab, "leave_cluster.yml", "--limit", "member2", "-e", "fleetops_backends=kubefleet", tmp_path=tmp_path)
     assert left.changed("member2") > 0 and hub.member_cluster("member2") is None
+
+
+def readme_inventory_on_the_lab(lab, title, path):
+    """The README's quick start ``title`` as a user fills it in for the lab: its kubeconfig, contexts (the README's
+    members in order on the lab's last members), hub URL and local charts (a path: no repository, no version);
+    everything else - host names, labels, fleet managers, connection, interpreter - as the README writes it."""
+    inventory = readme_quick_starts()[title]
+    common = inventory["all"]["vars"]
+    for chart, local in (("fleetops_fleet_agent_chart", lab.fleet_chart("fleet-agent")),
+                         ("fleetops_kubefleet_member_agent_chart", lab.kubefleet_chart("member-agent"))):
+        if chart in common:
+            common[chart] = str(local)
+            common.pop(chart + "_version", None)
+            common.pop(chart + "_repo_url", None)
+    hub_group, members = inventory["all"]["children"]["hub"], inventory["all"]["children"]["members"]
+    for host_vars in hub_group["hosts"].values():
+        host_vars.update(fleetops_kubeconfig=str(lab.kubeconfig), fleetops_context="hub", fleetops_api_server_url=lab.api_urls["hub"])
+    members.setdefault("vars", {})["fleetops_kubeconfig"] = str(lab.kubeconfig)
+    for host_vars, context in zip(members["hosts"].values(), reversed(lab.members)):
+        host_vars["fleetops_context"] = context
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path, dict(zip(members["hosts"], reversed(lab.members)))
+
+
+def test_the_readme_kubefleet_quick_start_joins_and_leaves_as_written(lab_controllers, hub, tmp_path):
+    """issue 35: the README's KubeFleet-only quick start, filled in with the lab's values, joins its member under the
+    README's host name with the README's labels (helm from PATH, the interpreter the README names), and its leave
+    takes the member out again."""
+    lab = lab_controllers
+    inventory, contexts = readme_inventory_on_the_lab(lab, "KubeFleet only", tmp_path / "inventory.yml")
+    name = next(iter(contexts))
+
+    def readme_playbook(playbook_name, *args):
+        argv, env = playbook_command(lab, playbook_name, *args, tmp_path=tmp_path)
+        argv[argv.index("-i") + 1] = str(inventory)
+        env["PATH"] = str(lab.kubeconfig.parent / "bin") + os.pathsep + env["PATH"]  # the lab's helm, as "helm"
+        run = Run(subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=900, check=False))
+        assert run.returncode == 0, "%s with the README's inventory failed:\n%s" % (playbook_name, run.output[-4000:])
+        return run
+
+    # A clean start: the lab member the quick start uses is a member neither under the README's name (an earlier run
+    # that failed half-way) nor under its lab name (a cluster joins under one name).
+    readme_playbook("leave_cluster.yml", "--limit", name)
+    playbook(lab, "leave_cluster.yml", "--limit", contexts[name], tmp_path=tmp_path)
+
+    joined = readme_playbook("join_cluster.yml")
+    assert joined.changed(name) > 0
+    member_cluster = hub.member_cluster(name)
+    assert condition(member_cluster, "Joined") == "True", member_cluster.get("status")
+    assert member_cluster["metadata"]["labels"]["env"] == "prod" and member_cluster["metadata"]["labels"]["region"] == "eu"
+    assert hub.fleet_cluster(name) is None, "a KubeFleet-only member was registered with Rancher Fleet"
+    left = readme_playbook("leave_cluster.yml", "--limit", name)
+    assert left.changed(name) > 0
+    assert hub.member_cluster(name) is None
+    assert [r for r in hub.releases(contexts[name]) if r.startswith("member-agent")] == []

@@ -3,6 +3,7 @@
 environment Helm runs in."""
 
 import pytest
+from ansible.module_utils.common.parameters import PASS_VARS
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import HELM, HUB_AUTH, merge
@@ -51,8 +52,13 @@ def test_credentials_in_batch_items_are_masked_before_the_invocation_is_logged(l
 
 
 def test_a_failed_argument_validation_returns_no_credential(logged, capsys):
+    args = {"kubeconfig": KUBECONFIG, "no_such_option": 1}
+    if "inject_invocation" in PASS_VARS:
+        # ansible-core 2.21 returns the module's arguments with a result only when asked (ANSIBLE_INJECT_INVOCATION);
+        # earlier releases always do.
+        args["_ansible_inject_invocation"] = True
     with pytest.raises(SystemExit):
-        start({"kubeconfig": KUBECONFIG, "no_such_option": 1}, {})
+        start(args, {})
     result = capsys.readouterr().out
     assert "Unsupported parameters" in result and "https://hub.example:6443" in result
     for number in range(1, 5):

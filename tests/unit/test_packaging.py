@@ -1,13 +1,18 @@
 """The collection as ansible-galaxy builds and installs it (tests/modrun.py installs it from the tarball)."""
 
+import hashlib
 import json
+import posixpath
+import re
 import subprocess
+
+import yaml
 
 from modrun import INSTALLED, REPO, collections_root
 
 SHIPPED = ("plugins", "roles", "playbooks", "meta", "docs", "changelogs")
-NOT_SHIPPED = ("lab", "tests", "bench", "hack", ".ci", ".lab", ".venv", ".cache", ".git", "Makefile",
-               "requirements-dev.txt", "extensions/molecule")
+NOT_SHIPPED = ("lab", "tests", "bench", "hack", ".ci", ".lab", ".venv", ".venv-oldest", ".cache", ".git", "Makefile",
+               "requirements-dev.txt", "requirements-oldest.txt", "extensions/molecule")
 
 
 def tracked(prefix):
@@ -45,3 +50,49 @@ def test_test_modules_have_unique_basenames():
     # collection, as CI #2 and CI #10 of issue 19 found.
     names = sorted(path.name for path in (REPO / "tests").rglob("test_*.py") if "output" not in path.parts)
     assert sorted(set(names)) == names, [name for name in set(names) if names.count(name) > 1]
+
+
+# sha256 of the GNU GPL version 3 text as the FSF publishes it (https://www.gnu.org/licenses/gpl-3.0.txt, Debian's
+# /usr/share/common-licenses/GPL-3).
+GPL3_SHA256 = "3972dc9744f6499f0f9b2dbf76696f2ae7ad8af9b23dde66d6af86c9dfb36986"
+
+
+def installed_files():
+    collections_root()
+    return set(f["name"] for f in json.loads((INSTALLED / "FILES.json").read_text())["files"] if f["ftype"] == "file")
+
+
+def test_license_is_the_full_text_of_the_declared_license_in_the_repository_and_the_tarball():
+    galaxy = yaml.safe_load((REPO / "galaxy.yml").read_text())
+    assert galaxy["license"] == ["GPL-3.0-or-later"]
+    assert hashlib.sha256((REPO / "LICENSE").read_bytes()).hexdigest() == GPL3_SHA256, \
+        "LICENSE is not the GPL-3.0 text galaxy.yml declares (copy /usr/share/common-licenses/GPL-3)"
+    assert "LICENSE" in installed_files(), "the built collection lacks LICENSE"
+    assert (INSTALLED / "LICENSE").read_bytes() == (REPO / "LICENSE").read_bytes()
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def relative_links(text):
+    """The targets of the Markdown links in ``text`` that point into the collection (not URLs, not anchors)."""
+    return [target.split("#")[0] for target in LINK.findall(text)
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target) and not target.startswith("#")]
+
+
+def test_every_relative_link_in_the_packaged_docs_resolves_inside_the_tarball():
+    files = installed_files()
+    pages = sorted(name for name in files if name.endswith(".md"))
+    assert "README.md" in pages and "docs/awx.md" in pages
+    broken = []
+    for page in pages:
+        for target in relative_links((INSTALLED / page).read_text()):
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
+            if resolved.startswith("../") or (resolved not in files and not any(f.startswith(resolved + "/") for f in files)):
+                broken.append("%s -> %s" % (page, target))
+    assert not broken, "links to files the collection tarball leaves out (or that do not exist): %s" % broken
+
+
+def test_the_link_check_sees_a_link_to_a_file_left_out():
+    assert relative_links("see [the lab](../lab/README.md#start), [x](https://example.com/a.md), [y](#top)") == \
+        ["../lab/README.md"]

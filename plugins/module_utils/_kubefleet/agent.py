@@ -184,7 +184,7 @@ class MemberAgent(AgentFlow, Runner):
             member = self._wait_joined(plan.changed or setting["patched"], reasons, previous_heartbeat)
         result = {
             "changed": plan.changed or setting["patched"], "agent_setting": setting, "release": public_release(release),
-            "values": desired_values, "reasons": reasons,
+            "chart_values": desired_values, "reasons": reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
             "removed_secrets": ["%s/%s" % plan.stale_secret] if plan.stale_secret else [],

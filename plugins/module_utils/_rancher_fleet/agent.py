@@ -324,7 +324,7 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
             "release": release_view(after_release) or {"name": self.release, "namespace": self.namespace},
             "fleet_managed_releases": state["facts"]["adopted"],
             "chart_version": state["chart_version"],
-            "values": redact_values(state["values"]),
+            "chart_values": redact_values(state["values"]),
             "sources": state["sources"],
         }
         if state.get("hub_user") is not None:

@@ -162,7 +162,7 @@ class TokenRunner(Runner):
         except (yaml.YAMLError, AttributeError):
             token_value = None
         if self.params.get("return_values"):
-            result["values"] = text
+            result["values_yaml"] = text
             if not self.module.no_log:
                 self.warn("return_values is set: the result holds the registration token; add no_log: true to this task")
         else:
