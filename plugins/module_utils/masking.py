@@ -59,12 +59,16 @@ def _paths(mapping, prefix=()):
     return found
 
 
+# Where a result holds chart values: a release's ``values``, the agent modules' ``chart_values``.
+VALUES_KEYS = ("values", "chart_values")
+
+
 def _values_mappings(value):
-    """Every chart values mapping inside a result (a mapping under a key named ``values``)."""
+    """Every chart values mapping inside a result (a mapping under a key in VALUES_KEYS)."""
     found = []
     if isinstance(value, dict):
         for key, item in value.items():
-            if key == "values" and isinstance(item, dict):
+            if key in VALUES_KEYS and isinstance(item, dict):
                 found.append(item)
             found.extend(_values_mappings(item))
     elif isinstance(value, list):

@@ -187,7 +187,7 @@ options:
     description:
       - Chart values that hold credentials (a proxy's password, a registry login), merged over O(values) before the
         chart gets them. Never logged or returned; every value in it is masked in the output, the diff and the
-        returned RV(values).
+        returned RV(chart_values).
       - Use it for anything secret in the chart's values. Credential-shaped parts of O(values) (URL passwords, values
         of keys named like C(password), C(token) or C(secret)) are masked too, but the rest of O(values) is shown.
     type: dict

@@ -240,6 +240,13 @@ def test_an_older_secret_value_in_a_release_is_masked_where_the_secret_values_na
     assert not {"info", "hub-kubeconfig-secret", "returned-when-asked"} & found
 
 
+def test_the_agent_modules_chart_values_are_searched_like_a_release_s_values():
+    paths = secret_value_paths({"secret_values": {"registry": {"login": "new-login"}}})
+    result = {"chart_values": {"registry": {"login": "old-login"}, "proxy": {"password": "chart-password"}, "logVerbosity": 2}}
+    found = set(result_secrets(result, paths))
+    assert {"old-login", "chart-password"} <= found
+
+
 def test_a_value_already_masked_is_not_masked_again(logged, capsys):
     with patch_module_args({"host": "https://hub.example:6443"}):
         module = FleetModule(argument_spec={})
