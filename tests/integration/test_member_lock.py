@@ -72,11 +72,13 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     def states(run_id):
         return {name: {"name": name, "pending": ["kubefleet"], "run_id": run_id}}
 
-    died = run_module("member_lock", {"members": [item], "states": states("diedrun001"), "lock_duration": 4,
+    # Long enough that the status and the blocked run below (two module processes, slow on a loaded machine) see it
+    # live - with 4 s it once expired before the blocked run read it - and short enough that the takeover waits little.
+    died = run_module("member_lock", {"members": [item], "states": states("diedrun001"), "lock_duration": 15,
                                       "run_by": "a run that dies"})
     assert not died.failed and died["locked"] == [name] and died["changed"] is True, died
     lease = lock_lease(lab, name)
-    assert lease.spec.holder_identity == "diedrun001" and lease.spec.lease_duration_seconds == 4
+    assert lease.spec.holder_identity == "diedrun001" and lease.spec.lease_duration_seconds == 15
 
     # cluster_status shows who is changing the member.
     status = run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "inventory_names": [name]})
