@@ -27,6 +27,7 @@ import time
 
 import yaml
 
+import baseline as bench_baseline
 import scale_figures as figures
 import scale_lab as labctl
 import scale_timeline as timeline
@@ -318,6 +319,8 @@ def parse(argv):
     parser.add_argument('--repeat', type=int, default=1, help='runs of each re-run measurement; the fastest counts (default 1)')
     parser.add_argument('--hub-clusters', type=int, default=100, help='hub-side clusters of the hub100 stage (default 100)')
     parser.add_argument('--keep-lab', action='store_true', help='leave the bench lab running at the end')
+    parser.add_argument('--save-baseline', action='store_true',
+                        help='write this run\'s figures to bench/baseline.json (on purpose, when a change means to keep them)')
     args = parser.parse_args(argv)
     unknown = set(args.only.split(',')) - set(STAGES)
     if unknown:
@@ -379,6 +382,25 @@ def report(bench, started, started_utc):
                                              time.monotonic() - started, run['logs']))
     print(figures.format_table(result))
     print('   written: %s' % os.path.relpath(labctl.OUT_DIR / 'scale.json', labctl.REPO_ROOT))
+    against_baseline(result['figures'], run, bench.args.save_baseline)
+
+
+def against_baseline(this_run, run, save):
+    """Print what moved since bench/baseline.json; with ``save``, make this run the baseline."""
+    path = labctl.REPO_ROOT / 'bench' / 'baseline.json'
+    accepted = bench_baseline.load(path)
+    if accepted is None:
+        print('== no bench/baseline.json yet: nothing to compare with (--save-baseline makes one)')
+    else:
+        rows = bench_baseline.compare(this_run, accepted)
+        print(bench_baseline.format_comparison(rows, accepted))
+        worse = bench_baseline.regressions(rows)
+        print('   %s' % ('moved the wrong way: ' + ', '.join(worse) if worse else 'nothing moved the wrong way'))
+    if save:
+        commit = labctl.git_commit()
+        labctl.write_json(path, bench_baseline.new_baseline(this_run, dict(run, date=run['started'], commit=commit)),
+                          sort_keys=False)
+        print('   written: bench/baseline.json (this run is the baseline now; commit it with the change)')
 
 
 def main(argv=None):

@@ -314,3 +314,10 @@ def write_json(path, data, sort_keys=True):
     with open(path, 'w') as handle:
         json.dump(data, handle, indent=2, sort_keys=sort_keys)
         handle.write('\n')
+
+
+def git_commit():
+    """The checkout's commit (with ``-dirty`` when it has changes), for the record of a saved baseline."""
+    described = subprocess.run(['git', 'describe', '--always', '--dirty', '--abbrev=12'], cwd=str(REPO_ROOT), check=False,
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return described.stdout.strip() or 'unknown'

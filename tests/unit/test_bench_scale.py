@@ -50,8 +50,8 @@ def test_compute_figures_leaves_unmeasured_ones_empty():
 
 
 @pytest.mark.parametrize('key,value,expected', [
-    ('rerun_seconds_per_member', 0.5, 'PASS'), ('rerun_seconds_per_member', 0.51, 'OVER'),
-    ('rerun_vs_kubernetes_core', 4.0, 'PASS'), ('rerun_vs_kubernetes_core', 3.9, 'OVER'),
+    ('rerun_seconds_per_member', 0.25, 'PASS'), ('rerun_seconds_per_member', 0.26, 'OVER'),
+    ('rerun_vs_kubernetes_core', 10.0, 'PASS'), ('rerun_vs_kubernetes_core', 9.9, 'OVER'),
     ('sliced_runs_ok', True, 'PASS'), ('sliced_runs_ok', False, 'OVER'), ('hub_100_seconds', None, 'n/a'),
 ])
 def test_verdict(key, value, expected):
@@ -71,11 +71,11 @@ def test_table_has_a_row_per_key_with_target_verdict_and_where_it_came_from():
     assert lines[0].split() == ['figure', 'value', 'target', 'verdict', 'from']
     rows = {line.split()[0]: line for line in lines[2:]}
     assert list(rows) == ISSUE_KEYS
-    assert rows['rerun_seconds_per_member'].split()[1:] == ['2.50', '<=', '0.5', 'OVER', 'rerun-12']
+    assert rows['rerun_seconds_per_member'].split()[1:] == ['2.50', '<=', '0.25', 'OVER', 'rerun-12']
     assert rows['sliced_runs_ok'].split()[1:] == ['NO', 'yes', 'OVER', 'slice-1,', 'slice-2']
-    assert rows['parallel_join_ratio'].split()[1:5] == ['n/a', '<=', '1.5', 'FAIL']
+    assert rows['parallel_join_ratio'].split()[1:5] == ['n/a', '<=', '1.3', 'FAIL']
     assert rows['parallel_join_ratio'].endswith('batch-join-8 exited 2')
-    assert rows['hub_100_seconds'].split()[1:] == ['n/a', '<=', '20', 'n/a'] + sf.NOT_MEASURED.split()
+    assert rows['hub_100_seconds'].split()[1:] == ['n/a', '<=', '12', 'n/a'] + sf.NOT_MEASURED.split()
 
 
 def test_figure_report_has_only_this_runs_figures_each_with_its_runs_or_reason():
