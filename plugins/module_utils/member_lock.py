@@ -52,7 +52,9 @@ class NotALock(FleetOpsError):
 
 
 class LockHeld(FleetOpsError):
-    """Another run holds the member's lock past our wait."""
+    """Another run holds the member's lock past our wait; ``lock``: that lock (describe_lock)."""
+
+    lock = None
 
 
 class LockLost(FleetOpsError):
@@ -296,6 +298,7 @@ def take_locks(locks, waiter):
             "over at once; from elsewhere it is waited for until it expires), take the lock over now: run again with "
             "-e member_join_lock_takeover=true (a leave: member_leave_lock_takeover; the member_lock option "
             "lock_takeover). The lock is the Lease %s/%s on the hub" % (lock.namespace, lease_name(member))))
+        failed[member].lock = dict((key, value) for key, value in other.items() if key != "live")
     return sorted(waited - set(failed)), failed
 
 

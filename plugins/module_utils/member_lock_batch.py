@@ -17,7 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import lock_
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    MAX_DURATION_SECONDS, MemberLock, lease_name, take_locks,
+    MAX_DURATION_SECONDS, LockHeld, MemberLock, lease_name, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
 
@@ -107,7 +107,7 @@ def lock_members(module):
     states, wanted = _wanted(module)
     read_again = module.params["states"] is not None
     if module.check_mode or not wanted:
-        return {"changed": False, "members": states, "locked": [], "waited": [], "took_over": []}
+        return {"changed": False, "members": states, "locked": [], "waited": [], "took_over": [], "held": {}}
     readers, errors = _readers(module, wanted, member=read_again)
     process = lock_holder.this_controller()
     locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name], process))) for reader in readers)
@@ -115,8 +115,11 @@ def lock_members(module):
     took_over = sorted(name for name, (_reader, lock) in locks.items() if lock.took_over and name not in failed)
     for name in took_over:
         module.warn(took_over_warning(locks[name][1]))
-    # A lock taken from another run: that run may have done (part of) the work, so the member is read again too.
-    waited = sorted(set(waited) | set(took_over))
+    # A lock taken from another run: that run may have done (part of) the work, so the member is read again too; so is
+    # one this task waited for in an earlier call (read_again: the action's steps).
+    taken = set(locks) - set(failed)
+    waited = sorted(set(waited) | set(took_over) | (set(module.params.get("read_again") or []) & taken))
+    held = dict((name, exc.lock) for name, exc in failed.items() if isinstance(exc, LockHeld) and exc.lock)
     for name, message in errors.items():
         states[name] = {"name": name, "error": message}
     for name, exc in failed.items():
@@ -131,7 +134,8 @@ def lock_members(module):
     locked = sorted(name for name in locks if name not in failed and name not in released)
     for name in locked:
         states[name] = dict(states[name], lock=_lock_view(locks[name][1]))
-    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited, "took_over": took_over}
+    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited, "took_over": took_over,
+            "held": held}
 
 
 def release_retrying(lock, version, waiter):

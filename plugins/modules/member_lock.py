@@ -98,9 +98,18 @@ options:
       - A Lease with a lock's name but without the collection's labels is still refused.
     type: bool
     default: false
+  read_again:
+    description:
+      - Members this task already found held by another run in an earlier call - read again once their lock is taken, as
+        a member waited for in this call is. The task's action sets it when it waits in steps; there is no need to give it.
+    type: list
+    elements: str
+    default: []
   wait_timeout:
     description:
-      - Seconds to wait, for all the members together, for locks other runs hold.
+      - Seconds to wait, for all the members together, for locks other runs hold. The task waits in steps (five seconds,
+        then thirty) and after each prints a line naming the run that holds each member still waited for and the
+        seconds left.
     type: int
     default: 300
   wait_sleep:
@@ -160,6 +169,14 @@ waited:
   type: list
   elements: str
   sample: []
+held:
+  description:
+    - The members another run still held when the wait ended, each with that lock - C(holder) (its run id), C(by) (who
+      runs it), C(process) (its controller process - C(host), C(boot_id), C(pid_namespace), C(pid), C(started) and the
+      AWX C(job); null when the lock does not say), C(since) and C(expires).
+  returned: state=present
+  type: dict
+  sample: {}
 took_over:
   description:
     - The members whose lock this run took from another run that held it - its process no longer ran on this
@@ -192,6 +209,7 @@ def argument_spec():
         lock_duration=dict(type="int"),
         run_by=dict(type="str"),
         lock_takeover=dict(type="bool", default=False),
+        read_again=dict(type="list", elements="str", default=[]),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),
     )

@@ -151,3 +151,26 @@ def test_the_failure_after_the_wait_names_the_takeover_variable():
     assert isinstance(failed["edge-07"], LockHeld) and waited == []
     assert "process 4242 on ctl-2" in message and "member_join_lock_takeover=true" in message
     assert "member_leave_lock_takeover" in message and "lock_takeover" in message
+
+
+def test_the_task_waits_in_steps_short_first_then_half_minutes_never_past_its_time():
+    from ansible_collections.fleetops.registration.plugins.action.member_lock import steps_left
+    assert steps_left(deadline=300, now=0, first=True) == 5
+    assert steps_left(deadline=300, now=5, first=False) == 30
+    assert steps_left(deadline=300, now=290, first=False) == 10
+    assert steps_left(deadline=300, now=300, first=False) == 1  # the module reads 0 as its default wait
+
+
+def test_the_steps_results_add_up_to_one_task_result_and_each_step_says_who_holds_what():
+    from ansible_collections.fleetops.registration.plugins.action.member_lock import merge_attempts, progress_lines
+    lock = {"holder": "other", "by": "root@ctl-2", "process": holder(host="ctl-2"), "since": "t0", "expires": "t1"}
+    first = {"changed": True, "members": {"a": {"lock": {}}, "b": {"error": "b is being changed"}}, "locked": ["a"],
+             "waited": [], "took_over": [], "held": {"b": lock}, "warnings": ["w1"]}
+    second = {"changed": True, "members": {"b": {"lock": {}}}, "locked": ["b"], "waited": ["b"], "took_over": [],
+              "held": {}}
+    merged = merge_attempts(merge_attempts(None, first), second)
+    assert merged["members"] == {"a": {"lock": {}}, "b": {"lock": {}}} and merged["locked"] == ["a", "b"]
+    assert merged["waited"] == ["b"] and merged["held"] == {} and merged["warnings"] == ["w1"] and merged["changed"]
+    assert progress_lines({"b": lock}, 295, 300) == [
+        "b is being changed by another run (holder other, run by root@ctl-2, process 4242 on ctl-2, since t0, expires t1); "
+        "waiting for it, 295 s left of 300"]
