@@ -26,7 +26,8 @@ LIST_KEYS = ("locked", "waited", "took_over")
 
 
 def steps_left(deadline, now, first):
-    """Seconds the next call may wait: up to a step, at least one (the module reads 0 as its default)."""
+    """Seconds the next call may wait (its wait_step): up to a step, at least one. The call keeps the task's
+    wait_timeout, which also sets how long a lock lives."""
     return max(1, int(min(FIRST_STEP if first else STEP, deadline - now)))
 
 
@@ -74,7 +75,7 @@ class ActionModule(ActionBase):
         merged, call_args = None, args
         while True:
             wait = steps_left(deadline, time.monotonic(), merged is None)
-            outcome = self._execute_module(module_name=MODULE, module_args=dict(call_args, wait_timeout=wait), task_vars=task_vars)
+            outcome = self._execute_module(module_name=MODULE, module_args=dict(call_args, wait_step=wait), task_vars=task_vars)
             if outcome.get("failed"):
                 return outcome
             merged = merge_attempts(merged, outcome)

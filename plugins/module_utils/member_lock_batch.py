@@ -111,7 +111,10 @@ def lock_members(module):
     readers, errors = _readers(module, wanted, member=read_again)
     process = lock_holder.this_controller()
     locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name], process))) for reader in readers)
-    waited, failed = take_locks([lock for _reader, lock in locks.values()], module.waiter)
+    waiter = module.waiter
+    if module.params.get("wait_step"):
+        waiter.timeout = min(waiter.timeout, module.params["wait_step"])
+    waited, failed = take_locks([lock for _reader, lock in locks.values()], waiter)
     took_over = sorted(name for name, (_reader, lock) in locks.items() if lock.took_over and name not in failed)
     for name in took_over:
         module.warn(took_over_warning(locks[name][1]))

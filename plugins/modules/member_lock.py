@@ -112,6 +112,11 @@ options:
         seconds left.
     type: int
     default: 300
+  wait_step:
+    description:
+      - Seconds this call waits at most for locks other runs hold, when less than O(wait_timeout) (which still sets
+        how long a lock lives). The task's action sets it when it waits in steps; there is no need to give it.
+    type: int
   wait_sleep:
     description:
       - Seconds between attempts while waiting.
@@ -210,6 +215,7 @@ def argument_spec():
         run_by=dict(type="str"),
         lock_takeover=dict(type="bool", default=False),
         read_again=dict(type="list", elements="str", default=[]),
+        wait_step=dict(type="int"),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),
     )
