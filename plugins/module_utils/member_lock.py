@@ -8,6 +8,10 @@ create a registration token, prune each other's, and race on the agent. The run 
 that member's Lease first; a second run waits until it is released (or has expired: a run that died releases nothing),
 then reads the member again and usually finds nothing left to do. Runs for different members never meet.
 
+A run that died releases nothing either. The lock names the controller process that holds it (lock_holder.py): a run
+on the same controller takes over at once from a holder whose process is gone, and any run told to (``lock_takeover``)
+takes over a live lock; elsewhere a live lock is waited for until its holder releases it or it expires.
+
 The Lease's holder is the run's ``run_id`` (the label its registration token carries); the annotation says who runs it.
 Taking a free lock is one request (a create), releasing it one more; expiry is judged from ``renewTime`` +
 ``leaseDurationSeconds``. The lock lives three waits; a step that starts a wait's time or more after the lock was taken
@@ -23,6 +27,7 @@ import datetime
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
+from ansible_collections.fleetops.registration.plugins.module_utils import lock_holder
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
@@ -30,6 +35,8 @@ PREFIX = "fleetops-member-"
 MANAGED_BY = "fleetops.registration"
 MEMBER_LABEL = "fleetops.registration/member"
 HOLDER_ANNOTATION = "fleetops.registration/holder"
+# Which controller process holds the lock (lock_holder.this_controller, as JSON).
+PROCESS_ANNOTATION = "fleetops.registration/holder-process"
 # Controllers' clocks may disagree a little: a lock counts as expired only this long after its own expiry.
 SKEW_SECONDS = 5
 # The collection's own namespace on the hub (made by hub_prepare and extensions/rbac/hub.yml): its Roles grant the
@@ -45,7 +52,9 @@ class NotALock(FleetOpsError):
 
 
 class LockHeld(FleetOpsError):
-    """Another run holds the member's lock past our wait."""
+    """Another run holds the member's lock past our wait; ``lock``: that lock (describe_lock)."""
+
+    lock = None
 
 
 class LockLost(FleetOpsError):
@@ -61,13 +70,17 @@ def micro_time(value):
     return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def lock_body(member, holder, description, duration, now, current=None):
+def lock_body(member, holder, description, duration, now, current=None, process=None):
     """The Lease that says ``holder`` changes ``member`` from ``now`` for ``duration`` seconds. ``current``: the Lease
-    read before, taken over with its resourceVersion (so two runs cannot both take it)."""
+    read before, taken over with its resourceVersion (so two runs cannot both take it). ``process``: the controller
+    process of the run (lock_holder.this_controller)."""
+    annotations = {HOLDER_ANNOTATION: description}
+    if process:
+        annotations[PROCESS_ANNOTATION] = lock_holder.encode(process)
     metadata = {
         "name": lease_name(member),
         "labels": {"app.kubernetes.io/managed-by": MANAGED_BY, MEMBER_LABEL: member},
-        "annotations": {HOLDER_ANNOTATION: description},
+        "annotations": annotations,
     }
     if current is not None:
         metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -79,7 +92,8 @@ def lock_body(member, holder, description, duration, now, current=None):
 
 
 def describe_lock(lease, now=None):
-    """``{holder, by, since, expires, live}`` of a lock Lease (None for no Lease or no holder)."""
+    """``{holder, by, process, since, expires, live}`` of a lock Lease (None for no Lease or no holder); ``process`` is
+    the holder's controller process as recorded (None when not recorded)."""
     spec = (lease or {}).get("spec") or {}
     if not spec.get("holderIdentity"):
         return None
@@ -91,6 +105,7 @@ def describe_lock(lease, now=None):
     return {
         "holder": spec["holderIdentity"],
         "by": annotations.get(HOLDER_ANNOTATION) or "unknown",
+        "process": lock_holder.decode(annotations.get(PROCESS_ANNOTATION)),
         "since": spec.get("acquireTime"),
         "expires": format_time(expires) if expires else None,
         "live": expires is not None and (now or utcnow()) < expires + datetime.timedelta(seconds=SKEW_SECONDS),
@@ -104,8 +119,9 @@ def is_lock(lease, member):
 
 
 def held_message(member, lock):
-    return "%s is being changed by another run (holder %s, run by %s, since %s, expires %s)" % (
-        member, lock["holder"], lock["by"], lock["since"], lock["expires"])
+    process = lock_holder.describe(lock.get("process"))
+    return "%s is being changed by another run (holder %s, run by %s%s, since %s, expires %s)" % (
+        member, lock["holder"], lock["by"], ", " + process if process else "", lock["since"], lock["expires"])
 
 
 def live_locks(kube, namespace, now=None):
@@ -122,22 +138,33 @@ def live_locks(kube, namespace, now=None):
         member = ((lease.get("metadata") or {}).get("labels") or {}).get(MEMBER_LABEL)
         lock = describe_lock(lease, now)
         if member and lock and lock["live"]:
-            locks[member] = dict((key, value) for key, value in lock.items() if key != "live")
+            locks[member] = dict((key, value) for key, value in lock.items() if key not in ("live", "process"))
     return locks
 
 
 class MemberLock:
-    """The lock of one member on one hub: ``kube`` the hub client, ``namespace`` where the Leases live."""
+    """The lock of one member on one hub: ``kube`` the hub client, ``namespace`` where the Leases live. ``process``: this
+    run's controller process (lock_holder.this_controller); ``takeover``: take over a live lock of another run too.
+    ``took_over``: the lock this run took from a live holder, with the ``reason``."""
 
-    def __init__(self, kube, namespace, member, holder, description, duration):
+    def __init__(self, kube, namespace, member, holder, description, duration, process=None, takeover=False):
         self.kube = kube
         self.namespace = namespace
         self.member = member
         self.holder = holder
         self.description = description
         self.duration = duration
+        self.process = process
+        self.takeover = takeover
         self.version = None
         self.taken = None
+        self.took_over = None
+
+    def _body(self, now, current=None):
+        return lock_body(self.member, self.holder, self.description, self.duration, now, current=current, process=self.process)
+
+    def _takeover_reason(self, lock):
+        return lock_holder.takeover_reason(lock.get("process"), self.process, lock_holder.alive, self.takeover)
 
     def _read(self):
         return self.kube.get(LEASE, lease_name(self.member), self.namespace)
@@ -146,8 +173,7 @@ class MemberLock:
         """``None`` when this run now holds the lock, else the live lock of the other run (``describe_lock``)."""
         now = now or utcnow()
         try:
-            self._taken(self.kube.create(LEASE, lock_body(self.member, self.holder, self.description, self.duration, now),
-                                         self.namespace))
+            self._taken(self.kube.create(LEASE, self._body(now), self.namespace))
             return None
         except ApiError as exc:
             if exc.status == 404 and self._make_namespace():
@@ -161,15 +187,18 @@ class MemberLock:
         if lock is not None and lock["holder"] == self.holder:
             self._taken(current)
             return None
-        if lock is not None and lock["live"]:
+        reason = self._takeover_reason(lock) if lock is not None and lock["live"] else None
+        if lock is not None and lock["live"] and not reason:
             return lock
-        # Expired, released or held by nobody: take it over, exactly the version read.
-        body = lock_body(self.member, self.holder, self.description, self.duration, now, current=current)
+        # Expired, released, held by nobody, or by a run that died (or we were told to): take over exactly the version read.
+        body = self._body(now, current=current)
         try:
             if current is None:
                 self._taken(self.kube.create(LEASE, body, self.namespace))
             else:
                 self._taken(self.kube.request("PUT", LEASE.path(self.namespace, lease_name(self.member)), body=body))
+            if reason:
+                self.took_over = dict(lock, reason=reason)
             return None
         except ApiError as exc:
             if exc.status in (404, 409):  # another run took it, or its holder released it, meanwhile
@@ -265,8 +294,11 @@ def take_locks(locks, waiter):
             pass
     for member, (lock, other) in held.items():
         failed[member] = LockHeld(held_message(member, other), hint=(
-            "Wait for that run to finish (or, if it died, for its lock to expire) and run again; the lock is the Lease "
-            "%s/%s on the hub" % (lock.namespace, lease_name(member))))
+            "Wait for that run to finish and run again. If it no longer runs (a run on its controller takes its lock "
+            "over at once; from elsewhere it is waited for until it expires), take the lock over now: run again with "
+            "-e member_join_lock_takeover=true (a leave: member_leave_lock_takeover; the member_lock option "
+            "lock_takeover). The lock is the Lease %s/%s on the hub" % (lock.namespace, lease_name(member))))
+        failed[member].lock = dict((key, value) for key, value in other.items() if key != "live")
     return sorted(waited - set(failed)), failed
 
 

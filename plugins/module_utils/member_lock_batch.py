@@ -9,14 +9,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import getpass
+import os
 import socket
 
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, HUB_AUTH, merge
-from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils import lock_holder, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_batch import ITEMS, item_spec, prepare
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
-    MAX_DURATION_SECONDS, MemberLock, lease_name, take_locks,
+    MAX_DURATION_SECONDS, LockHeld, MemberLock, lease_name, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
 
@@ -31,9 +32,13 @@ def lock_duration(params):
     return min(given or 3 * params["wait_timeout"], MAX_DURATION_SECONDS)
 
 
-def run_by(params):
+def run_by(params, environ=None):
+    """Who runs this run: ``run_by``, else the AWX job (AWX sets JOB_ID in a job's environment), else user@host."""
     if params.get("run_by"):
         return params["run_by"]
+    job = (os.environ if environ is None else environ).get("JOB_ID")
+    if job:
+        return "AWX job %s" % job
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -57,9 +62,17 @@ def _readers(module, names, member=False):
     return named, errors
 
 
-def _lock(module, reader, holder):
+def _lock(module, reader, holder, process=None):
     return MemberLock(reader.hub(), module.params["lock_namespace"], reader.name, holder, run_by(module.params),
-                      lock_duration(module.params))
+                      lock_duration(module.params), process=process, takeover=bool(module.params.get("lock_takeover")))
+
+
+def took_over_warning(lock):
+    """What the run says about a lock it took from another run that held it: whose, and why."""
+    other = lock.took_over
+    process = lock_holder.describe(other.get("process"))
+    return "took over the lock of %s from run %s (run by %s%s, since %s): %s" % (
+        lock.member, other["holder"], other["by"], ", " + process if process else "", other["since"], other["reason"])
 
 
 def _lock_view(lock):
@@ -94,10 +107,22 @@ def lock_members(module):
     states, wanted = _wanted(module)
     read_again = module.params["states"] is not None
     if module.check_mode or not wanted:
-        return {"changed": False, "members": states, "locked": [], "waited": []}
+        return {"changed": False, "members": states, "locked": [], "waited": [], "took_over": [], "held": {}}
     readers, errors = _readers(module, wanted, member=read_again)
-    locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name]))) for reader in readers)
-    waited, failed = take_locks([lock for _reader, lock in locks.values()], module.waiter)
+    process = lock_holder.this_controller()
+    locks = dict((reader.name, (reader, _lock(module, reader, wanted[reader.name], process))) for reader in readers)
+    waiter = module.waiter
+    if module.params.get("wait_step"):
+        waiter.timeout = min(waiter.timeout, module.params["wait_step"])
+    waited, failed = take_locks([lock for _reader, lock in locks.values()], waiter)
+    took_over = sorted(name for name, (_reader, lock) in locks.items() if lock.took_over and name not in failed)
+    for name in took_over:
+        module.warn(took_over_warning(locks[name][1]))
+    # A lock taken from another run: that run may have done (part of) the work, so the member is read again too; so is
+    # one this task waited for in an earlier call (read_again: the action's steps).
+    taken = set(locks) - set(failed)
+    waited = sorted(set(waited) | set(took_over) | (set(module.params.get("read_again") or []) & taken))
+    held = dict((name, exc.lock) for name, exc in failed.items() if isinstance(exc, LockHeld) and exc.lock)
     for name, message in errors.items():
         states[name] = {"name": name, "error": message}
     for name, exc in failed.items():
@@ -112,7 +137,8 @@ def lock_members(module):
     locked = sorted(name for name in locks if name not in failed and name not in released)
     for name in locked:
         states[name] = dict(states[name], lock=_lock_view(locks[name][1]))
-    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited}
+    return {"changed": bool(locked), "members": states, "locked": locked, "waited": waited, "took_over": took_over,
+            "held": held}
 
 
 def release_retrying(lock, version, waiter):

@@ -21,8 +21,14 @@ description:
     read again (the other run has usually done the work), and a member that no longer needs a step is released at
     once. Past O(wait_timeout) the member's entry holds C(error) naming the other run, since when it holds the lock
     and when the lock expires; the other members go on.
-  - A lock lives O(lock_duration) seconds. A run that dies releases nothing; its lock expires and the next run takes
-    it over.
+  - A lock lives O(lock_duration) seconds. A run that dies releases nothing, so the lock also names the controller
+    process that holds it - host name, boot id, PID namespace, process id and start time of the C(ansible-playbook)
+    process (the topmost ancestor of the module process that runs C(ansible-playbook); the parent process when none
+    does), and the AWX job id from the C(JOB_ID) environment variable AWX sets on a job.
+  - A run on the same controller (same host name, boot id and PID namespace) takes over at once a lock whose holder
+    process no longer runs, and reads the member again. A lock held from another controller (or another AWX job's
+    container) is waited for until its holder releases it or it expires, unless O(lock_takeover) is set. The run
+    warns about every lock it took over from another run, naming that run.
   - With O(state=absent), releases the locks O(states) (this module's own RV(members) result) says this run holds.
     A lock another run took over is left alone.
   - The role C(member_join) takes the locks after its batch read and releases them at the end, also on failure; the
@@ -80,13 +86,37 @@ options:
   run_by:
     description:
       - Who runs this run, written on the lock for whoever waits for it (for example C(AWX job 42)).
-      - Default - the controller's user and host name.
+      - Default - C(AWX job <id>) when the C(JOB_ID) environment variable (which AWX sets on a job) is set, else the
+        controller's user and host name.
     type: str
+  lock_takeover:
+    description:
+      - Take over the lock of a member another run holds without waiting for it, whoever holds it. For a run known to
+        be dead that held the lock from another controller (an AWX job whose container is gone, a controller that
+        was replaced); a run that still changes the member fails its next step when it finds its lock taken.
+      - The roles set it from C(member_join_lock_takeover) and C(member_leave_lock_takeover).
+      - A Lease with a lock's name but without the collection's labels is still refused.
+    type: bool
+    default: false
+  read_again:
+    description:
+      - Members this task already found held by another run in an earlier call - read again once their lock is taken, as
+        a member waited for in this call is. The task's action sets it when it waits in steps; there is no need to give it.
+    type: list
+    elements: str
+    default: []
   wait_timeout:
     description:
-      - Seconds to wait, for all the members together, for locks other runs hold.
+      - Seconds to wait, for all the members together, for locks other runs hold. The task waits in steps (five seconds,
+        then thirty) and after each prints a line naming the run that holds each member still waited for and the
+        seconds left.
     type: int
     default: 300
+  wait_step:
+    description:
+      - Seconds this call waits at most for locks other runs hold, when less than O(wait_timeout) (which still sets
+        how long a lock lives). The task's action sets it when it waits in steps; there is no need to give it.
+    type: int
   wait_sleep:
     description:
       - Seconds between attempts while waiting.
@@ -109,7 +139,9 @@ EXAMPLES = r'''
   fleetops.registration.member_lock:
     members: "{{ member_requests }}"
     states: "{{ batch.members }}"
-    run_by: "AWX job {{ awx_job_id | default('manual') }}"
+    run_by: "nightly schedule"
+    # -e takeover=true: take over the locks of a run that died on another controller instead of waiting for them
+    lock_takeover: "{{ takeover | default(false) }}"
   register: locks
 
 - name: Release them
@@ -137,7 +169,23 @@ locked:
   elements: str
   sample: ["edge-07"]
 waited:
-  description: The members whose lock another run held first (their state was read again).
+  description: The members whose lock another run held first (their state was read again), including those taken over.
+  returned: state=present
+  type: list
+  elements: str
+  sample: []
+held:
+  description:
+    - The members another run still held when the wait ended, each with that lock - C(holder) (its run id), C(by) (who
+      runs it), C(process) (its controller process - C(host), C(boot_id), C(pid_namespace), C(pid), C(started) and the
+      AWX C(job); null when the lock does not say), C(since) and C(expires).
+  returned: state=present
+  type: dict
+  sample: {}
+took_over:
+  description:
+    - The members whose lock this run took from another run that held it - its process no longer ran on this
+      controller, or O(lock_takeover) was set. A warning names each run taken over.
   returned: state=present
   type: list
   elements: str
@@ -165,6 +213,9 @@ def argument_spec():
         lock_namespace=dict(type="str", default=DEFAULT_NAMESPACE),
         lock_duration=dict(type="int"),
         run_by=dict(type="str"),
+        lock_takeover=dict(type="bool", default=False),
+        read_again=dict(type="list", elements="str", default=[]),
+        wait_step=dict(type="int"),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),
     )

@@ -1,6 +1,8 @@
 """The per-member lock on the lab's hub: two joins of the same new member launched together (an AWX job launched
-twice), and a lock left by a run that died, taken over once it expired."""
+twice), a lock left by a run that died - taken over at once from the same controller, once it expired (or when told to)
+from another - and a live run's lock waited for with progress."""
 
+import json
 import os
 import signal
 import subprocess
@@ -44,7 +46,8 @@ def test_two_joins_of_the_same_new_member_at_once_both_succeed_and_join_it_once(
         runs = [first.result(), second.result()]  # each raises unless its run exited 0
     # One run joined member2; the other read it as needing a join too (so it ran its lock task rather than skipping it),
     # waited for the lock, read it again and had nothing left to do.
-    assert sorted(run.changed("member2") > 0 for run in runs) == [False, True], [run.recap for run in runs]
+    assert sorted(run.changed("member2") > 0 for run in runs) == [False, True], (
+        [run.recap for run in runs], [line for run in runs for line in run.output.splitlines() if "WARNING" in line or "changed:" in line])
     lock_task = "Lock on the hub each member that needs a step"
     assert [task_result(run, lock_task) for run in runs] == ["ok", "ok"], [run.output[-3000:] for run in runs]
 
@@ -108,27 +111,33 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     assert lock_lease(lab, name) is None
 
 
-def test_a_join_killed_while_it_holds_the_lock_is_followed_by_one_that_takes_it_over(lab_controllers, tmp_path):
-    """ansible-playbook killed (an AWX job cancelled, a controller that died) while it changes member2: it releases
-    nothing, and the next run waits for its lock to expire (three times the killed run's wait timeout), takes it over
-    and finishes the join."""
+def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_from_the_same_controller(lab_controllers, tmp_path):
+    """Issue 32 item 8: ansible-playbook killed (an AWX job cancelled, a controller that died) while it changes member2
+    and the hub is down, so nothing can release its lock. Once the hub is back, a plain re-run from the same controller
+    sees that the holder's process is gone and takes the lock over at once: before, it waited its whole wait_timeout
+    (300 s) for a lock that lives three of the killed run's (600 s), and failed."""
     lab, hub = lab_controllers, Hub(lab_controllers)
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
-    argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=20",
+    argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=200",
                                  tmp_path=tmp_path)
     with open(str(tmp_path / "killed.log"), "w") as log:
         killed = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             lease = wait_for(lambda: lock_lease(lab, "member2"), 300, "the first join to lock member2")
+            lab.kill("hub-apiserver")
         finally:
             os.killpg(killed.pid, signal.SIGKILL)
             killed.wait()
-    assert lease.spec.lease_duration_seconds == 60
+    lab.start("hub-apiserver")
+    assert lease.spec.lease_duration_seconds == 600
+    assert json.loads(lease.metadata.annotations["fleetops.registration/holder-process"])["pid"] == killed.pid
     assert lock_lease(lab, "member2").spec.holder_identity == lease.spec.holder_identity  # nothing released it
 
-    started = time.monotonic()
-    run = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=240", tmp_path=tmp_path)
-    assert run.changed("member2") > 0 and time.monotonic() - started > 20  # it waited for the lock
+    run = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    expires = lease.spec.renew_time.timestamp() + lease.spec.lease_duration_seconds
+    assert run.changed("member2") > 0 and time.time() < expires  # joined while the killed run's lock was still live
+    assert "took over the lock of member2 from run %s" % lease.spec.holder_identity in run.output
+    assert "process %d on " % killed.pid in run.output and "no longer runs" in run.output
     assert lock_lease(lab, "member2") is None
     assert hub.member_cluster("member2") is not None and (hub.fleet_cluster("member2").get("status") or {}).get("agent")
     assert playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path).unchanged(["fleet-hub", "member2"])
@@ -201,3 +210,91 @@ def test_a_step_late_in_a_long_run_renews_the_lock_and_one_whose_lock_was_taken_
     # The release still finds its lock after the renewals changed its version.
     released = run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
     assert released["released"] == [name] and lock_lease(lab, name) is None
+
+
+HOLDER_PLAYBOOK = """
+- name: Lock a member, then hold it (a run busy changing it)
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+  tasks:
+    - name: Lock the member
+      fleetops.registration.member_lock:
+        members: [{name: "{{ member }}", hub_kubeconfig: "{{ hub_kubeconfig }}", hub_context: hub}]
+        lock_duration: 600
+        wait_timeout: "{{ wait | d(300) }}"
+        lock_takeover: "{{ takeover | d(false) }}"
+      register: locks
+    - name: Note the result
+      ansible.builtin.copy:
+        content: "{{ locks | to_json }}"
+        dest: "{{ result_file }}"
+        mode: "0600"
+    - name: Hold it
+      ansible.builtin.pause:
+        seconds: "{{ hold }}"
+      when: hold is defined
+"""
+
+
+def lock_run(lab, tmp_path, name, label, *extra, background=False):
+    """ansible-playbook locking ``name``: ``(process, result file)`` in the background, else ``(run, result)``."""
+    (tmp_path / "lock.yml").write_text(HOLDER_PLAYBOOK)
+    result = tmp_path / (label + ".json")
+    args = ["-e", "member=%s hub_kubeconfig=%s result_file=%s" % (name, lab.kubeconfig, result)] + list(extra)
+    if background:
+        argv, env = playbook_command(lab, str(tmp_path / "lock.yml"), *args, tmp_path=tmp_path)
+        with open(str(tmp_path / (label + ".log")), "w") as log:
+            return subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT), result
+    run = playbook(lab, str(tmp_path / "lock.yml"), *args, tmp_path=tmp_path)
+    return run, json.loads(result.read_text())
+
+
+def test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_its_process_is_killed(lab, tmp_path):
+    name = unique("held")
+    holder, _ = lock_run(lab, tmp_path, name, "holder", "-e", "hold=600", background=True)
+    try:
+        lease = wait_for(lambda: lock_lease(lab, name), 120, "the holder to lock %s" % name)
+        # The lock names the run's ansible-playbook process, not the worker or module process of its lock task (gone by now).
+        assert json.loads(lease.metadata.annotations["fleetops.registration/holder-process"])["pid"] == holder.pid
+        run, blocked = lock_run(lab, tmp_path, name, "blocked", "-e", "wait=30")
+        assert blocked["locked"] == [] and list(blocked["held"]) == [name], blocked
+        progress = "%s is being changed by another run (holder %s, run by " % (name, lease.spec.holder_identity)
+        assert progress in run.output and ", process %d on " % holder.pid in run.output, run.output[-3000:]
+        assert " s left of 30" in run.output  # a line while it waited, not a silent wait
+        assert "member_join_lock_takeover=true" in blocked["members"][name]["error"]
+    finally:
+        holder.kill()
+        holder.wait()
+    started = time.monotonic()
+    taken = run_module("member_lock", {"members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}]})
+    assert taken["took_over"] == [name] and taken["locked"] == [name] and time.monotonic() - started < 60, taken
+    assert "took over the lock of %s from run %s" % (name, lease.spec.holder_identity) in taken["raw_output"]
+    assert "its run (process %d on " % holder.pid in taken["raw_output"] and "no longer runs" in taken["raw_output"]
+    run_module("member_lock", {"state": "absent", "members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig),
+                                                                "hub_context": "hub"}], "states": taken["members"]})
+    assert lock_lease(lab, name) is None
+
+
+def test_a_lock_from_another_controller_is_waited_for_unless_the_run_is_told_to_take_it_over(lab, tmp_path):
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import lock_body
+    from ansible_collections.fleetops.registration.plugins.module_utils.times import utcnow
+    name = unique("elsewhere")
+    # As a run on another controller (an AWX job's container, now gone) leaves it: its process cannot be seen from here.
+    other = {"host": "controller-b", "boot_id": "0f0f0f0f-0000-4000-8000-000000000000", "pid_namespace": "pid:[4026531836]",
+             "pid": 4242, "started": 1000, "job": "77"}
+    body = lock_body(name, "otherrun01", "AWX job 77", 600, utcnow(), process=other)
+    client.CoordinationV1Api(lab.api_client("hub")).create_namespaced_lease(LOCK_NAMESPACE, body)
+
+    _run, blocked = lock_run(lab, tmp_path, name, "blocked", "-e", "wait=2")
+    assert blocked["locked"] == [] and blocked["took_over"] == [], blocked
+    assert "process 4242 on controller-b, AWX job 77" in blocked["members"][name]["error"]
+    run, taken = lock_run(lab, tmp_path, name, "taken", "-e", "wait=2", "-e", "takeover=true")
+    assert taken["locked"] == [name] and taken["took_over"] == [name], taken
+    assert "took over the lock of %s from run otherrun01" % name in run.output and "lock_takeover is set" in run.output
+    assert lock_lease(lab, name).spec.holder_identity == taken["members"][name]["lock"]["holder"]
+    run_module("member_lock", {"state": "absent", "members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig),
+                                                                "hub_context": "hub"}], "states": taken["members"]})
+    assert lock_lease(lab, name) is None

@@ -26,7 +26,7 @@ def test_a_lock_names_its_member_holder_and_runner_and_lives_its_duration():
     assert "resourceVersion" not in body["metadata"]
     lock = describe_lock(body, NOW + datetime.timedelta(seconds=899))
     assert lock == {"holder": "k3v9x0a7qp", "by": "AWX job 42", "since": "2026-11-24T17:00:00.000000Z",
-                    "expires": "2026-11-24T17:15:00Z", "live": True}
+                    "expires": "2026-11-24T17:15:00Z", "live": True, "process": None}
     assert "edge-07 is being changed by another run (holder k3v9x0a7qp, run by AWX job 42" in held_message("edge-07", lock)
 
 
