@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: fleet_status
 short_description: Every member the fleet managers know, read from the hub, as rows and a table
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Lists the members of each chosen fleet manager on the hub with one LIST per manager (Rancher Fleet C(Cluster)s in
     O(fleet_namespace), KubeFleet C(MemberCluster)s), and merges them by name with the inventory's members, so a member

@@ -209,7 +209,6 @@ options:
       - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
       - Only with O(state=present).
     type: int
-    version_added: 0.3.0
   wait:
     description:
       - With hub access and O(state=present), whether to wait until the MemberCluster is C(Joined) with a member agent

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: member_info
 short_description: One member cluster's state in each fleet manager, judged from the hub and from the member
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads, in one process, what the hub knows of a member (the Rancher Fleet C(Cluster), the KubeFleet C(MemberCluster))
     and what the member itself knows (the agent's Helm release, the agent's credential and whether the hub still accepts
@@ -147,7 +147,6 @@ options:
         member whose cluster the hub records for another member, whatever this says.
     type: bool
     default: false
-    version_added: 0.3.0
   credential_max_age:
     description:
       - Rotate a KubeFleet member agent's token once it is older than this, a Go duration such as C(720h) - the action
@@ -179,7 +178,6 @@ options:
       - The running agent Deployment (and, for Rancher Fleet, the C(Cluster)'s agent fields) is compared with it; a
         difference gives the action C(reconfigure), which keeps the member healthy. Unset, nothing is compared.
     type: dict
-    version_added: 0.3.0
 seealso:
   - module: fleetops.registration.fleet_status
   - module: fleetops.registration.fleet_agent
