@@ -179,7 +179,7 @@ options:
         difference gives the action C(reconfigure), which keeps the member healthy. Unset, nothing is compared.
     type: dict
 seealso:
-  - module: fleetops.registration.fleet_status
+  - module: fleetops.registration.fleet_status_info
   - module: fleetops.registration.fleet_agent
   - module: fleetops.registration.kubefleet_member_agent
 '''

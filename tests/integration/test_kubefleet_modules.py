@@ -266,9 +266,9 @@ def test_identity_migrates_a_legacy_token_and_revoking_a_holder_revokes_its_toke
     wait_for(lambda: hub_answer(lab, migrated["token"]) == 401 or None, 60, "the hub to reject the token of a deleted holder")
     assert hub_answer(lab, shorter["token"]) == 201
 
-    # fleet_status shows the hub side of it: which Secret holds the member's current token and when it expires.
+    # fleet_status_info shows the hub side of it: which Secret holds the member's current token and when it expires.
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
-    status = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    status = ok(run_module("fleet_status_info", hub_args(lab, backends=["kubefleet"])))
     assert status["members"][member]["kubefleet"]["credential"] == {
         "secret": sa_name + "-token", "issued": shorter["token_secret"]["issued"], "expires": stamp(claims["exp"]), "warning": None}
     assert shorter["token"] not in status["raw_output"]
@@ -368,7 +368,7 @@ def test_member_cluster_quarantine_holds_until_verified_and_says_why(lab, hub, m
     predicted = ok(run_module("kubefleet_member_cluster", dict(base, quarantine="lift", wait=True), check=True))
     assert predicted["quarantine"]["problems"] and any("would stay quarantined" in str(w) for w in predicted.get("warnings") or []), predicted.get("warnings")
     assert hub.member_cluster(member)["spec"]["taints"] == [QUARANTINE]
-    info = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    info = ok(run_module("fleet_status_info", hub_args(lab, backends=["kubefleet"])))
     assert info["members"][member]["kubefleet"]["quarantined"] is True
 
 
