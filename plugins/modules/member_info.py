@@ -25,6 +25,10 @@ description:
     stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
+  - Warns, with the fix, when a member's agent runs another release than its hub - KubeFleet - the member agent's
+    image tag against the hub agent's (C(fleet-system/hub-agent)); Rancher Fleet - the C(fleet-agent) release's app
+    version against the Fleet controller's image tag (C(cattle-fleet-system/fleet-controller)). Nothing is said unless
+    both are release versions (not C(main), nor a chart built from source); the member's action is not changed.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
 author:
   - fleetops.registration contributors (@fleetops)
