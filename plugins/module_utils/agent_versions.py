@@ -93,9 +93,9 @@ def skew_warning(manager, agent, hub):
     if not agent or not hub or agent == hub:
         return None
     namespace, name = manager.controller
+    fix = FIXES[manager.name] % {"hub": hub}
     return ("the agent runs %s %s, the hub %s %s (%s/%s); an agent of another release than its hub is what neither "
-            "project tests - %s" % (manager.title, agent, manager.title, hub, namespace, name,
-                                     FIXES[manager.name] % {"hub": hub}))
+            "project tests - %s" % (manager.title, agent, manager.title, hub, namespace, name, fix))
 
 
 def warn_of_skew(module, manager, hub, member_view, member_name, hub_key):
