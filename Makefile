@@ -1,8 +1,8 @@
 # fleetops.registration: the main job, the tests and the lab.
 #   make demo              join the lab's members into its hub (builds and starts the lab if needed)
-#   make test              everything CI runs: unit, sanity, lint, changelog, lab proof tests, integration tests,
-#                          molecule scenarios on the current ansible-core (.venv), and sanity, lint and unit on the
-#                          oldest ansible-core meta/runtime.yml claims (.venv-oldest: make oldest)
+#   make test              everything CI runs: unit, sanity, lint (ansible-lint and antsibull-docs), changelog, lab proof
+#                          tests, integration tests, molecule scenarios on the current ansible-core (.venv), and
+#                          sanity, lint and unit on the oldest ansible-core meta/runtime.yml claims (.venv-oldest: make oldest)
 #   make lab-up MEMBERS=N  | make lab-status | make lab-down
 #   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
 #                          clusters against targets (docs/performance.md; not part of make test)
@@ -30,7 +30,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv venv-oldest oldest sanity-oldest lint-oldest unit-oldest collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
+.PHONY: demo test venv venv-oldest oldest sanity-oldest lint-oldest unit-oldest collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check docs-lint lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
 
 # make_venv DIR REQUIREMENTS MIN MAX newest|oldest PYTHON: a virtualenv made anew when its Python is not the one
 # chosen (e.g. a .venv of Python 3.11 from before ansible-core 2.21), else updated in place.
@@ -82,7 +82,9 @@ collection: $(COLLECTION_DIR)/.installed
 
 # Changelog: fragments in changelogs/fragments (antsibull-changelog lint checks them); CHANGELOG.rst is the release
 # notes of the galaxy.yml version, generated from the fragments and the plugins' docs in a staged copy, so the
-# fragments stay until the real release (antsibull-changelog release in the checkout) consumes them.
+# fragments stay until the real release (antsibull-changelog release in the checkout) consumes them. While no release
+# is recorded, the staged fragments' entries against earlier versions are left out (hack/changelog_first_release.py):
+# the first release's notes say what it offers, not how it differs from development snapshots nobody had.
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 CHANGELOG_STAGE := $(CURDIR)/.cache/changelog/ansible_collections/fleetops/registration
 CHANGELOG_LOG := $(CURDIR)/.cache/changelog/release.log
@@ -93,6 +95,7 @@ changelog-lint: venv
 $(CHANGELOG_STAGE)/CHANGELOG.rst: changelog-lint
 	@rm -rf $(CURDIR)/.cache/changelog && mkdir -p $(CHANGELOG_STAGE)
 	@git ls-files -co --exclude-standard -z -- galaxy.yml changelogs plugins meta roles | xargs -0 cp --parents -t $(CHANGELOG_STAGE)
+	@$(PY) hack/changelog_first_release.py $(CHANGELOG_STAGE)
 	@cd $(CHANGELOG_STAGE) && antsibull-changelog release --version $(VERSION) --date 1970-01-01 >$(CHANGELOG_LOG) 2>&1 \
 	  || { cat $(CHANGELOG_LOG); echo "antsibull-changelog release failed (exit status above)"; exit 1; }
 	@grep -v release_summary $(CHANGELOG_LOG) || true  # only its note that the release has no summary is left out
@@ -159,8 +162,13 @@ test-mutations: venv
 sanity: venv collection
 	bash hack/sanity.sh
 
-lint: venv collection
+lint: venv collection docs-lint
 	ansible-lint --profile production --offline
+
+# The plugins' and roles' docs as a docsite renders them (markup, references between options, schema):
+# antsibull-docs copies the files git knows (committed or not ignored) into a collection tree of its own.
+docs-lint: venv
+	antsibull-docs lint-collection-docs --plugin-docs .
 
 # The oldest ansible-core meta/runtime.yml's requires_ansible claims (requirements-oldest.txt), in a virtualenv of its
 # own: ansible-test sanity, ansible-lint and the unit tests. The lab suite runs on the current ansible-core only.

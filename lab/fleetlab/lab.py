@@ -107,7 +107,10 @@ def write_access_files(paths, clusters, binaries):
     common = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
               'fleetops_helm_binary': str(paths.bin / 'helm'),
               'fleetops_fleet_agent_chart': str(build.fleet_chart('fleet-agent')),
-              'fleetops_kubefleet_member_agent_chart': str(build.kubefleet_chart('member-agent'))}
+              'fleetops_kubefleet_member_agent_chart': str(build.kubefleet_chart('member-agent')),
+              # Azure/fleet's member-agent chart defaults its images to the moving tag main: as its users do, the lab
+              # sets the hub agent's release (the collection takes the chart's images unless the inventory sets them).
+              'fleetops_kubefleet_member_agent_image_tag': labhub.KUBEFLEET_IMAGE_TAG}
     inventory = {'all': {'vars': common,
                          # the hub's host is not named like its group ("hub"), which Ansible warns about on every run
                          'children': {'hub': {'hosts': {'fleet-' + hub.name: host(hub)}},

@@ -24,7 +24,6 @@ options:
         and it takes O(agent.node_selector) as required node affinity.
       - Environment values that hold a URL with a user and password are masked in the module's output.
     type: dict
-    version_added: 0.3.0
     suboptions:
       tolerations:
         description: Tolerations added to the agent's pods, as the pod spec writes them.

@@ -27,5 +27,4 @@ options:
       ca_sha256:
         description: The SHA-256 fingerprint (hex) of the member API server's CA.
         type: str
-    version_added: 0.3.0
 '''

@@ -122,7 +122,7 @@ options:
     description:
       - Per manager, seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent
         heartbeat (C(kubefleet)) after which a joined member counts as stale.
-      - Unset, each manager's own rule applies - the one M(fleetops.registration.fleet_status) and
+      - Unset, each manager's own rule applies - the one M(fleetops.registration.fleet_status_info) and
         M(fleetops.registration.member_info) apply too - 3600 seconds for Rancher Fleet (its agent checks in every
         15 minutes by default), three C(heartbeatPeriodSeconds) for KubeFleet. For KubeFleet a value can only make
         that rule stricter.
@@ -163,7 +163,7 @@ notes:
     C(docs/inventory.md) and C(docs/inventory-plugin.md) of the installed collection.
 seealso:
   - module: fleetops.registration.member_info
-  - module: fleetops.registration.fleet_status
+  - module: fleetops.registration.fleet_status_info
 '''
 
 EXAMPLES = r'''

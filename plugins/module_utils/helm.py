@@ -114,6 +114,18 @@ class ChartSource:
             raise ParameterError(self.param, "%s is not a valid Chart.yaml" % path, "Point it at a Helm chart directory")
         return metadata
 
+    def local_values(self):
+        """values.yaml of a local chart directory (the chart's defaults), or None (a remote or packaged chart)."""
+        path = os.path.join(self.ref, "values.yaml") if self.local and os.path.isdir(self.ref) else None
+        if not path or not os.path.isfile(path):
+            return None
+        with open(path) as handle:
+            try:
+                values = load_yaml(handle)
+            except yaml.YAMLError:
+                return None
+        return values if isinstance(values, dict) else None
+
     def identity(self):
         """``(chart name, desired version)``: the one chart-version rule for every agent.
 

@@ -15,7 +15,8 @@ __metaclass__ = type
 import secrets
 import string
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, cluster_identity, diagnosis, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, agent_versions, cluster_identity, diagnosis, registry
+from ansible_collections.fleetops.registration.plugins.module_utils.module import connection_key
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
@@ -135,6 +136,7 @@ class MemberInfo:
         member_view = manager.member_view(self.member(), hub, self.params)
         state = manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
         self.warn_of_expiry(manager, member_view)
+        agent_versions.warn_of_skew(self.module, manager, hub, member_view, self.name, connection_key(self.params, "hub_"))
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
             self.rebuilt.append(name)
         state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))

@@ -171,7 +171,6 @@ options:
         expiry applies, as with V(false).
     type: bool
     default: true
-    version_added: 0.3.0
   rollback_to_revision:
     description:
       - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
@@ -184,7 +183,6 @@ options:
       - Only with O(state=present). Not done while Fleet manages the agent itself (C(manageAgent)), as Fleet would redeploy
         its own version.
     type: int
-    version_added: 0.3.0
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.

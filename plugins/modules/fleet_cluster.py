@@ -60,7 +60,6 @@ options:
         O(agent_api_server_url), O(agent_api_server_ca)).
     type: list
     elements: dict
-    version_added: 0.3.0
     suboptions:
       name:
         description: Name of the Cluster.

@@ -79,7 +79,6 @@ options:
         does the same for one member's tokens during a join.
     type: bool
     default: false
-    version_added: 0.3.0
   check_controllers:
     description:
       - Whether to look for the backends' controller Deployments and warn when one is missing or not available.

@@ -33,7 +33,11 @@ description:
     upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new agent does not come back.
   - O(state=absent) uninstalls the release (which removes O(agent_namespace) with the agent), deletes the Secret, and
     removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
-  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet).
+  - The agent's images are the chart's own unless the image options are set, so the KubeFleet project's member-agent
+    chart (C(oci://ghcr.io/kubefleet-dev/kubefleet/charts/member-agent), chart version = KubeFleet release) runs that
+    release's agent. Use the chart of the hub's KubeFleet release (the hub-agent chart's version).
+  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet), with O(image_tag=v0.14.0)
+    because that chart's own tag is C(main).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -147,31 +151,32 @@ options:
         if given, must match.
   image_repository:
     description:
-      - Image of the member agent (the chart's default repository). Point it at a mirror on air-gapped sites; KubeFleet's
-        documentation uses C(mcr.microsoft.com/aks/fleet/member-agent).
+      - Image of the member agent. Not set, the chart's own applies - the image of the project and release the chart
+        belongs to (the KubeFleet project's chart - C(ghcr.io/kubefleet-dev/kubefleet/member-agent); Azure/fleet's -
+        C(ghcr.io/azure/fleet/member-agent)). Set it for a mirror on air-gapped sites.
     type: str
-    default: ghcr.io/azure/fleet/member-agent
   image_tag:
     description:
-      - Tag of the member agent image (also of the refresh-token image unless O(refresh_token_image_tag) is set).
-      - Pinned to the KubeFleet version the collection is tested with; the chart's own default is the moving tag C(main).
+      - Tag of the member agent image (also of the refresh-token image unless O(refresh_token_image_tag) is set). Not
+        set, the chart's own applies - the KubeFleet project's charts run their release's images; Azure/fleet's chart
+        in its repository defaults to the moving tag C(main), so set the hub's version (the tag of the hub agent's image)
+        with that chart.
+      - The agent should run the hub's KubeFleet version; M(fleetops.registration.member_info) warns when the agent's
+        image tag and the hub agent's differ.
     type: str
-    default: v0.14.0
   refresh_token_image_repository:
     description:
-      - Image of the refresh-token sidecar.
+      - Image of the refresh-token sidecar. Not set, the chart's own applies.
     type: str
-    default: ghcr.io/azure/fleet/refresh-token
   refresh_token_image_tag:
     description:
-      - Tag of the refresh-token image. Defaults to O(image_tag).
+      - Tag of the refresh-token image. Defaults to O(image_tag) when that is set, else the chart's own.
     type: str
   image_pull_policy:
     description:
-      - Pull policy of both images.
+      - Pull policy of both images. Not set, the chart's own applies.
     type: str
     choices: [Always, IfNotPresent, Never]
-    default: IfNotPresent
   log_verbosity:
     description:
       - The agents' klog verbosity (the chart's C(logVerbosity)).
@@ -209,7 +214,6 @@ options:
       - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
       - Only with O(state=present).
     type: int
-    version_added: 0.3.0
   wait:
     description:
       - With hub access and O(state=present), whether to wait until the MemberCluster is C(Joined) with a member agent
@@ -239,12 +243,21 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: Install the member agent on east-1, reading token, URL and CA from the hub kubeconfig
+- name: Install the KubeFleet project's member agent of the hub's release on east-1 (token, URL and CA from the hub)
   fleetops.registration.kubefleet_member_agent:
     kubeconfig: ~/.kube/east-1.yaml
     hub_kubeconfig: ~/.kube/hub.yaml
     name: east-1
-    chart_ref: /opt/charts/member-agent
+    chart_ref: oci://ghcr.io/kubefleet-dev/kubefleet/charts/member-agent
+    chart_version: 0.3.1   # the hub-agent chart's version: KubeFleet v0.3.1
+
+- name: Azure/fleet's chart from its repository (a checkout at the hub's tag); its image tag defaults to main
+  fleetops.registration.kubefleet_member_agent:
+    kubeconfig: ~/.kube/east-1.yaml
+    hub_kubeconfig: ~/.kube/hub.yaml
+    name: east-1
+    chart_ref: /opt/fleet-v0.14.0/charts/member-agent
+    image_tag: v0.14.0
 
 - name: Air-gapped site, chart and images from a local registry
   fleetops.registration.kubefleet_member_agent:
@@ -381,7 +394,7 @@ diff:
 
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent import MemberAgent
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY, IDENTITY_NAMESPACE, KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION,
+    DEFAULT_HUB_SECRET_NAMESPACE, IDENTITY_NAMESPACE, KUBEFLEET_SYSTEM_NAMESPACE,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
@@ -403,11 +416,11 @@ def argument_spec():
         release_namespace=dict(type="str", default="default"),
         keep_release_namespace=dict(type="bool", default=False),
         agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
-        image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/member-agent"),
-        image_tag=dict(type="str", default=KUBEFLEET_VERSION),
-        refresh_token_image_repository=dict(type="str", default=DEFAULT_IMAGE_REGISTRY + "/refresh-token", no_log=False),
+        image_repository=dict(type="str"),
+        image_tag=dict(type="str"),
+        refresh_token_image_repository=dict(type="str", no_log=False),
         refresh_token_image_tag=dict(type="str", no_log=False),
-        image_pull_policy=dict(type="str", choices=["Always", "IfNotPresent", "Never"], default="IfNotPresent"),
+        image_pull_policy=dict(type="str", choices=["Always", "IfNotPresent", "Never"]),
         log_verbosity=dict(type="int"),
         values=dict(type="dict", default={}),
         secret_values=dict(type="dict", no_log=True),

@@ -56,7 +56,6 @@ options:
       - Mutually exclusive with O(name).
     type: list
     elements: dict
-    version_added: 0.3.0
     suboptions:
       name:
         description: Name of the member cluster.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: member_info
 short_description: One member cluster's state in each fleet manager, judged from the hub and from the member
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads, in one process, what the hub knows of a member (the Rancher Fleet C(Cluster), the KubeFleet C(MemberCluster))
     and what the member itself knows (the agent's Helm release, the agent's credential and whether the hub still accepts
@@ -25,6 +25,10 @@ description:
     stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
     so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
+  - Warns, with the fix, when a member's agent runs another release than its hub - KubeFleet - the member agent's
+    image tag against the hub agent's (C(fleet-system/hub-agent)); Rancher Fleet - the C(fleet-agent) release's app
+    version against the Fleet controller's image tag (C(cattle-fleet-system/fleet-controller)). Nothing is said unless
+    both are release versions (not C(main), nor a chart built from source); the member's action is not changed.
   - Changes nothing. Never returns a token, values.yaml or kubeconfig.
 author:
   - fleetops.registration contributors (@fleetops)
@@ -147,7 +151,6 @@ options:
         member whose cluster the hub records for another member, whatever this says.
     type: bool
     default: false
-    version_added: 0.3.0
   credential_max_age:
     description:
       - Rotate a KubeFleet member agent's token once it is older than this, a Go duration such as C(720h) - the action
@@ -179,9 +182,8 @@ options:
       - The running agent Deployment (and, for Rancher Fleet, the C(Cluster)'s agent fields) is compared with it; a
         difference gives the action C(reconfigure), which keeps the member healthy. Unset, nothing is compared.
     type: dict
-    version_added: 0.3.0
 seealso:
-  - module: fleetops.registration.fleet_status
+  - module: fleetops.registration.fleet_status_info
   - module: fleetops.registration.fleet_agent
   - module: fleetops.registration.kubefleet_member_agent
 '''

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: member_lock
 short_description: Take or release the hub lock of the members a run is about to change
-version_added: 0.3.0
+version_added: 0.1.0
 description:
   - One C(coordination.k8s.io/v1) Lease per member on the hub (C(fleetops-member-<name>) in O(lock_namespace)) says
     which run is changing that member. Two runs for the same member - an AWX job launched twice, a schedule that

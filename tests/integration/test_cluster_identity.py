@@ -50,7 +50,7 @@ def test_the_member_cluster_identity_is_recorded_checked_and_replaced_on_request
     recorded = {UID_ANNOTATION: member2_uid, CA_ANNOTATION: ca_fingerprint(context_ca(lab, "member2"))}
     for obj in (hub.member_cluster("member2"), hub.fleet_cluster("member2")):
         assert {k: annotations(obj).get(k) for k in recorded} == recorded, annotations(obj)
-    status = run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub"})
+    status = run_module("fleet_status_info", {"kubeconfig": str(lab.kubeconfig), "context": "hub"})
     assert status["members"]["member2"]["kubefleet"]["identity"]["uid"] == member2_uid
     assert "| %s |" % member2_uid[:8] in next(line for line in status["table"] if line.startswith("member2 "))
 

@@ -52,7 +52,7 @@ def _delete_cluster(hub, namespace, name, target):
 
 
 def _status_state(lab, namespace, name):
-    status = ok(run_module("fleet_status", dict(hub_args(lab), backends=["rancher_fleet"], fleet_namespace=namespace)))
+    status = ok(run_module("fleet_status_info", dict(hub_args(lab), backends=["rancher_fleet"], fleet_namespace=namespace)))
     return status["members"][name]["rancher_fleet"]["state"]
 
 

@@ -266,9 +266,9 @@ def test_identity_migrates_a_legacy_token_and_revoking_a_holder_revokes_its_toke
     wait_for(lambda: hub_answer(lab, migrated["token"]) == 401 or None, 60, "the hub to reject the token of a deleted holder")
     assert hub_answer(lab, shorter["token"]) == 201
 
-    # fleet_status shows the hub side of it: which Secret holds the member's current token and when it expires.
+    # fleet_status_info shows the hub side of it: which Secret holds the member's current token and when it expires.
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
-    status = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    status = ok(run_module("fleet_status_info", hub_args(lab, backends=["kubefleet"])))
     assert status["members"][member]["kubefleet"]["credential"] == {
         "secret": sa_name + "-token", "issued": shorter["token_secret"]["issued"], "expires": stamp(claims["exp"]), "warning": None}
     assert shorter["token"] not in status["raw_output"]
@@ -368,7 +368,7 @@ def test_member_cluster_quarantine_holds_until_verified_and_says_why(lab, hub, m
     predicted = ok(run_module("kubefleet_member_cluster", dict(base, quarantine="lift", wait=True), check=True))
     assert predicted["quarantine"]["problems"] and any("would stay quarantined" in str(w) for w in predicted.get("warnings") or []), predicted.get("warnings")
     assert hub.member_cluster(member)["spec"]["taints"] == [QUARANTINE]
-    info = ok(run_module("fleet_status", hub_args(lab, backends=["kubefleet"])))
+    info = ok(run_module("fleet_status_info", hub_args(lab, backends=["kubefleet"])))
     assert info["members"][member]["kubefleet"]["quarantined"] is True
 
 
@@ -626,12 +626,18 @@ def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub,
     member = agent_member
     ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member, heartbeat_period_seconds=5)))
-    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    # an agent of another release than the lab's hub agent (v0.14.0; the lab runs any tag of the image)
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", image_tag="v0.13.0")
     ok(run_module("kubefleet_member_agent", args))
     token = hub.token(member)
 
     healthy = _state(lab, member)
     assert (healthy.action, healthy.reasons) == ("none", []), healthy.reasons
+    info = ok(run_module("member_info", {"name": member, "kubeconfig": str(lab.kubeconfig), "context": MEMBER_CTX,
+                                         "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub", "backends": ["kubefleet"]}))
+    skew = [str(w) for w in info.get("warnings", []) if "the agent runs KubeFleet 0.13.0, the hub KubeFleet 0.14.0" in str(w)]
+    assert skew and "fleet-system/hub-agent" in skew[0] and "fleetops_kubefleet_member_agent_image_tag" in skew[0], info.get("warnings")
+    assert "0.13.0" not in str(info["managers"]["kubefleet"]["reasons"])  # a warning, not a reason to act
     view = healthy.member
     assert view["release"]["status"] == "deployed" and view["deployment"]["present"] is True
     assert view["credential"]["present"] is True and view["credential"]["accepted"] is True

@@ -1,4 +1,4 @@
-"""member_info and fleet_status against the lab: a member no fleet manager knows yet, and the status table.
+"""member_info and fleet_status_info against the lab: a member no fleet manager knows yet, and the status table.
 
 The states of joined and broken members are asserted by the playbook and fault tests, which join for real.
 """
@@ -47,8 +47,8 @@ def test_member_info_names_an_unknown_manager(lab):
 
 def test_fleet_status_lists_inventory_members_even_when_no_manager_knows_them(lab_controllers):
     name = unique("ghost")
-    result = run_module("fleet_status", {"kubeconfig": str(lab_controllers.kubeconfig), "context": "hub",
-                                         "inventory_names": [name]})
+    result = run_module("fleet_status_info", {"kubeconfig": str(lab_controllers.kubeconfig), "context": "hub",
+                                              "inventory_names": [name]})
     assert not result.failed, result
     row = result["members"][name]
     assert row == {"name": name, "in_inventory": True, "lock": None, "rancher_fleet": None, "kubefleet": None}

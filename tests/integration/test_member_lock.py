@@ -84,7 +84,7 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     assert lease.spec.holder_identity == "diedrun001" and lease.spec.lease_duration_seconds == 15
 
     # cluster_status shows who is changing the member.
-    status = run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "inventory_names": [name]})
+    status = run_module("fleet_status_info", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "inventory_names": [name]})
     assert status["members"][name]["lock"]["holder"] == "diedrun001" and status["members"][name]["lock"]["by"] == "a run that dies"
     assert any(line.startswith(name) and line.endswith("a run that dies (run diedrun001, until %s)" % status["members"][name]["lock"]["expires"])
                for line in status["table"]), status["table"]

@@ -166,11 +166,11 @@ def test_api_calls_go_through_the_proxy_the_environment_names(lab, tmp_path):
     proxy = ConnectProxy()
     try:
         env = {"HTTPS_PROXY": proxy.url, "NO_PROXY": "", "no_proxy": ""}
-        result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
+        result = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
         assert not result.failed, result.get("msg")
         assert proxy.tunnels and set(proxy.tunnels) == {"kubernetes:%d" % port}
         through = len(proxy.tunnels)
-        bypassed = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "no_proxy": "kubernetes"}, env=env)
+        bypassed = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub", "no_proxy": "kubernetes"}, env=env)
         assert bypassed.failed and "kubernetes" in bypassed["msg"]  # a direct connection: the name does not resolve
         assert len(proxy.tunnels) == through
     finally:
@@ -198,7 +198,7 @@ def test_an_exec_plugin_user_reaches_the_api(lab, tmp_path):
                                      "interactiveMode": "Never"}}
     kubeconfig = tmp_path / "exec-user.yaml"
     kubeconfig.write_text(yaml.safe_dump(config))
-    result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"})
+    result = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub"})
     assert not result.failed, result.get("msg")
     assert calls.read_text().count("run") >= 1
     assert "BEGIN" not in result["raw_output"], "the exec plugin's credential reached the module's output"
@@ -239,15 +239,15 @@ def test_proxy_credentials_reach_the_proxy_for_the_api_and_for_helm(lab, tmp_pat
     try:
         with_userinfo = proxy.url.replace("http://", "http://fleet%20ops:s3cr%40t@")
         env = {"HTTPS_PROXY": with_userinfo, "NO_PROXY": "", "no_proxy": ""}
-        result = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
+        result = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub"}, env=env)
         assert not result.failed, result.get("msg")
         assert proxy.tunnels and set(proxy.tunnels) == {"kubernetes:%d" % port} and proxy.refused == 0
         assert "s3cr@t" not in result["raw_output"]
-        given = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
-                                            "proxy_headers": {"proxy_basic_auth": "fleet ops:s3cr@t"}})
+        given = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
+                                                 "proxy_headers": {"proxy_basic_auth": "fleet ops:s3cr@t"}})
         assert not given.failed, given.get("msg")
-        wrong = run_module("fleet_status", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
-                                            "proxy_headers": {"proxy_basic_auth": "fleet ops:wrong"}})
+        wrong = run_module("fleet_status_info", {"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
+                                                 "proxy_headers": {"proxy_basic_auth": "fleet ops:wrong"}})
         assert wrong.failed and proxy.refused >= 1 and "wrong" not in wrong["raw_output"]
         tunnels = len(proxy.tunnels)
         settings = ConnectionSettings({"kubeconfig": str(kubeconfig), "context": "hub", "proxy": proxy.url,
@@ -262,12 +262,12 @@ def test_proxy_credentials_reach_the_proxy_for_the_api_and_for_helm(lab, tmp_pat
 
 def test_impersonation_applies_to_the_api_calls_and_to_helm(lab, tmp_path):
     base = {"kubeconfig": str(lab.kubeconfig), "context": "hub"}
-    nobody = run_module("fleet_status", dict(base, impersonate_user="fleetops-nobody"))
+    nobody = run_module("fleet_status_info", dict(base, impersonate_user="fleetops-nobody"))
     assert nobody.failed and "fleetops-nobody" in nobody["msg"], nobody.get("msg")
     # Two groups: were they joined into one header line, the API server would see one group named "x, system:masters".
     admin = dict(base, impersonate_user="fleetops-admin", impersonate_groups=["fleetops-ops", "system:masters"])
-    assert not run_module("fleet_status", admin).failed
-    from_env = run_module("fleet_status", base, env={"K8S_AUTH_IMPERSONATE_USER": "fleetops-env-user"})
+    assert not run_module("fleet_status_info", admin).failed
+    from_env = run_module("fleet_status_info", base, env={"K8S_AUTH_IMPERSONATE_USER": "fleetops-env-user"})
     assert from_env.failed and "fleetops-env-user" in from_env["msg"]
     rc, _out, err = helm_for(lab, ConnectionSettings(dict(base, impersonate_user="fleetops-nobody"), label="hub"),
                              tmp_path).run(["list", "-A"], check=False)

@@ -157,6 +157,17 @@ def test_kubefleet_renders_what_its_chart_takes_into_values():
     assert rendered["refreshtoken"]["repository"] == "mirror.corp:5000/azure/fleet/refresh-token"
     assert "env" not in rendered and values["image"]["repository"].startswith("ghcr.io")  # the input is not changed
     assert kubefleet.with_setting(values, {"resources": {}}) == values
+
+
+def test_kubefleet_puts_the_registry_on_the_charts_own_repositories_when_none_is_set():
+    chart = {"image": {"repository": "ghcr.io/kubefleet-dev/kubefleet/member-agent", "tag": ""},
+             "refreshtoken": {"repository": "ghcr.io/kubefleet-dev/kubefleet/refresh-token"}}
+    rendered = kubefleet.with_setting({"image": {"tag": "v0.2.1"}}, {"image_registry": "mirror.corp:5000"}, chart)
+    assert rendered["image"] == {"tag": "v0.2.1", "repository": "mirror.corp:5000/kubefleet-dev/kubefleet/member-agent"}
+    assert rendered["refreshtoken"] == {"repository": "mirror.corp:5000/kubefleet-dev/kubefleet/refresh-token"}
+    with pytest.raises(ParameterError) as raised:  # a remote chart: its defaults are not known before Helm has it
+        kubefleet.with_setting({}, {"image_registry": "mirror.corp:5000"})
+    assert "image_repository" in raised.value.message() and "fleetops_kubefleet_member_agent_image_repository" in raised.value.message()
     assert set(kubefleet.CHART_KEYS) | set(kubefleet.PATCHED_KEYS) == set(shared.KEYS)
 
 

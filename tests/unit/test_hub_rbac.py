@@ -35,7 +35,7 @@ MEMBER_SIDE = {"module_utils/_kubefleet/agent.py", "module_utils/_rancher_fleet/
 # namespace for Rancher Fleet's; hub.py's namespaced reads go to the controllers' own objects (granted by name).
 OWN = ("module_utils/_kubefleet/", "module_utils/member_lock", "module_utils/fleet_status.py")
 REGISTRATION = ("module_utils/_rancher_fleet/",)
-CONTROLLERS = ("module_utils/hub.py",)
+CONTROLLERS = ("module_utils/hub.py", "module_utils/agent_versions.py")  # the controller Deployments, by name
 # A parameter that carries a manager's Resource into a helper (the inventory's _list(client, resource)).
 PARAMETERS = {"resource": "member_resource"}
 CLIENT = re.compile(r"(^|\.)_?(kube|hub|member|client)(\(\w*\))?$")  # receivers that are REST clients

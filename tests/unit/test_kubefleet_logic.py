@@ -291,14 +291,14 @@ def test_label_selector():
 
 # -- member agent ----------------------------------------------------------------
 
-def test_agent_values_carry_hub_facts_and_pinned_images():
+def test_agent_values_carry_hub_facts_and_leave_the_images_to_the_chart():
     values = rules.agent_values("east-1", "https://hub:6443", PEM, log_verbosity=3)
     assert values["config"] == {"provider": "secret", "hubURL": "https://hub:6443", "memberClusterName": "east-1",
                                 "hubCA": base64.b64encode(PEM.encode()).decode()}
     assert values["secret"] == {"name": "hub-kubeconfig-secret", "namespace": "fleet-hub-credentials"}
     assert values["namespace"] == "fleet-system"
-    assert values["image"] == {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0", "pullPolicy": "IfNotPresent"}
-    assert values["refreshtoken"]["tag"] == "v0.14.0"
+    # Nothing set, nothing overridden: the chart's images (a KubeFleet release's chart runs that release's agent)
+    assert "image" not in values and "refreshtoken" not in values
     assert values["tlsClientInsecure"] is False
     assert values["enableV1Beta1APIs"] is True and values["enableV1Alpha1APIs"] is False
     assert values["logVerbosity"] == 3
@@ -319,6 +319,16 @@ def test_agent_values_overrides_for_air_gapped_sites():
                                 refresh_token_repository="reg.local/rt", pull_policy="Never")
     assert values["image"] == {"repository": "reg.local/ma", "tag": "v9", "pullPolicy": "Never"}
     assert values["refreshtoken"] == {"repository": "reg.local/rt", "tag": "v9", "pullPolicy": "Never"}
+
+
+def test_agent_values_override_only_what_is_set():
+    tag_only = rules.agent_values("m", "https://hub", PEM, image_tag="v0.14.0", image_repository="")
+    assert tag_only["image"] == {"tag": "v0.14.0"} and tag_only["refreshtoken"] == {"tag": "v0.14.0"}
+    mirror = rules.agent_values("m", "https://hub", PEM, image_repository="reg.local/ma")
+    assert mirror["image"] == {"repository": "reg.local/ma"} and "refreshtoken" not in mirror
+    # the chart's own values under extra are kept where no option is set
+    chart_like = rules.agent_values("m", "https://hub", PEM, image_tag="v2", extra={"image": {"repository": "x/ma"}})
+    assert chart_like["image"] == {"repository": "x/ma", "tag": "v2"}
 
 
 def test_agent_values_extra_values_merge_under_the_options():

@@ -6,6 +6,9 @@ the local connection), as a playbook task would. A module that imports something
 the loader cannot resolve, fails here without a cluster.
 """
 
+import os
+import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -64,3 +67,18 @@ def test_a_batch_refuses_task_level_options_every_cluster_would_share(localhost)
     result = run(localhost, "fleet_cluster", namespace="fleet-default", clusters=[{"name": "a"}, {"name": "b"}],
                  client_id="same-for-all", kubeconfig="/nonexistent")
     assert result.get("failed") and "mutually exclusive" in result["msg"] and "client_id" in result["msg"], result["msg"]
+
+
+def test_the_former_name_fleet_status_runs_fleet_status_info_with_a_deprecation_warning(tmp_path):
+    """meta/runtime.yml routes fleet_status to fleet_status_info: Ansible runs the new module and warns."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root()), ANSIBLE_DEPRECATION_WARNINGS="true",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible"), "localhost", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-m", "fleetops.registration.fleet_status", "-a", "fleetops_no_such_option=1"],
+                          capture_output=True, text=True, env=env, check=False, timeout=120)
+    output = proc.stdout + proc.stderr
+    # fleet_status_info's own argument validation answered (it names that module's options)
+    assert "Unsupported parameters" in output and "inventory_names" in output, output
+    assert "fleet_status is now fleet_status_info" in " ".join(output.split()), output
+    assert "DEPRECATION WARNING" in output, output

@@ -134,7 +134,7 @@ class MemberAgent(AgentFlow, Runner):
                                  "Set chart_version; nothing is looked up on the web")
         return chart, name, version
 
-    def values(self, url, ca):
+    def values(self, url, ca, chart):
         p = self.params
         return with_setting(agent_values(
             self.name, url, ca, agent_namespace=self.agent_namespace, secret_name=self.secret_name,
@@ -142,7 +142,7 @@ class MemberAgent(AgentFlow, Runner):
             refresh_token_repository=p["refresh_token_image_repository"], refresh_token_tag=p["refresh_token_image_tag"],
             pull_policy=p["image_pull_policy"], insecure=p["hub_insecure_skip_tls_verify"], log_verbosity=p["log_verbosity"],
             extra=values_with_secrets(p),
-        ), self.setting)
+        ), self.setting, chart.local_values())
 
     def _release(self):
         """The release as Helm's storage holds it (one LIST, no helm process), or None."""
@@ -162,7 +162,7 @@ class MemberAgent(AgentFlow, Runner):
         missing = [ns for ns in dict.fromkeys((self.release_namespace, self.secret_namespace)) if self._settled_namespace(ns) is None]
         self._check_agent_namespace()
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
-        desired_values = self.values(url, ca)
+        desired_values = self.values(url, ca, chart)
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token, source) if token else None
         plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
                           missing, self._moved_token(prior))

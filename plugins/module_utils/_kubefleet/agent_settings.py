@@ -12,6 +12,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import with_registry
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 # What the chart renders, and what is patched onto the Deployment after Helm.
 CHART_KEYS = ("tolerations", "node_selector", "affinity", "resources", "image_registry")
@@ -19,14 +20,24 @@ PATCHED_KEYS = ("env", "image_pull_secrets", "priority_class_name")
 _CHART_VALUES = {"tolerations": "tolerations", "node_selector": "nodeSelector", "affinity": "affinity", "resources": "resources"}
 
 
-def with_setting(values, setting):
-    """The chart ``values`` with the setting on top (an empty setting value leaves the chart's default)."""
+def with_setting(values, setting, chart_defaults=None):
+    """The chart ``values`` with the setting on top (an empty setting value leaves the chart's default). The image
+    registry goes onto the repositories the values set, else the chart's own (``chart_defaults``, its values.yaml:
+    known for a local chart only); ParameterError when neither says the repository."""
     values = copy.deepcopy(values)
     for key, value_key in _CHART_VALUES.items():
         if (setting or {}).get(key):
             values[value_key] = copy.deepcopy(setting[key])
     registry = (setting or {}).get("image_registry")
-    for image in ("image", "refreshtoken"):
-        if registry and (values.get(image) or {}).get("repository"):
-            values[image] = dict(values[image], repository=with_registry(values[image]["repository"], registry))
+    for image, option in (("image", "image_repository"), ("refreshtoken", "refresh_token_image_repository")):
+        if not registry:
+            continue
+        repository = (values.get(image) or {}).get("repository") or ((chart_defaults or {}).get(image) or {}).get("repository")
+        if not repository:
+            raise ParameterError("agent", "image_registry %s: the chart's own %s is not known before Helm has the chart"
+                                 % (registry, option),
+                                 "Set %s to the image on the mirror (inventory: fleetops_kubefleet_%s), or use a local chart "
+                                 "directory" % (option, "member_agent_image_repository" if image == "image"
+                                                else "refresh_token_image_repository"))
+        values[image] = dict(values.get(image) or {}, repository=with_registry(repository, registry))
     return values

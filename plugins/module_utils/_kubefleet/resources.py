@@ -16,7 +16,6 @@ GROUP_VERSION = "cluster.kubernetes-fleet.io/v1beta1"
 MEMBER_CLUSTER = Resource(GROUP_VERSION, "MemberCluster", "memberclusters", namespaced=False)
 WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "Work", "works")
 
-KUBEFLEET_VERSION = "v0.14.0"
 # KubeFleet's own namespace: the hub agent runs there and the member identities live there on the hub;
 # the member-agent chart installs the agent into a namespace of the same name on the member.
 KUBEFLEET_SYSTEM_NAMESPACE = "fleet-system"
@@ -48,8 +47,6 @@ DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"
 # to read Secrets of ordinary workloads would read the member's hub credential. Agents installed with the token in
 # ``default`` (earlier versions of this collection) are moved on their next run.
 DEFAULT_HUB_SECRET_NAMESPACE = "fleet-hub-credentials"
-# The member-agent chart's own default repositories; only the tag is pinned (the chart defaults to "main").
-DEFAULT_IMAGE_REGISTRY = "ghcr.io/azure/fleet"
 # The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).
 MAX_MEMBER_NAME = 63 - len(MEMBER_NAMESPACE_PREFIX)
 HEARTBEAT_MIN, HEARTBEAT_MAX = 1, 600

@@ -20,8 +20,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     QUARANTINE_TAINT,
-    CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_IMAGE_REGISTRY,
-    KUBEFLEET_SYSTEM_NAMESPACE, KUBEFLEET_VERSION, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
+    CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE,
+    KUBEFLEET_SYSTEM_NAMESPACE, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
 )
 
 
@@ -215,11 +215,18 @@ def for_diff(obj, hide_data=False):
 
 # -- member agent ----------------------------------------------------------------
 
+def image_values(repository=None, tag=None, pull_policy=None):
+    """A chart's image values with only what is set (None or empty: the chart's own)."""
+    return dict((key, value) for key, value in (("repository", repository), ("tag", tag), ("pullPolicy", pull_policy)) if value)
+
+
 def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=KUBEFLEET_SYSTEM_NAMESPACE,
                  secret_name=DEFAULT_HUB_SECRET, secret_namespace=DEFAULT_HUB_SECRET_NAMESPACE, image_repository=None,
-                 image_tag=KUBEFLEET_VERSION, refresh_token_repository=None, refresh_token_tag=None,
-                 pull_policy="IfNotPresent", insecure=False, log_verbosity=None, extra=None):
-    """The member-agent chart values: ``extra`` first, the options on top."""
+                 image_tag=None, refresh_token_repository=None, refresh_token_tag=None,
+                 pull_policy=None, insecure=False, log_verbosity=None, extra=None):
+    """The member-agent chart values: ``extra`` first, the options on top. Images are the chart's unless set: the
+    KubeFleet project's chart runs its own release's images, and an override belongs to the inventory (a mirror, or
+    the tag of a chart whose default is a moving one); the refresh-token tag follows ``image_tag`` when only that is set."""
     config = {"provider": "secret", "hubURL": hub_url, "memberClusterName": member_name}
     if hub_ca_pem:
         config["hubCA"] = b64(hub_ca_pem)
@@ -227,15 +234,14 @@ def agent_values(member_name, hub_url, hub_ca_pem=None, agent_namespace=KUBEFLEE
         "config": config,
         "secret": {"name": secret_name, "namespace": secret_namespace},
         "namespace": agent_namespace,
-        "image": {"repository": image_repository or DEFAULT_IMAGE_REGISTRY + "/member-agent",
-                  "tag": image_tag or KUBEFLEET_VERSION, "pullPolicy": pull_policy},
-        "refreshtoken": {"repository": refresh_token_repository or DEFAULT_IMAGE_REGISTRY + "/refresh-token",
-                         "tag": refresh_token_tag or image_tag or KUBEFLEET_VERSION, "pullPolicy": pull_policy},
         "tlsClientInsecure": bool(insecure),
         "useCAAuth": False,
         "enableV1Alpha1APIs": False,
         "enableV1Beta1APIs": True,
     }
+    images = {"image": image_values(image_repository, image_tag, pull_policy),
+              "refreshtoken": image_values(refresh_token_repository, refresh_token_tag or image_tag, pull_policy)}
+    managed.update((key, value) for key, value in images.items() if value)
     if log_verbosity is not None:
         managed["logVerbosity"] = log_verbosity
     return deep_merge(extra or {}, managed)

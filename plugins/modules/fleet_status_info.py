@@ -8,15 +8,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r'''
-module: fleet_status
+module: fleet_status_info
 short_description: Every member the fleet managers know, read from the hub, as rows and a table
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Lists the members of each chosen fleet manager on the hub with one LIST per manager (Rancher Fleet C(Cluster)s in
     O(fleet_namespace), KubeFleet C(MemberCluster)s), and merges them by name with the inventory's members, so a member
     known to one manager only, or to none, shows up too.
   - Returns the rows and a fixed-width table for C(ansible.builtin.debug). The playbook C(cluster_status) uses it.
   - Changes nothing.
+  - Read-only, so named C(*_info) as Ansible's module guidelines ask. Its former name C(fleetops.registration.fleet_status)
+    still runs it, with a deprecation warning, until release 1.0.0 removes that name (C(meta/runtime.yml)).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -63,7 +65,7 @@ seealso:
 
 EXAMPLES = r'''
 - name: Show both fleets
-  fleetops.registration.fleet_status:
+  fleetops.registration.fleet_status_info:
     kubeconfig: ~/.kube/hub.yaml
     inventory_names: "{{ groups['members'] }}"
   register: fleet
