@@ -84,7 +84,7 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
     absent_ns = unique("no-such-ns")
     agent = _member(lab, chart_ref=str(lab.fleet_chart("fleet-agent")), token_name=token, token_namespace=FLEET_NS,
                     hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", hub_api_server_url=lab.api_urls["hub"],
-                    api_server_ca=str(lab.ca_files["hub"]), wait=True, wait_timeout=30)
+                    hub_api_server_ca=str(lab.ca_files["hub"]), wait=True, wait_timeout=30)
     member_agent = _member(lab, name=MEMBER, chart_ref=str(lab.kubefleet_chart("member-agent")),
                            hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", wait_timeout=30)
     # without hub access the agent module checks only what the agent will use: URL, CA and token
@@ -122,7 +122,8 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
         ("kubefleet_member_cluster", _hub(lab, name=MEMBER, identity_name=unique("nobody")), "identity_name",
          "create it first with fleetops.registration.kubefleet_member_identity"),
         ("kubefleet_member_agent", dict(member_agent, release_namespace="fleet-system"), "release_namespace", "keep the release record elsewhere"),
-        ("kubefleet_member_agent", dict(member_agent, hub_api_server_url="http://127.0.0.1:6443"), "hub_api_server_url", "give the hub api server's https:// url"),
+        ("kubefleet_member_agent", dict(member_agent, hub_api_server_url="http://127.0.0.1:6443"), "hub_api_server_url",
+         "give the hub api server's https:// url"),
         ("kubefleet_member_agent", dict(direct_agent, token="not-a-token"), "token", "give a valid token"),
         ("kubefleet_member_agent", dict(direct_agent, secret_namespace="fleet-system"), "secret_namespace", "keep the token in a namespace of its own"),
         ("hub_prepare", _hub(lab, backends=["karmada"]), "backends", "rancher_fleet"),

@@ -43,7 +43,7 @@ def test_preflight_fails_naming_the_option_with_nothing_installed(lab, hub, hub_
     base = agent_args(lab, member, token_name="join", token_namespace=hub_ns)
     for args, param, words in [
         (dict(base, hub_api_server_url="https://127.0.0.1:1"), "hub_api_server_url:", "not reachable"),
-        (dict(base, api_server_ca=lab.ca_pem(member)), "api_server_ca:", "does not verify"),
+        (dict(base, hub_api_server_ca=lab.ca_pem(member)), "hub_api_server_ca:", "does not verify"),
     ]:
         result = run_module("fleet_agent", args)
         assert result.failed and result["msg"].startswith(param) and words in result["msg"], result["msg"]

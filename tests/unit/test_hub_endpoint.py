@@ -177,7 +177,8 @@ def test_each_modules_older_name_still_works_and_warns(tmp_path, module, alias):
     value = "http://hub:6443" if option == "hub_api_server_url" else "not a certificate"
     args = {"fleet_agent": {"values_file": str(tmp_path / "values.yaml"), "chart_ref": str(tmp_path)},
             "kubefleet_member_agent": {"name": "east-1", "token": "not-a-real-token", "chart_ref": str(tmp_path)},
-            "fleet_cluster": {"name": "east-1", "namespace": "fleet-default", "cluster_kubeconfig_content": yaml.safe_dump(kubeconfig({"c": "https://c:6443"}))},
+            "fleet_cluster": {"name": "east-1", "namespace": "fleet-default",
+                              "cluster_kubeconfig_content": yaml.safe_dump(kubeconfig({"c": "https://c:6443"}))},
             }[module]
     (tmp_path / "values.yaml").write_text(yaml.safe_dump({"token": "abc", "tokenName": "t", "apiServerCA": PEM}))
     args = dict(args, kubeconfig=write(tmp_path / "nowhere.yaml", kubeconfig({"x": "https://127.0.0.1:9"})), **{alias: value})
