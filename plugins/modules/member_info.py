@@ -106,8 +106,8 @@ options:
   hub_api_server_url:
     description:
       - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL (and,
-        for Rancher Fleet, from Fleet's configured C(apiServerURL)): what M(fleetops.registration.fleet_agent) and
-        M(fleetops.registration.kubefleet_member_agent) give the agents under the same name.
+        for Rancher Fleet, from Fleet's configured C(apiServerURL)), as M(fleetops.registration.fleet_agent) and
+        M(fleetops.registration.kubefleet_member_agent) give it to the agents under the same name.
       - The alias O(hub_url) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [hub_url]

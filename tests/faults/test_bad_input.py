@@ -113,7 +113,8 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
          "values", "the registration token comes from token_name or values_file"),
         # a hub URL nothing answers at, and a CA that does not verify the hub: caught before Helm runs
         ("fleet_agent", dict(agent, hub_api_server_url="https://127.0.0.1:1"), "hub_api_server_url", "give the hub api server url the member can reach"),
-        ("fleet_agent", dict(agent, hub_api_server_ca=str(lab.ca_files[MEMBER])), "hub_api_server_ca", "give the ca that signed the hub api server's certificate"),
+        ("fleet_agent", dict(agent, hub_api_server_ca=str(lab.ca_files[MEMBER])), "hub_api_server_ca",
+         "give the ca that signed the hub api server's certificate"),
         ("kubefleet_member_identity", _hub(lab, name=MEMBER, namespace=absent_ns), "namespace", "hub_prepare creates it"),
         ("kubefleet_member_identity", _hub(lab, name="Bad_Name"), "name", "lower-case letters, digits"),
         ("kubefleet_member_identity", _hub(lab, context="no-such-context", name=MEMBER), "context", "use one of: "),

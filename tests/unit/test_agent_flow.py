@@ -3,10 +3,8 @@
 
 from __future__ import absolute_import, division, print_function
 
-import pytest
-
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_flow
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 
 
 def test_lease_releasing_poll_collects_releases_and_stops_after_a_failure():
