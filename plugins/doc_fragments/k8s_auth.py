@@ -132,8 +132,9 @@ options:
   hub_kubeconfig:
     description:
       - Path to a kubeconfig file for the hub (the fleet manager), or the kubeconfig itself as a mapping.
-      - Where the module connects to the hub and neither this nor O(hub_host) is given, the hub is found as kubectl
-        finds a cluster - the files E(KUBECONFIG) lists (merged), else C(~/.kube/config) - with O(hub_context).
+      - Where the module connects to the hub and neither this nor O(hub_host) is given, the hub is found as the
+        target cluster is - the files E(K8S_AUTH_KUBECONFIG) lists, else those E(KUBECONFIG) lists (merged as kubectl
+        merges them), else C(~/.kube/config) - with O(hub_context); O(hub_context) alone is enough to reach the hub.
     type: raw
   hub_context:
     description:

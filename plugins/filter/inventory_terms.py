@@ -30,8 +30,8 @@ def _connection_sources(role):
 SOURCES = {
     "member_join": dict(
         _connection_sources("member_join"),
-        hub_ca_cert="the hub host's fleetops_ca_file (member_join_hub_ca_file)",
-        hub_url="the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
+        hub_api_server_ca="the hub host's fleetops_ca_file (member_join_hub_ca_file)",
+        hub_api_server_url="the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
         labels="fleetops_labels (member_join_labels)",
         backends="fleetops_backends, or the survey's fleetops_survey_backends (member_join_backends)",
         fleet_namespace="fleetops_fleet_namespace (member_join_fleet_namespace)",
@@ -54,8 +54,6 @@ MODULE_SOURCES = {
                         "chart_version": "fleetops_fleet_agent_chart_version (member_join_fleet_agent_chart_version)",
                         "chart_repo_url": "fleetops_fleet_agent_chart_repo_url (member_join_fleet_agent_chart_repo_url)",
                         "client_id": "fleetops_fleet_client_id (member_join_fleet_client_id)",
-                        "api_server_url": "the hub host's fleetops_api_server_url (member_join_hub_api_server_url)",
-                        "api_server_ca": "the hub host's fleetops_ca_file (member_join_hub_ca_file)",
                         "values": "member_join_fleet_agent_values",
                         "secret_values": "member_join_agent_secret_values (its rancher_fleet entry)"},
         "kubefleet_member_identity": {"namespace": "fleetops_kubefleet_namespace (member_join_kubefleet_identity_namespace)"},

@@ -1,66 +1,22 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, fleetops.registration contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the agent modules of every fleet manager share (fleet_agent, kubefleet_member_agent): the hub's URL and CA as
-the agent is told them, whether the task reaches the hub itself, and the wait for the agent to report in."""
+"""What the agent modules of every fleet manager share (fleet_agent, kubefleet_member_agent): whether the task reaches
+the hub itself, the wait for the agent to report in, the agent setting and the rollback. The hub's URL and CA as the
+agent is told them are hub_endpoint's."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release_history, release_view
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
+from ansible_collections.fleetops.registration.plugins.module_utils.hub_endpoint import hub_connected
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
-
-Sourced = Tuple[Optional[str], Optional[str]]  # (value, the option or connection it came from)
-HUB_CONNECTION = "hub_kubeconfig"
-
-
-def hub_configured(params: Dict[str, Any]) -> bool:
-    """Whether the task reaches the hub itself (hub_kubeconfig or hub_host)."""
-    return bool(params.get("hub_kubeconfig") or params.get("hub_host"))
-
-
-def first_given(candidates: Iterable[Sourced]) -> Sourced:
-    """``(value, source)`` of the first of ``(value, source)`` pairs that has a value, else ``(None, None)``."""
-    for value, source in candidates:
-        if value:
-            return value, source
-    return None, None
-
-
-def hub_endpoint(module: Any, urls: Iterable[Sourced], cas: Iterable[Sourced], url_option: str) -> Tuple[Sourced, Sourced]:
-    """``((url, source), (ca_pem, source))`` the agent is given.
-
-    Each is the first of ``urls`` / ``cas`` (``(value, source)`` pairs, in order of precedence) that is set, else the
-    hub connection's server or CA (source ``hub_kubeconfig``), read only when needed. Either may stay None; a URL, once
-    known, must be https:// (``url_option`` names the option to fix).
-    """
-    url, ca = first_given(urls), first_given(cas)
-    if hub_configured(module.params) and not (url[0] and ca[0]):
-        server, connection_ca = module.settings("hub_").server_and_ca()
-        url = url if url[0] else first_given([(server, HUB_CONNECTION)])
-        ca = ca if ca[0] else first_given([(connection_ca, HUB_CONNECTION)])
-    if url[0] and not url[0].startswith("https://"):
-        raise ParameterError(url_option, "%r is not an https:// URL" % url[0], "Give the hub API server's https:// URL as the member reaches it")
-    return url, ca
-
-
-class TaskOptions:
-    """A task's options as ``hub_endpoint`` reads them of a module, for code that has the options but no module (the
-    managers' ``member_view``, judging a member against what the agent module would configure): ``params``, and
-    ``settings(prefix)`` of the connection they name."""
-
-    def __init__(self, params: Dict[str, Any]) -> None:
-        self.params = params
-
-    def settings(self, prefix: str) -> ConnectionSettings:
-        return ConnectionSettings(self.params, prefix, label="hub" if prefix == "hub_" else "cluster")
 
 
 class AgentFlow:
@@ -68,7 +24,8 @@ class AgentFlow:
 
     @property
     def hub_configured(self):
-        return hub_configured(self.params)
+        """Whether the task reaches the hub itself (hub_endpoint.hub_connected: hub_context alone is enough)."""
+        return hub_connected(self.params)
 
     def waits_for_agent(self) -> bool:
         """``wait`` asks for the hub to see the agent; only a real run that reaches the hub can watch for it."""

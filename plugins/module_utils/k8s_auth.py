@@ -239,8 +239,9 @@ class ConnectionSettings:
         return path, "fleetops"
 
 
-# Where the roles take each file option from, for a message a role user can act on.
-ROLE_SOURCES = {"hub_ca_cert": "fleetops_ca_file of the hub host"}
+# Where the roles take each file option from, for a message a role user can act on (the hub CA the roles take from
+# fleetops_ca_file is hub_endpoint.CA, a PEM text or file option with its own hint).
+ROLE_SOURCES = {}
 
 
 def check_readable_file(path, param):
@@ -266,14 +267,16 @@ def _with_proxy_credentials(proxy_url, basic_auth):
 
 
 def default_kubeconfig(param="kubeconfig"):
-    """What kubectl, Helm and kubernetes.core use when no kubeconfig is given: the files ``$KUBECONFIG`` lists (one
-    path, or the kubeconfig merged from several; files that do not exist are skipped), else ``~/.kube/config``.
-    None when there is none, which leaves the in-cluster service account."""
-    listed = [path for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
-    if not listed:
-        default = os.path.expanduser("~/.kube/config")
-        return default if os.path.isfile(default) else None
-    return kubeconfig_from_paths(listed, "%s (from $KUBECONFIG)" % param)
+    """What kubernetes.core, kubectl and Helm use when no kubeconfig is given: the files ``K8S_AUTH_KUBECONFIG`` lists
+    (the target's option falls back to it anyway; a hub connection given only a context finds it here), else those
+    ``$KUBECONFIG`` lists (one path, or the kubeconfig merged from several; files that do not exist are skipped), else
+    ``~/.kube/config``. None when there is none, which leaves the in-cluster service account."""
+    for variable in ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"):
+        listed = [path for path in os.environ.get(variable, "").split(os.pathsep) if path]
+        if listed:
+            return kubeconfig_from_paths(listed, "%s (from $%s)" % (param, variable))
+    default = os.path.expanduser("~/.kube/config")
+    return default if os.path.isfile(default) else None
 
 
 def kubeconfig_from_paths(paths, param):

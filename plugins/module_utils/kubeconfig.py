@@ -240,7 +240,7 @@ def read_pem(value, param, hint="Give the hub CA as PEM text or the path of a PE
     if "-----BEGIN" not in value:
         path = os.path.expanduser(value)
         if not os.path.isfile(path):
-            raise ParameterError(param, "is neither PEM text nor an existing file", hint)
+            raise ParameterError(param, "%s is neither PEM text nor an existing file" % path, hint)
         with open(path) as handle:
             text = handle.read()
     return pem_certificates(text, param, hint)

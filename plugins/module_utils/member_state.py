@@ -15,7 +15,8 @@ __metaclass__ = type
 import secrets
 import string
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, agent_versions, cluster_identity, diagnosis, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import (
+    agent_settings, agent_versions, cluster_identity, diagnosis, hub_endpoint, registry)
 from ansible_collections.fleetops.registration.plugins.module_utils.module import connection_key
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
@@ -103,6 +104,7 @@ class MemberInfo:
         for name in (self.params.get("force") or []):
             registry.manager(name, param="force")
         check_distinct_connections(self.params)
+        hub_endpoint.check_options(self.params)
         self._identity = None
         self.rebuilt = []
         self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
@@ -202,7 +204,7 @@ def member_info_argument_spec():
         stale_after=dict(type="int", default=3600),
         fleet_namespace=dict(type="str", default="fleet-default"),
         identity_namespace=dict(type="str"),
-        hub_url=dict(type="str"),
+        **hub_endpoint.options(url_aliases=["hub_url"]),
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),
         agent_secret_values=dict(type="dict", no_log=True),

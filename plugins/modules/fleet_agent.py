@@ -18,8 +18,8 @@ description:
   - The registration values come from a ClusterRegistrationToken, read from the hub (O(token_name), O(token_namespace) and
     the C(hub_*) options) or from a values file (O(values_file), as written by
     M(fleetops.registration.fleet_registration_token)).
-  - The hub's C(apiServerURL) and C(apiServerCA) are, in this order, O(api_server_url)/O(api_server_ca), the token's values,
-    or the hub connection (O(hub_host) or the server of O(hub_kubeconfig); O(hub_ca_cert) or the kubeconfig's CA, inline
+  - The hub's C(apiServerURL) and C(apiServerCA) are, in this order, O(hub_api_server_url)/O(hub_api_server_ca), the token's
+    values, or the hub connection (O(hub_host) or the server of the hub kubeconfig; O(hub_ca_cert) or the kubeconfig's CA, inline
     C(certificate-authority-data) or the C(certificate-authority) file it names). A missing CA is the usual cause of
     C(x509 - certificate signed by unknown authority) (fleet#687).
   - Idempotent without the helm-diff plugin - the release is read from Helm's own records on the cluster (no helm process),
@@ -88,7 +88,7 @@ options:
   token_name:
     description:
       - Name of the ClusterRegistrationToken whose values to use, read from the hub. Needs O(token_namespace) and
-        O(hub_kubeconfig) or O(hub_host).
+        a hub connection (O(hub_kubeconfig), O(hub_context) or O(hub_host)).
       - Mutually exclusive with O(values_file).
     type: str
   token_namespace:
@@ -99,17 +99,24 @@ options:
     description:
       - Path of a values.yaml obtained from a registration token's Secret (its C(values) key).
     type: path
-  api_server_url:
+  hub_api_server_url:
     description:
       - The hub API server URL the agent connects to (C(https://...)), overriding the token's and the hub connection's.
-      - O(hub_url) is the name M(fleetops.registration.kubefleet_member_agent) gives the same URL.
+      - The same option as in M(fleetops.registration.kubefleet_member_agent), M(fleetops.registration.fleet_cluster)
+        and M(fleetops.registration.member_info); the roles take it from the hub host's C(fleetops_api_server_url).
+      - The aliases O(api_server_url) and O(hub_url) are deprecated and will be removed in release 1.0.0.
     type: str
-    aliases: [hub_url]
-  api_server_ca:
+    aliases: [api_server_url, hub_url]
+    version_added: 0.3.0
+  hub_api_server_ca:
     description:
-      - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate.
-      - Empty means the system trust store (only for hubs with publicly trusted certificates).
+      - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate, overriding the
+        token's, O(hub_ca_cert) and the hub kubeconfig's; the roles take it from the hub host's C(fleetops_ca_file).
+      - Unset everywhere means the system trust store (only for hubs with publicly trusted certificates).
+      - The alias O(api_server_ca) is deprecated and will be removed in release 1.0.0.
     type: str
+    aliases: [api_server_ca]
+    version_added: 0.3.0
   labels:
     description:
       - Labels the hub puts on the Cluster it creates at registration (C(labels.KEY) values, set as strings like
@@ -135,7 +142,7 @@ options:
     type: dict
   wait:
     description:
-      - With hub access (O(hub_kubeconfig) or O(hub_host)) and O(state=present), wait until the hub sees the agent - a
+      - With hub access (O(hub_kubeconfig), O(hub_context) or O(hub_host)) and O(state=present), wait until the hub sees the agent - a
         Cluster with the agent's client ID (O(client_id), else the C(kube-system) UID) in the token's namespace with
         C(status.agent.lastSeen) set. Without hub access nothing is waited for, as with
         M(fleetops.registration.kubefleet_member_agent).
@@ -231,8 +238,8 @@ EXAMPLES = r'''
     context: edge-02
     values_file: /root/fleet/values.yaml
     client_id: "{{ edge.client_id }}"
-    api_server_url: https://hub.example.com:6443
-    api_server_ca: /etc/pki/hub-ca.pem
+    hub_api_server_url: https://hub.example.com:6443
+    hub_api_server_ca: /etc/pki/hub-ca.pem
     chart_ref: oci://registry.example.com/charts/fleet-agent
     chart_version: 0.16.0
     values:
@@ -308,12 +315,12 @@ sources:
   sample: {"api_server_url": "token", "api_server_ca": "hub_kubeconfig"}
 cluster:
   description: The Cluster the hub bound the agent to, as M(fleetops.registration.fleet_cluster_info) describes it.
-  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig, hub_context or hub_host) and state is present
   type: dict
 released_lease:
   description: The holder identity of the departed agent whose Lease O(release_departed_lease) deleted (the last one,
     when the wait released more than one - an earlier join's agent, then the bootstrap agent), or null.
-  returned: when wait is true, the hub is reachable (hub_kubeconfig or hub_host) and state is present
+  returned: when wait is true, the hub is reachable (hub_kubeconfig, hub_context or hub_host) and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1
 fleet_managed_releases:
@@ -328,6 +335,7 @@ removed_credential:
   type: bool
 '''
 
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent import AgentRunner
@@ -342,8 +350,7 @@ def argument_spec():
         token_name=dict(type="str", no_log=False),
         token_namespace=dict(type="str", no_log=False),
         values_file=dict(type="path"),
-        api_server_url=dict(type="str", aliases=["hub_url"]),
-        api_server_ca=dict(type="str"),
+        **hub_endpoint.options(url_aliases=["api_server_url", "hub_url"], ca_aliases=["api_server_ca"]),
         labels=dict(type="dict"),
         client_id=dict(type="str"),
         values=dict(type="dict"),

@@ -57,7 +57,7 @@ options:
         continues where it stopped.
       - Mutually exclusive with O(name), and with the options that must differ per cluster (O(client_id)) or that
         import a cluster (O(cluster_kubeconfig), O(cluster_kubeconfig_content), O(kubeconfig_secret),
-        O(agent_api_server_url), O(agent_api_server_ca)).
+        O(hub_api_server_url), O(hub_api_server_ca)).
     type: list
     elements: dict
     suboptions:
@@ -126,16 +126,23 @@ options:
       - Without them, it must already exist (for example one cluster-api wrote); the module only refers to it and never
         deletes it.
     type: str
-  agent_api_server_url:
+  hub_api_server_url:
     description:
       - For manager-initiated registration, the hub URL the deployed agent should use instead of the one in Fleet's
         configuration (stored as C(apiServerURL) in the kubeconfig Secret), for example when the agent reaches the hub
         through a proxy or another address.
+      - The same option as in M(fleetops.registration.fleet_agent) and M(fleetops.registration.kubefleet_member_agent).
+      - The alias O(agent_api_server_url) is deprecated and will be removed in release 1.0.0.
     type: str
-  agent_api_server_ca:
+    aliases: [agent_api_server_url]
+    version_added: 0.3.0
+  hub_api_server_ca:
     description:
-      - PEM text (or the path of a PEM file) of the CA the agent should trust for O(agent_api_server_url).
+      - PEM text (or the path of a PEM file) of the CA the agent should trust for O(hub_api_server_url).
+      - The alias O(agent_api_server_ca) is deprecated and will be removed in release 1.0.0.
     type: str
+    aliases: [agent_api_server_ca]
+    version_added: 0.3.0
   wait:
     description:
       - With state C(present), wait until the agent has checked in (C(status.agent.lastSeen) is set).
@@ -273,6 +280,7 @@ clusters:
   sample: [{"name": "edge-001", "changed": true, "client_id": "3f9c...", "label_changes": {"added": {"site": "a"}, "changed": {}, "removed": []}}]
 '''
 
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, CLUSTER_IDENTITY, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.cluster import run_fleet_cluster
@@ -297,8 +305,7 @@ def argument_spec():
         cluster_kubeconfig_content=dict(type="str", no_log=True),
         cluster_kubeconfig_context=dict(type="str"),
         kubeconfig_secret=dict(type="str", no_log=False),
-        agent_api_server_url=dict(type="str"),
-        agent_api_server_ca=dict(type="str"),
+        **hub_endpoint.options(url_aliases=["agent_api_server_url"], ca_aliases=["agent_api_server_ca"]),
         wait=dict(type="bool", default=False),
     )
 
@@ -310,7 +317,7 @@ def main():
         # task level: every item would get the same one.
         mutually_exclusive=[("cluster_kubeconfig", "cluster_kubeconfig_content"), ("name", "clusters"), ("clusters", "client_id"),
                             ("clusters", "cluster_kubeconfig"), ("clusters", "cluster_kubeconfig_content"),
-                            ("clusters", "kubeconfig_secret"), ("clusters", "agent_api_server_url"), ("clusters", "agent_api_server_ca"),
+                            ("clusters", "kubeconfig_secret"), ("clusters", hub_endpoint.URL), ("clusters", hub_endpoint.CA),
                             ("clusters", "cluster_identity")],
         required_one_of=[("name", "clusters")],
     )

@@ -17,12 +17,12 @@ description:
   - Writes the Secret C(hub-kubeconfig-secret) holding the identity token, then installs or upgrades the C(member-agent)
     Helm chart with the hub's URL and CA, the member's name and the agent namespace. The chart's refresh-token sidecar
     hands the token to the agent.
-  - The token is O(token), or, with O(hub_kubeconfig), read from the identity Secret that
+  - The token is O(token), or, with a hub connection, read from the identity Secret that
     M(fleetops.registration.kubefleet_member_identity) made on the hub (waiting until it is filled).
-  - The hub CA is O(hub_ca_pem), else O(hub_ca_cert), else read from O(hub_kubeconfig) whether the kubeconfig holds it
+  - The hub CA is O(hub_api_server_ca), else O(hub_ca_cert), else read from the hub kubeconfig whether it holds it
     inline (C(certificate-authority-data)) or names a file (C(certificate-authority)); KubeFleet's C(join.sh) only
     handles the first.
-  - Before changing anything, a preflight check reaches the hub at O(hub_url) with that CA and token, so an
+  - Before changing anything, a preflight check reaches the hub at O(hub_api_server_url) with that CA and token, so an
     unreachable hub, a wrong CA or a dead token fail the task instead of a crash-looping agent.
   - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
     the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
@@ -66,18 +66,29 @@ options:
   token:
     description:
       - The identity token the member agent authenticates to the hub with.
-      - Without it the token is read from the hub, which needs O(hub_kubeconfig) or O(hub_host).
+      - Without it the token is read from the hub, which needs a hub connection (O(hub_kubeconfig), O(hub_context) or
+        O(hub_host)).
     type: str
-  hub_url:
+  hub_api_server_url:
     description:
       - URL of the hub's API server as the member agent reaches it.
-      - Defaults to O(hub_host), else the server of O(hub_kubeconfig)'s context.
+      - Defaults to O(hub_host), else the server of the hub kubeconfig's context.
+      - The same option as in M(fleetops.registration.fleet_agent), M(fleetops.registration.fleet_cluster) and
+        M(fleetops.registration.member_info); the roles take it from the hub host's C(fleetops_api_server_url).
+      - The alias O(hub_url) is deprecated and will be removed in release 1.0.0.
     type: str
-  hub_ca_pem:
+    aliases: [hub_url]
+    version_added: 0.3.0
+  hub_api_server_ca:
     description:
-      - PEM text of the CA that signed the hub API server's certificate.
-      - Defaults to the contents of O(hub_ca_cert), else the CA of O(hub_kubeconfig)'s cluster.
+      - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate; only its
+        certificates are passed on.
+      - Defaults to the contents of O(hub_ca_cert), else the CA of the hub kubeconfig's cluster; the roles take it from
+        the hub host's C(fleetops_ca_file).
+      - The alias O(hub_ca_pem) is deprecated and will be removed in release 1.0.0.
     type: str
+    aliases: [hub_ca_pem]
+    version_added: 0.3.0
   hub_insecure_skip_tls_verify:
     description:
       - Let the member agent skip verifying the hub's certificate. For tests only.
@@ -198,7 +209,7 @@ options:
     type: dict
   preflight:
     description:
-      - Whether to check, before changing anything, that the hub at O(hub_url) answers over TLS verified with the CA
+      - Whether to check, before changing anything, that the hub at O(hub_api_server_url) answers over TLS verified with the CA
         and accepts the token (a C(SelfSubjectReview)).
       - The check runs where the task runs; it stands in for the member's own network path to the hub.
     type: bool
@@ -264,7 +275,7 @@ EXAMPLES = r'''
     context: east-1
     hub_kubeconfig: ~/.kube/hub.yaml
     name: east-1
-    hub_url: https://hub.internal:6443
+    hub_api_server_url: https://hub.internal:6443
     chart_ref: oci://registry.internal/charts/member-agent
     chart_version: 0.1.0
     image_repository: registry.internal/fleet/member-agent
@@ -276,8 +287,8 @@ EXAMPLES = r'''
     context: east-1
     name: east-1
     token: "{{ identity.token }}"
-    hub_url: https://hub.example.com:6443
-    hub_ca_pem: "{{ lookup('file', 'hub-ca.pem') }}"
+    hub_api_server_url: https://hub.example.com:6443
+    hub_api_server_ca: "{{ lookup('file', 'hub-ca.pem') }}"
     chart_ref: /opt/charts/member-agent
 
 - name: Roll the agent back to the revision it ran before an upgrade that did not come back healthy
@@ -396,6 +407,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.a
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET_NAMESPACE, IDENTITY_NAMESPACE, KUBEFLEET_SYSTEM_NAMESPACE,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
@@ -404,8 +416,7 @@ def argument_spec():
     return dict(
         name=dict(type="str", required=True, aliases=["member_name"]),
         token=dict(type="str", no_log=True),
-        hub_url=dict(type="str"),
-        hub_ca_pem=dict(type="str"),
+        **hub_endpoint.options(url_aliases=["hub_url"], ca_aliases=["hub_ca_pem"]),
         hub_insecure_skip_tls_verify=dict(type="bool", default=False),
         identity_namespace=dict(type="str", default=IDENTITY_NAMESPACE),
         service_account_name=dict(type="str"),

@@ -107,11 +107,21 @@ options:
         another namespace (C(fleet-system), earlier versions' default) needs the action C(rotate), which moves it there.
       - Unset, the identity's namespace is not judged.
     type: str
-  hub_url:
+  hub_api_server_url:
     description:
-      - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL.
-      - The CA the agents trust is O(hub_ca_cert), the hub connection's own.
+      - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL (and,
+        for Rancher Fleet, from Fleet's configured C(apiServerURL)), as M(fleetops.registration.fleet_agent) and
+        M(fleetops.registration.kubefleet_member_agent) give it to the agents under the same name.
+      - The alias O(hub_url) is deprecated and will be removed in release 1.0.0.
     type: str
+    aliases: [hub_url]
+    version_added: 0.3.0
+  hub_api_server_ca:
+    description:
+      - PEM text, or the path of a PEM file, of the CA the agents trust for the hub, when it differs from Fleet's
+        configured C(apiServerCA) (Rancher Fleet), O(hub_ca_cert) and the hub kubeconfig's CA.
+    type: str
+    version_added: 0.3.0
   agent_chart_versions:
     description:
       - The agent chart version wanted per fleet manager, for example C(rancher_fleet=0.16.0); a release of

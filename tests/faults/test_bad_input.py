@@ -83,13 +83,13 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
     """(module, args, the parameter the error must name, the fix the error must give for that input)."""
     absent_ns = unique("no-such-ns")
     agent = _member(lab, chart_ref=str(lab.fleet_chart("fleet-agent")), token_name=token, token_namespace=FLEET_NS,
-                    hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", api_server_url=lab.api_urls["hub"],
-                    api_server_ca=str(lab.ca_files["hub"]), wait=True, wait_timeout=30)
+                    hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", hub_api_server_url=lab.api_urls["hub"],
+                    hub_api_server_ca=str(lab.ca_files["hub"]), wait=True, wait_timeout=30)
     member_agent = _member(lab, name=MEMBER, chart_ref=str(lab.kubefleet_chart("member-agent")),
                            hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", wait_timeout=30)
     # without hub access the agent module checks only what the agent will use: URL, CA and token
-    direct_agent = _member(lab, name=MEMBER, chart_ref=str(lab.kubefleet_chart("member-agent")), hub_url=lab.api_urls["hub"],
-                           hub_ca_pem=lab.ca_pem("hub"), token=hub_token, wait=False)
+    direct_agent = _member(lab, name=MEMBER, chart_ref=str(lab.kubefleet_chart("member-agent")), hub_api_server_url=lab.api_urls["hub"],
+                           hub_api_server_ca=lab.ca_pem("hub"), token=hub_token, wait=False)
     return [
         ("fleet_registration_token", _hub(lab, name=unique("t"), namespace=FLEET_NS, ttl="soon"), "ttl", "use a go duration"),
         ("fleet_registration_token", _hub(lab, name="t" * 64, namespace=FLEET_NS, ttl="1h"), "name", "use at most 63 lower-case letters"),
@@ -104,7 +104,7 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
          "cluster_kubeconfig", "give the path of a readable kubeconfig file"),
         ("fleet_cluster", _hub(lab, name=unique("c"), namespace=FLEET_NS, labels_mode="bogus"), "labels_mode", "one of: merge, replace"),
         ("fleet_agent", dict(agent, release_namespace="fleet-system"), "release_namespace", "set it to cattle-fleet-system"),
-        ("fleet_agent", dict(agent, api_server_url="http://127.0.0.1:6443"), "api_server_url", "give the hub api server's https:// url"),
+        ("fleet_agent", dict(agent, hub_api_server_url="http://127.0.0.1:6443"), "hub_api_server_url", "give the hub api server's https:// url"),
         ("fleet_agent", dict(agent, token_name="no-such-token"), "token_name", "create a new one with fleet_registration_token"),
         ("fleet_agent", dict(agent, token_name=None, token_namespace=None, values_file=str(tmp_path / "missing.yaml")),
          "values_file", "write it with fleet_registration_token's values_dest"),
@@ -112,8 +112,9 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
         ("fleet_agent", dict(agent, token_name=None, token_namespace=None, values_file=str(values), values={"token": "x"}),
          "values", "the registration token comes from token_name or values_file"),
         # a hub URL nothing answers at, and a CA that does not verify the hub: caught before Helm runs
-        ("fleet_agent", dict(agent, api_server_url="https://127.0.0.1:1"), "api_server_url", "give the hub api server url the member can reach"),
-        ("fleet_agent", dict(agent, api_server_ca=str(lab.ca_files[MEMBER])), "api_server_ca", "give the ca that signed the hub api server's certificate"),
+        ("fleet_agent", dict(agent, hub_api_server_url="https://127.0.0.1:1"), "hub_api_server_url", "give the hub api server url the member can reach"),
+        ("fleet_agent", dict(agent, hub_api_server_ca=str(lab.ca_files[MEMBER])), "hub_api_server_ca",
+         "give the ca that signed the hub api server's certificate"),
         ("kubefleet_member_identity", _hub(lab, name=MEMBER, namespace=absent_ns), "namespace", "hub_prepare creates it"),
         ("kubefleet_member_identity", _hub(lab, name="Bad_Name"), "name", "lower-case letters, digits"),
         ("kubefleet_member_identity", _hub(lab, context="no-such-context", name=MEMBER), "context", "use one of: "),
@@ -122,7 +123,8 @@ def _cases(lab, token, values, hub_token, tmp_path):  # pylint: disable=too-many
         ("kubefleet_member_cluster", _hub(lab, name=MEMBER, identity_name=unique("nobody")), "identity_name",
          "create it first with fleetops.registration.kubefleet_member_identity"),
         ("kubefleet_member_agent", dict(member_agent, release_namespace="fleet-system"), "release_namespace", "keep the release record elsewhere"),
-        ("kubefleet_member_agent", dict(member_agent, hub_url="http://127.0.0.1:6443"), "hub_url", "give the hub api server's https:// url"),
+        ("kubefleet_member_agent", dict(member_agent, hub_api_server_url="http://127.0.0.1:6443"), "hub_api_server_url",
+         "give the hub api server's https:// url"),
         ("kubefleet_member_agent", dict(direct_agent, token="not-a-token"), "token", "give a valid token"),
         ("kubefleet_member_agent", dict(direct_agent, secret_namespace="fleet-system"), "secret_namespace", "keep the token in a namespace of its own"),
         ("hub_prepare", _hub(lab, backends=["karmada"]), "backends", "rancher_fleet"),
@@ -170,7 +172,7 @@ def _run_cases(lab, cases, before):
         result = run_module(module, args)
         # never a token in the test's output; paths and PEM only add noise
         shown = {k: v for k, v in args.items()
-                 if k not in ("kubeconfig", "hub_kubeconfig", "helm_binary", "chart_ref", "hub_ca_pem", "token", "values")}
+                 if k not in ("kubeconfig", "hub_kubeconfig", "helm_binary", "chart_ref", "hub_api_server_ca", "token", "values")}
         msg = result.get("msg", "")
         if not result.failed:
             problems.append("%s %s: did not fail" % (module, shown))

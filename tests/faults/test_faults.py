@@ -138,8 +138,8 @@ def test_registration_token_expired_before_install(prepared_hub, play, sides, tm
     assert not created.failed, created.get("msg")
     wait_for(lambda: "%s/%s" % (FLEET_NS, token) not in sides.run_tokens(), 120, "Fleet to delete the expired token %s" % token)
     agent = {"kubeconfig": str(lab.kubeconfig), "context": MEMBER, "helm_binary": lab.helm,
-             "chart_ref": str(lab.fleet_chart("fleet-agent")), "api_server_url": lab.api_urls["hub"],
-             "api_server_ca": str(lab.ca_files["hub"]), "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub",
+             "chart_ref": str(lab.fleet_chart("fleet-agent")), "hub_api_server_url": lab.api_urls["hub"],
+             "hub_api_server_ca": str(lab.ca_files["hub"]), "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub",
              "wait": True, "wait_timeout": 60}
     for given, extra in (("values_file", {"values_file": str(values)}),
                          ("token_name", {"token_name": token, "token_namespace": FLEET_NS})):

@@ -42,8 +42,8 @@ def test_preflight_fails_naming_the_option_with_nothing_installed(lab, hub, hub_
     token = yaml.safe_load(values_file.read_text())["token"]
     base = agent_args(lab, member, token_name="join", token_namespace=hub_ns)
     for args, param, words in [
-        (dict(base, api_server_url="https://127.0.0.1:1"), "api_server_url:", "not reachable"),
-        (dict(base, api_server_ca=lab.ca_pem(member)), "api_server_ca:", "does not verify"),
+        (dict(base, hub_api_server_url="https://127.0.0.1:1"), "hub_api_server_url:", "not reachable"),
+        (dict(base, hub_api_server_ca=lab.ca_pem(member)), "hub_api_server_ca:", "does not verify"),
     ]:
         result = run_module("fleet_agent", args)
         assert result.failed and result["msg"].startswith(param) and words in result["msg"], result["msg"]
@@ -71,7 +71,7 @@ def test_fresh_install_that_never_checks_in_is_rolled_back_unless_kept(lab, hub,
     member = fresh_member("member1")
     make_token(lab, hub_ns)
     # an address only the agent would use and that answers nobody: the preflight is off, so Helm installs
-    args = agent_args(lab, member, token_name="join", token_namespace=hub_ns, api_server_url="https://127.0.0.1:1",
+    args = agent_args(lab, member, token_name="join", token_namespace=hub_ns, hub_api_server_url="https://127.0.0.1:1",
                       preflight=False, wait=True, wait_timeout=25, wait_sleep=1)
     result = run_module("fleet_agent", args)
     assert result.failed and result.changed, result

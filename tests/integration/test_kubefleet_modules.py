@@ -529,7 +529,7 @@ def test_agent_for_an_unknown_member_fails_first(lab, hub, agent_member):
 def test_agent_with_the_hub_unreachable_fails_in_preflight(lab, hub, agent_member):
     token = "not-a-real-token-" + uuid.uuid4().hex
     result = failed(run_module("kubefleet_member_agent", agent_args(
-        lab, agent_member, token=token, hub_url="https://127.0.0.1:1", hub_ca_pem=lab.ca_pem("hub"))),
+        lab, agent_member, token=token, hub_api_server_url="https://127.0.0.1:1", hub_api_server_ca=lab.ca_pem("hub"))),
         "preflight", "cannot reach", "https://127.0.0.1:1")
     assert token not in result["raw_output"]
     _nothing_on_member(hub)
@@ -539,8 +539,8 @@ def test_agent_with_the_wrong_hub_ca_fails_in_preflight(lab, hub, agent_member):
     ok(run_module("kubefleet_member_identity", hub_args(lab, name=agent_member)))
     ok(run_module("kubefleet_member_cluster", hub_args(lab, name=agent_member)))
     result = failed(run_module("kubefleet_member_agent", agent_args(
-        lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", hub_ca_pem=lab.ca_pem(MEMBER_CTX))),
-        "preflight", "certificate the given CA does not verify", "hub_ca_pem")
+        lab, agent_member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", hub_api_server_ca=lab.ca_pem(MEMBER_CTX))),
+        "preflight", "certificate the given CA does not verify", "hub_api_server_ca")
     assert hub.token(agent_member) not in result["raw_output"]
     _nothing_on_member(hub)
 
@@ -548,7 +548,7 @@ def test_agent_with_the_wrong_hub_ca_fails_in_preflight(lab, hub, agent_member):
 def test_agent_with_a_refused_token_fails_in_preflight(lab, hub, agent_member):
     token = "bogus" + uuid.uuid4().hex
     result = failed(run_module("kubefleet_member_agent", agent_args(
-        lab, agent_member, token=token, hub_url=lab.api_urls["hub"], hub_ca_pem=lab.ca_pem("hub"))),
+        lab, agent_member, token=token, hub_api_server_url=lab.api_urls["hub"], hub_api_server_ca=lab.ca_pem("hub"))),
         "token: preflight", "refused the member agent's token")
     assert token not in result["raw_output"]
     _nothing_on_member(hub)
@@ -556,10 +556,10 @@ def test_agent_with_a_refused_token_fails_in_preflight(lab, hub, agent_member):
 
 def test_agent_without_a_hub_ca_or_a_pinned_chart_is_a_parameter_error(lab, hub, agent_member):
     token = "tok-" + uuid.uuid4().hex  # a no_log value: Ansible masks every occurrence, so not a short string
-    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token=token, hub_url=lab.api_urls["hub"])),
-           "hub_ca_pem")
-    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token=token, hub_url=lab.api_urls["hub"],
-                                                           hub_ca_pem=lab.ca_pem("hub"), chart_ref="oci://example.invalid/member-agent")),
+    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token=token, hub_api_server_url=lab.api_urls["hub"])),
+           "hub_api_server_ca")
+    failed(run_module("kubefleet_member_agent", agent_args(lab, agent_member, token=token, hub_api_server_url=lab.api_urls["hub"],
+                                                           hub_api_server_ca=lab.ca_pem("hub"), chart_ref="oci://example.invalid/member-agent")),
            "chart_version", "pinned")
     _nothing_on_member(hub)
 

@@ -100,7 +100,7 @@ PLAYBOOK = """
         context: token
         hub_proxy: "{{ marked_hub_proxy }}"
         name: audit
-        hub_url: https://%(closed)s
+        hub_api_server_url: https://%(closed)s
         hub_ca_cert: "{{ fleetops_ca_file }}"
         chart_ref: member-agent
         chart_repo_url: "{{ marked_repo_url }}"

@@ -109,8 +109,8 @@ def test_a_file_option_naming_no_file_fails_naming_the_option_and_the_file(tmp_p
         ConnectionSettings({prefix + "kubeconfig": kubeconfig({"token": "t"}), option: missing}, prefix)
     message = err.value.message()
     assert message.startswith(option + ": ") and missing in message and "does not exist" in message
-    if option == "hub_ca_cert":
-        assert "fleetops_ca_file" in message  # the inventory variable the roles take it from
+    # the roles give the hub host's fleetops_ca_file to hub_api_server_ca (hub_endpoint), not to the connection
+    assert "fleetops_ca_file" not in message
     with pytest.raises(ParameterError) as err:
         ConnectionSettings({prefix + "kubeconfig": kubeconfig({"token": "t"}), option: str(tmp_path)}, prefix)
     assert "is not a file" in err.value.message()

@@ -84,14 +84,14 @@ def test_agent_reading_the_token_needs_the_hub(nowhere, tmp_path):
     _fails(result, "hub_kubeconfig:", "values_file")
 
 
-@pytest.mark.parametrize("option", ["api_server_url", "hub_url"])
+@pytest.mark.parametrize("option", ["hub_api_server_url", "api_server_url", "hub_url"])
 def test_agent_hub_url_is_https(nowhere, tmp_path, option):
-    """hub_url is kubefleet_member_agent's name for the same URL: an alias of api_server_url."""
+    """hub_api_server_url is the name every module gives the URL; api_server_url and hub_url are deprecated aliases."""
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"token": "abc", "tokenName": "t", "apiServerCA": CA}))
     result = run_module("fleet_agent", {"kubeconfig": nowhere, "chart_ref": str(tmp_path), "values_file": str(values),
                                         option: "http://hub:6443"})
-    _fails(result, "api_server_url:", "https://")
+    _fails(result, "hub_api_server_url:", "https://")
 
 
 def test_agent_bad_label_key(nowhere, tmp_path):
@@ -171,11 +171,17 @@ def test_a_missing_hub_ca_file_is_reported_as_that_file_not_as_an_unreachable_hu
     hub = tmp_path / "hub-kubeconfig"
     hub.write_text(open(nowhere).read())
     result = run_module("member_info", {"members": [{"name": "edge-1", "kubeconfig": nowhere, "context": "x",
-                                                     "hub_kubeconfig": str(hub), "hub_context": "x", "hub_ca_cert": missing}],
+                                                     "hub_kubeconfig": str(hub), "hub_context": "x", "hub_api_server_ca": missing}],
                                         "backends": ["kubefleet"]})
     assert not result.failed and result["unreadable"] == ["edge-1"], result
     error = result["members"]["edge-1"]["error"]
-    assert error.startswith("hub_ca_cert: %s does not exist" % missing) and "fleetops_ca_file" in error
-    assert "cannot reach" not in error
+    assert error.startswith("hub_api_server_ca: %s is neither PEM text nor an existing file" % missing), error
+    assert "fleetops_ca_file" in error and "cannot reach" not in error
+    # the hub connection's own CA file, checked before any request (no role variable behind it)
+    result = run_module("member_info", {"members": [{"name": "edge-1", "kubeconfig": nowhere, "context": "x",
+                                                     "hub_kubeconfig": str(hub), "hub_context": "x", "hub_ca_cert": missing}],
+                                        "backends": ["kubefleet"]})
+    error = result["members"]["edge-1"]["error"]
+    assert error.startswith("hub_ca_cert: %s does not exist" % missing) and "cannot reach" not in error, error
     single = run_module("fleet_cluster_info", {"kubeconfig": nowhere, "ca_cert": missing})
     _fails(single, "ca_cert:", missing)

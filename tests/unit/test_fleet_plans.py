@@ -305,8 +305,10 @@ def test_the_expected_hub_comes_from_the_options_then_fleets_configuration_then_
     other = CA_PEM.replace("fake", "file")
     path = tmp_path / "ca.pem"
     path.write_text(other)
-    assert member_side.expected_endpoint({"hub_url": "https://given:6443", "hub_ca_cert": str(path)}, fleet) == (
+    assert member_side.expected_endpoint({"hub_api_server_url": "https://given:6443", "hub_api_server_ca": str(path)}, fleet) == (
         ("https://given:6443", other), None)
+    # hub_ca_cert is the hub connection's CA: after Fleet's, as fleet_agent gives the agent the token's CA before it
+    assert member_side.expected_endpoint({"hub_ca_cert": str(path)}, fleet) == (("https://fleet-config:6443", CA_PEM), None)
     kubeconfig = {"current-context": "hub", "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "u"}}],
                   "clusters": [{"name": "hub", "cluster": {"server": "https://connection:6443",
                                                            "certificate-authority-data": _b64(CA_PEM)}}],

@@ -161,7 +161,7 @@ def test_agent_values_need_an_api_server_url():
     token_values = dict(FLEET_VALUES, apiServerURL="")
     with pytest.raises(ParameterError) as err:
         rules.build_agent_values(token_values)
-    assert err.value.param == "api_server_url"
+    assert err.value.param == "hub_api_server_url"
     assert "hub_kubeconfig" in err.value.hint
 
 

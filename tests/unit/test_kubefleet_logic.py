@@ -18,7 +18,6 @@ from ansible_collections.fleetops.registration.plugins.module_utils import parsi
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, resources, rules, views
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
 UTC = datetime.timezone.utc
@@ -430,25 +429,24 @@ def _kubeconfig(cluster):
             "clusters": [{"name": "hub", "cluster": dict(cluster, server="https://127.0.0.1:6443")}], "users": [{"name": "u", "user": {}}]}
 
 
-class _Params:
-    """What hub_url_and_ca reads of a module: its params and the hub's connection settings (files only, no API)."""
+def _Params(**params):  # pylint: disable=invalid-name
+    """A task's options as hub_access.agent_endpoint reads them."""
+    return dict({"hub_api_server_url": None, "hub_api_server_ca": None, "hub_insecure_skip_tls_verify": False}, **params)
 
-    def __init__(self, **params):
-        self.params = dict({"hub_url": None, "hub_ca_pem": None, "hub_insecure_skip_tls_verify": False}, **params)
 
-    def settings(self, prefix):
-        return ConnectionSettings(self.params, prefix, label="hub")
+def _url_and_ca(params):
+    return hub_access.agent_endpoint(params)[:2]
 
 
 def test_hub_ca_from_inline_kubeconfig_data():
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
-    assert hub_access.hub_url_and_ca(_Params(hub_kubeconfig=config)) == ("https://127.0.0.1:6443", PEM)
+    assert _url_and_ca(_Params(hub_kubeconfig=config)) == ("https://127.0.0.1:6443", PEM)
 
 
 def test_hub_ca_from_a_file_named_by_the_kubeconfig_relative_to_it(tmp_path):
     (tmp_path / "ca.crt").write_text(PEM)
     (tmp_path / "hub.yaml").write_text(json.dumps(_kubeconfig({"certificate-authority": "ca.crt"})))
-    assert hub_access.hub_url_and_ca(_Params(hub_kubeconfig=str(tmp_path / "hub.yaml")))[1] == PEM
+    assert _url_and_ca(_Params(hub_kubeconfig=str(tmp_path / "hub.yaml")))[1] == PEM
 
 
 def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
@@ -457,22 +455,22 @@ def test_hub_ca_precedence_explicit_then_file_then_kubeconfig(tmp_path):
     path.write_text(other)
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
     both = dict(hub_kubeconfig=config, hub_ca_cert=str(path))
-    assert hub_access.hub_url_and_ca(_Params(hub_ca_pem="# the hub CA\n" + PEM, **both))[1] == PEM
-    assert hub_access.hub_url_and_ca(_Params(**both))[1] == other
-    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_cert=str(path))) == ("https://hub:6443", other)
-    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443/", hub_insecure_skip_tls_verify=True)) == ("https://hub:6443", None)
+    assert _url_and_ca(_Params(hub_api_server_ca="# the hub CA\n" + PEM, **both))[1] == PEM
+    assert _url_and_ca(_Params(**both))[1] == other
+    assert _url_and_ca(_Params(hub_api_server_url="https://hub:6443", hub_ca_cert=str(path))) == ("https://hub:6443", other)
+    assert _url_and_ca(_Params(hub_api_server_url="https://hub:6443/", hub_insecure_skip_tls_verify=True)) == ("https://hub:6443", None)
 
 
 def test_hub_url_and_ca_name_the_missing_option():
     with pytest.raises(ParameterError) as err:
-        hub_access.hub_url_and_ca(_Params())
-    assert err.value.param == "hub_url"
+        _url_and_ca(_Params())
+    assert err.value.param == "hub_api_server_url"
     with pytest.raises(ParameterError) as err:
-        hub_access.hub_url_and_ca(_Params(hub_url="http://hub"))
-    assert err.value.param == "hub_url"
+        _url_and_ca(_Params(hub_api_server_url="http://hub"))
+    assert err.value.param == "hub_api_server_url"
     with pytest.raises(ParameterError) as err:
-        hub_access.hub_url_and_ca(_Params(hub_url="https://hub"))
-    assert err.value.param == "hub_ca_pem"
+        _url_and_ca(_Params(hub_api_server_url="https://hub"))
+    assert err.value.param == "hub_api_server_ca"
 
 
 KEY = "-----BEGIN PRIVATE KEY-----\nMIIEsecretkey\n-----END PRIVATE KEY-----\n"
@@ -484,13 +482,13 @@ def test_a_hub_ca_bundle_passes_on_only_its_certificates_never_a_private_key(tmp
     other = PEM.replace("fake", "second")
     bundle = KEY + PEM + "-----BEGIN EC PRIVATE KEY-----\nMHcsecret\n-----END EC PRIVATE KEY-----\n" + other
     assert rules.explicit_hub_ca(bundle) == PEM + other
-    url, ca = hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_pem=bundle))
+    url, ca = _url_and_ca(_Params(hub_api_server_url="https://hub:6443", hub_api_server_ca=bundle))
     assert ca == PEM + other and "secret" not in ca
     values = rules.agent_values("east-1", url, ca)
     assert "secret" not in base64.b64decode(values["config"]["hubCA"]).decode()
     path = tmp_path / "bundle.pem"
     path.write_text(bundle)
-    assert hub_access.hub_url_and_ca(_Params(hub_url="https://hub:6443", hub_ca_cert=str(path)))[1] == PEM + other
+    assert _url_and_ca(_Params(hub_api_server_url="https://hub:6443", hub_ca_cert=str(path)))[1] == PEM + other
     with pytest.raises(ParameterError) as err:
         rules.explicit_hub_ca(KEY)
     assert err.value.param == "hub_ca_pem"
@@ -503,9 +501,9 @@ def test_hub_ca_rejects_non_pem(tmp_path):
     path = tmp_path / "x"
     path.write_text("nope")
     with pytest.raises(ParameterError):
-        hub_access.hub_url_and_ca(_Params(hub_url="https://hub", hub_ca_cert=str(path)))
+        _url_and_ca(_Params(hub_api_server_url="https://hub", hub_ca_cert=str(path)))
     with pytest.raises(ParameterError):
-        hub_access.hub_url_and_ca(_Params(hub_url="https://hub", hub_ca_cert=os.path.join(str(tmp_path), "missing.pem")))
+        _url_and_ca(_Params(hub_api_server_url="https://hub", hub_ca_cert=os.path.join(str(tmp_path), "missing.pem")))
 
 
 def test_deep_merge_does_not_alias():
@@ -592,12 +590,12 @@ def test_the_endpoint_a_member_is_checked_against_comes_from_the_options_and_the
     config = _kubeconfig({"certificate-authority-data": base64.b64encode(PEM.encode()).decode()})
     assert configured_endpoint({"hub_kubeconfig": config}) == (("https://127.0.0.1:6443", PEM, False), None)
     other = PEM.replace("fake", "given")
-    assert configured_endpoint({"hub_kubeconfig": config, "hub_url": "https://hub.example:6443/", "hub_ca_pem": KEY + other}) == (
+    assert configured_endpoint({"hub_kubeconfig": config, "hub_api_server_url": "https://hub.example:6443/", "hub_api_server_ca": KEY + other}) == (
         ("https://hub.example:6443", other, False), None)
     # verification is off only when the options say so
-    assert configured_endpoint({"hub_url": "https://hub:6443", "hub_insecure_skip_tls_verify": True}) == (
+    assert configured_endpoint({"hub_api_server_url": "https://hub:6443", "hub_insecure_skip_tls_verify": True}) == (
         ("https://hub:6443", None, True), None)
     endpoint, why = configured_endpoint({"name": "east-1"})
-    assert endpoint is None and "not known, so its token was not checked" in why and "hub_url" in why
-    endpoint, why = configured_endpoint({"hub_url": "https://hub:6443"})
-    assert endpoint is None and "hub_ca_pem" in why
+    assert endpoint is None and "not known, so its token was not checked" in why and "hub_api_server_url" in why
+    endpoint, why = configured_endpoint({"hub_api_server_url": "https://hub:6443"})
+    assert endpoint is None and "hub_api_server_ca" in why

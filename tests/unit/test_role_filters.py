@@ -191,7 +191,7 @@ def test_errors_name_the_inventory_variable_a_role_user_set():
     from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
     said = inventory_terms("name: 'Member_2' is not a valid name. Use lower-case letters", "member_join")
     assert said.startswith("name (from fleetops_cluster_name") and said.endswith(": 'Member_2' is not a valid name. Use lower-case letters")
-    assert "the hub host's fleetops_ca_file" in inventory_terms("hub_ca_cert: /x does not exist", "member_join")
+    assert "the hub host's fleetops_ca_file" in inventory_terms("hub_api_server_ca: /x does not exist", "member_join")
     assert inventory_terms("cannot reach the hub API server", "member_join") == "cannot reach the hub API server"
     assert inventory_terms("wait_sleep: bad", "member_join") == "wait_sleep: bad"  # no role variable behind it
     with pytest.raises(AnsibleFilterError):

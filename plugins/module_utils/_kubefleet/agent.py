@@ -78,7 +78,8 @@ class MemberAgent(AgentFlow, Runner):
             return self.params["token"], None
         if not self.hub_configured:
             raise ParameterError("token", "no token given and no hub connection to read it from",
-                                 "Give token, or hub_kubeconfig so the token is read from the identity Secret on the hub")
+                                 "Give token, or a hub connection (hub_kubeconfig, hub_context or hub_host) so the token is read from the "
+                                 "identity Secret on the hub")
         namespace = self.params["identity_namespace"]
         secret = tokens.current([self.hub.get(SECRET, name, namespace) for name in tokens.slots(self.token_secret_name)])
         name = secret["metadata"]["name"] if secret else self.token_secret_name
@@ -151,7 +152,7 @@ class MemberAgent(AgentFlow, Runner):
     # -- present ------------------------------------------------------------------
 
     def present(self):
-        url, ca = hub_access.hub_url_and_ca(self.module)
+        url, ca, _insecure = hub_access.agent_endpoint(self.params)
         chart, chart_name, chart_version = self.chart()
         previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
         token, source = self.hub_token()
@@ -250,7 +251,7 @@ class MemberAgent(AgentFlow, Runner):
         """A revision is a Secret on the member, which anyone who may write Secrets there can forge: rolling back to
         one whose hub URL, CA, TLS check or token Secret is not what the collection configures would have the agent
         send its token elsewhere, so it is refused."""
-        wanted = wanted_configuration(hub_access.agent_endpoint(self.module), self.secret_namespace, self.secret_name, self.name)
+        wanted = wanted_configuration(hub_access.agent_endpoint(self.params), self.secret_namespace, self.secret_name, self.name)
         drift = configuration_drift(agent_configuration(target.get("values")), wanted)
         if drift:
             raise ParameterError(
@@ -283,7 +284,7 @@ class MemberAgent(AgentFlow, Runner):
             member = self.module.waiter.until(
                 poll, lambda obj: joined_since(obj, since),
                 "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
-                "Look at the member agent's log on the member; check hub_url, the CA and that %s/%s still exists on the hub" % (
+                "Look at the member agent's log on the member; check hub_api_server_url, the CA and that %s/%s still exists on the hub" % (
                     self.params["identity_namespace"], self.sa_name),
             )
         except FleetOpsError as exc:

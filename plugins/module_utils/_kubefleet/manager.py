@@ -16,8 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import TaskOptions
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
@@ -330,8 +329,9 @@ def _configured_ca_problem(release, configured, wanted, params):
 def configured_endpoint(params):
     """``((url, ca_pem, insecure), None)`` the collection gives the member agent (``hub_access.agent_endpoint``), or
     ``(None, why)`` when the options and the hub connection do not say."""
+    endpoint = hub_endpoint.resolve(params)  # an option that cannot be used fails here, naming it
     try:
-        return hub_access.agent_endpoint(TaskOptions(params)), None
+        return hub_access.known_endpoint(endpoint), None
     except ParameterError as exc:
         return None, "the hub endpoint the collection gives the member agent is not known, so its token was not checked: %s" % (
             exc.message())

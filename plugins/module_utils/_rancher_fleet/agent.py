@@ -9,11 +9,11 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll, hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import read_pem
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
@@ -43,6 +43,11 @@ def _hub_hint(exc):
     """A hub connection failure naming the options that reach the hub."""
     return ConnectionFailure(exc.msg, "Check hub_kubeconfig, hub_context and hub_host: the hub's API server must be reachable "
                                       "from where the task runs", **exc.details)
+
+
+def _source(source):
+    """Where a value came from, as the result's ``sources`` says it: an option is ``parameter``."""
+    return "parameter" if source in (hub_endpoint.URL, hub_endpoint.CA) else source
 
 
 class AgentRunner(AgentFlow, AgentRemoval, Runner):
@@ -93,7 +98,8 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         name, namespace = self.params["token_name"], self.params.get("token_namespace")
         if not self.hub_configured:
             raise ParameterError("hub_kubeconfig", "reading token %s/%s needs access to the hub" % (namespace, name),
-                                 "Set hub_kubeconfig (and hub_context) or hub_host, or give values_file instead")
+                                 "Set hub_kubeconfig or hub_context (found in $KUBECONFIG, as kubectl finds it) or hub_host, "
+                                 "or give values_file instead")
         token = self._hub("get", TOKEN, name, namespace)
         if token is None and self.check_mode:
             return self._assume("ClusterRegistrationToken %s/%s does not exist on the hub" % (namespace, name))
@@ -127,13 +133,10 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         for key in ("token", "tokenName"):
             if key in extra:
                 raise ParameterError("values", "must not set %s" % key, "The registration token comes from token_name or values_file")
-        (url, url_source), (ca, ca_source) = hub_endpoint(
-            self.module, [(self.params.get("api_server_url"), "parameter"), (token_values.get(API_SERVER_URL_KEY), "token")],
-            [(read_pem(self.params.get("api_server_ca"), "api_server_ca"), "parameter"), (token_values.get(API_SERVER_CA_KEY), "token")],
-            "api_server_url")
-        values = chart_values(build_agent_values(token_values, extra, url, ca, self.params.get("labels"), self.params.get("client_id")),
-                              self.setting)
-        return values, {"api_server_url": url_source, "api_server_ca": ca_source}
+        endpoint = hub_endpoint.resolve(self.params, token_values.get(API_SERVER_URL_KEY), token_values.get(API_SERVER_CA_KEY), "token")
+        values = chart_values(build_agent_values(token_values, extra, endpoint.url, endpoint.ca, self.params.get("labels"),
+                                                 self.params.get("client_id")), self.setting)
+        return values, {"api_server_url": _source(endpoint.url_source), "api_server_ca": _source(endpoint.ca_source)}
 
     def plan(self):
         if not self.params.get("chart_ref"):

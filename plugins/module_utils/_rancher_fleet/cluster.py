@@ -10,11 +10,12 @@ __metaclass__ = type
 import os
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, NAMESPACE, SECRET, clean, ensure_object
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig, read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
     MANAGED_BY, MANAGED_BY_LABEL, label_changes, normalize_labels,
 )
@@ -104,11 +105,11 @@ class ClusterRunner(Runner):
 
     def _secret_desired(self, secret_name, kubeconfig_text):
         data = {KUBECONFIG_KEY: b64(kubeconfig_text)}
-        if self.params.get("agent_api_server_url"):
-            data[API_SERVER_URL_KEY] = b64(self.params["agent_api_server_url"])
-        ca = read_pem(self.params.get("agent_api_server_ca"), "agent_api_server_ca")
-        if ca:
-            data[API_SERVER_CA_KEY] = b64(ca)
+        endpoint = hub_endpoint.resolve(self.params)  # only the options: this module's connection is the hub's own
+        if endpoint.url:
+            data[API_SERVER_URL_KEY] = b64(endpoint.url)
+        if endpoint.ca:
+            data[API_SERVER_CA_KEY] = b64(endpoint.ca)
         return {
             "metadata": {"name": secret_name, "namespace": self.namespace,
                          "labels": {MANAGED_BY_LABEL: MANAGED_BY, OWNER_CLUSTER_LABEL: self.name}},
@@ -133,10 +134,11 @@ class ClusterRunner(Runner):
     def plan(self):
         """Everything the run will make, checked before anything is changed."""
         labels = normalize_labels(self.params["labels"], "labels") if self.params.get("labels") is not None else None
+        hub_endpoint.resolve(self.params)  # a bad URL or CA fails before any request
         kubeconfig_text = self._kubeconfig_text()
-        if (self.params.get("agent_api_server_url") or self.params.get("agent_api_server_ca")) and kubeconfig_text is None:
-            raise ParameterError("agent_api_server_url", "only applies to a manager-initiated cluster",
-                                 "Give cluster_kubeconfig or cluster_kubeconfig_content too, or drop agent_api_server_url/agent_api_server_ca")
+        if (self.params.get(hub_endpoint.URL) or self.params.get(hub_endpoint.CA)) and kubeconfig_text is None:
+            raise ParameterError(hub_endpoint.URL, "only applies to a manager-initiated cluster",
+                                 "Give cluster_kubeconfig or cluster_kubeconfig_content too, or drop %s/%s" % (hub_endpoint.URL, hub_endpoint.CA))
         if self.params.get("client_id") is not None:
             validate_client_id(self.params["client_id"])
         current = self.kube.get(CLUSTER, self.name, self.namespace)

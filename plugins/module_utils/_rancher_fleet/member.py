@@ -4,8 +4,8 @@
 """The member's side of Rancher Fleet: what is installed in cattle-fleet-system, and whether the hub accepts the agent.
 
 What the member holds is evidence, never configuration: the agent's credential is checked only at the hub URL the
-collection gives the agent (``expected_endpoint``: the options, Fleet's own configuration on the hub, the hub
-connection), with the CA from there; a credential that names another server is reported, and its token sent nowhere.
+collection gives the agent (``expected_endpoint``: hub_endpoint's, with Fleet's own configuration on the hub), with
+the CA from there; a credential that names another server is reported, and its token sent nowhere.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import TaskOptions, hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
@@ -24,7 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth imp
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     CONFIG_MAP, DEPLOYMENT, NAMESPACE, SECRET, KubeClient, credential_check,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, kubeconfig_server, kubeconfig_token, read_pem
+from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, kubeconfig_server, kubeconfig_token
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
@@ -98,26 +98,35 @@ def fleet_config_endpoint(configmap):
     return (url if isinstance(url, str) and url else None), (ca or None)
 
 
+def fleet_configured_endpoint(hub):
+    """``fleet_config_endpoint`` of the hub's Fleet configuration, read once per hub client (a batch of members shares
+    its hub's); ``(None, None)`` without a hub, or when it cannot be read (e.g. no RBAC on it: the options and the hub
+    connection still tell)."""
+    if hub is None:
+        return None, None
+    if id(hub) not in _FLEET_CONFIG:
+        try:
+            endpoint = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE))
+        except FleetOpsError:
+            endpoint = (None, None)
+        _FLEET_CONFIG[id(hub)] = (hub, endpoint)  # the client kept, so its id is not reused for another
+    return _FLEET_CONFIG[id(hub)][1]
+
+
+_FLEET_CONFIG = {}
+
+
 def expected_endpoint(params, hub):
-    """``((url, ca_pem), None)``: the hub URL and CA fleet_agent gives the agent, as the options tell - api_server_url
-    (member_info: hub_url), else Fleet's configuration on the hub, else the hub connection's server; the CA likewise
-    (api_server_ca or hub_ca_cert first) - in fleet_agent's order (agent_flow.hub_endpoint). ``(None, why)`` when
-    they do not tell."""
-    try:
-        fleet_url, fleet_ca = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE) if hub is not None else None)
-    except FleetOpsError:  # e.g. no RBAC on it: the options and the hub connection still tell
-        fleet_url, fleet_ca = None, None
-    ca_option = "api_server_ca" if params.get("api_server_ca") else "hub_ca_cert"
-    try:
-        (url, _source), (ca, _ca_source) = hub_endpoint(
-            TaskOptions(params), [(params.get("api_server_url") or params.get("hub_url"), "parameter"), (fleet_url, "fleet")],
-            [(read_pem(params.get(ca_option), ca_option), "parameter"), (fleet_ca, "fleet")], "hub_url")
-    except ParameterError as exc:
-        return None, "the hub URL the collection gives the agent is not known, so its credential was not checked: %s" % exc.message()
-    if not url:
-        return None, ("the hub URL the collection gives the agent is not known (hub_url, Fleet's apiServerURL or the hub "
-                      "connection), so its credential was not checked")
-    return (url.rstrip("/"), ca), None
+    """``((url, ca_pem), None)``: the hub URL and CA fleet_agent gives the agent (hub_endpoint.resolve), Fleet's
+    configuration on the hub standing for the registration token's values (Fleet writes it into them). ``(None, why)``
+    when they do not tell."""
+    fleet_url, fleet_ca = fleet_configured_endpoint(hub)
+    # an option that cannot be used fails, naming it; so does a Fleet configuration with a URL that is not https://
+    endpoint = hub_endpoint.resolve(params, fleet_url, fleet_ca, "Fleet's configuration")
+    if not endpoint.url:
+        return None, ("the hub URL the collection gives the agent is not known (%s, Fleet's apiServerURL or the hub "
+                      "connection), so its credential was not checked" % hub_endpoint.URL)
+    return (endpoint.url.rstrip("/"), endpoint.ca), None
 
 
 def same_server(url, other):

@@ -28,13 +28,12 @@ def check_token_object(token, namespace, name, now=None):
 
 
 def _param(option, sources, token_param):
-    """The option a user changes to fix the hub URL or CA, from where the value came."""
-    source = sources.get(option)
-    if source == "parameter":
-        return option
+    """The option a user changes to fix the hub URL or CA (``option``: hub_endpoint's name), from where the value came
+    (``sources``: fleet_agent's result ``sources``)."""
+    source = sources.get(option.replace("hub_", "", 1))
     if source == "token":
         return token_param
-    return "hub_kubeconfig" if source == "hub_kubeconfig" else option
+    return source if source in ("hub_kubeconfig", "hub_ca_cert") else option
 
 
 def preflight(values, sources, token_param, proxy=None):
@@ -53,12 +52,12 @@ def preflight(values, sources, token_param, proxy=None):
                              "The token expired or was revoked (Fleet deletes expired tokens): create a new token with "
                              "fleet_registration_token and use it; nothing was installed")
     if any(word in error for word in _TLS_WORDS):
-        param = _param("api_server_ca", sources, token_param)
+        param = _param("hub_api_server_ca", sources, token_param)
         raise ParameterError(param, "the hub at %s presents a certificate that %s does not verify (%s)" % (
             url, "the given CA" if ca else "the system trust store", error),
-            "Give the CA that signed the hub API server's certificate (api_server_ca, or the hub kubeconfig's CA); the agent "
+            "Give the CA that signed the hub API server's certificate (hub_api_server_ca, or the hub kubeconfig's CA); the agent "
             "would fail the same way; nothing was installed")
-    param = _param("api_server_url", sources, token_param)
+    param = _param("hub_api_server_url", sources, token_param)
     raise ParameterError(param, "the hub is not reachable at %s: %s" % (url, error),
-                         "Give the hub API server URL the member can reach (api_server_url); the agent would fail the same "
+                         "Give the hub API server URL the member can reach (hub_api_server_url); the agent would fail the same "
                          "way; nothing was installed (preflight: false skips this check when only the member can reach the hub)")

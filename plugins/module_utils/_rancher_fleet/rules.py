@@ -132,8 +132,8 @@ def build_agent_values(token_values, extra_values=None, api_server_url=None, api
     if client_id:
         values["clientID"] = validate_client_id(client_id)
     if not values.get(API_SERVER_URL_KEY):
-        raise ParameterError("api_server_url", "the hub's API server URL is unknown",
-                             "Set api_server_url, or hub_kubeconfig so it can be read from there")
+        raise ParameterError("hub_api_server_url", "the hub's API server URL is unknown",
+                             "Set hub_api_server_url, or a hub connection (hub_kubeconfig, hub_context) to read it from")
     if not values.get("tokenName") or not values.get("token"):
         raise ParameterError("token_name", "the values carry no registration token",
                              "Read them from the hub with token_name/token_namespace, or give values_file")
