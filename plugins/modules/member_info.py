@@ -120,6 +120,19 @@ options:
       - Shown in the output, except the parts that look like credentials; put secrets in O(agent_secret_values).
     type: dict
     default: {}
+  agent_images:
+    description:
+      - The agent images wanted per fleet manager, as its agent module's image options set them; for C(kubefleet)
+        C(repository), C(tag) and C(refresh_token_repository) (M(fleetops.registration.kubefleet_member_agent)'s
+        O(fleetops.registration.kubefleet_member_agent#module:image_repository),
+        O(fleetops.registration.kubefleet_member_agent#module:image_tag) and
+        O(fleetops.registration.kubefleet_member_agent#module:refresh_token_image_repository)).
+      - Only the images given are compared (one not given is whatever the chart ships); a release that runs another
+        gives the action C(upgrade). The agent setting's C(image_registry) applies to the repositories as the agent
+        module applies it.
+    type: dict
+    default: {}
+    version_added: 0.3.0
   agent_secret_values:
     description:
       - Chart values that are secrets, per fleet manager (what the agent modules take as C(secret_values)), merged over
