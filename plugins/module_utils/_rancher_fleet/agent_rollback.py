@@ -51,7 +51,8 @@ class ManagedAgentRollback:
             raise ParameterError("previous_agent_fields", "is required to roll back an agent Fleet manages (release %s)"
                                  % facts["adopted"][0], "Give the Cluster's agent fields as member_info read them before the "
                                  "change (its hub view's agent_fields), as the playbook upgrade_agents does")
-        find_cluster = self._agent_cluster_finder((facts["release"] or {}).get("values") or {})
+        release = facts["release"] or facts["releases"].get(facts["adopted"][0])
+        find_cluster = self._agent_cluster_finder((release or {}).get("values") or {})
         cluster = find_cluster()
         if cluster is None:
             raise FleetOpsError("the hub has no Cluster for this agent (%s)" % find_cluster.description.split(" to ", 1)[-1])
@@ -65,7 +66,7 @@ class ManagedAgentRollback:
         self.module.hide(*agent_settings.credential_values(fields_setting(restored)))
         result = {"changed": bool(update), "action": "restore_cluster_agent_fields" if update else "none",
                   "reasons": ["%s's %s differ from before the change" % (where, ", ".join(sorted(update)))] if update else [],
-                  "release": release_view(facts["release"]), "rolled_back_from": None, "fleet_managed_releases": facts["adopted"],
+                  "release": release_view(release), "rolled_back_from": None, "fleet_managed_releases": facts["adopted"],
                   "restored_agent_fields": sorted(update)}
         if update and not self.check_mode:
             patch = {"metadata": {"annotations": {PREVIOUS_FIELDS_ANNOTATION: None}}, "spec": update}
