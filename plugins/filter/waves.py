@@ -13,6 +13,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 RELEASE_KEYS = ("name", "namespace", "chart", "chart_version", "revision", "status")
 # The member_join role's registered result of each manager's rollback (tasks_from: rollback).
 NOTHING_TO_ROLL_BACK = "nothing to roll back (as before the run)"
+# The playbook's note of why a member failed (upgrade_agents.yml's rescue).
+FAILURE = "upgrade_agents__failure"
 ROLLBACK_RESULTS = {"rancher_fleet": "member_join_fleet_rollback", "kubefleet": "member_join_kubefleet_rollback"}
 
 
@@ -64,9 +66,6 @@ def _after_failure(manager, before, rollback):
         # An agent Fleet manages: the module returns only once Fleet redeployed it with the fields and it checked in.
         return "rolled back (the Cluster's %s restored, the agent redeployed by Fleet)" % ", ".join(restored), after
     return "rolled back", after
-
-
-FAILURE = "upgrade_agents__failure"
 
 
 def wave_result(host_vars, failure=None):

@@ -55,7 +55,8 @@ class ManagedAgentRollback:
         find_cluster = self._agent_cluster_finder((release or {}).get("values") or {})
         cluster = find_cluster()
         if cluster is None:
-            raise FleetOpsError("the hub has no Cluster for this agent (%s)" % find_cluster.description.split(" to ", 1)[-1])
+            raise FleetOpsError("the hub has no Cluster this agent registered as, so the agent fields Fleet deploys it from "
+                                "cannot be rolled back", "Join the member again (join_cluster), which predefines its Cluster")
         meta, spec = cluster.get("metadata") or {}, cluster.get("spec") or {}
         planned = restore_update(spec, (meta.get("annotations") or {}).get(PREVIOUS_FIELDS_ANNOTATION), before)
         where = "Cluster %s/%s" % (meta.get("namespace"), meta.get("name"))
