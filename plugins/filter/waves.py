@@ -12,6 +12,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 
 RELEASE_KEYS = ("name", "namespace", "chart", "chart_version", "revision", "status")
 # The member_join role's registered result of each manager's rollback (tasks_from: rollback).
+NOTHING_TO_ROLL_BACK = "nothing to roll back (as before the run)"
+# The playbook's note of why a member failed (upgrade_agents.yml's rescue).
+FAILURE = "upgrade_agents__failure"
 ROLLBACK_RESULTS = {"rancher_fleet": "member_join_fleet_rollback", "kubefleet": "member_join_kubefleet_rollback"}
 
 
@@ -24,11 +27,15 @@ def _release(release):
 
 def agent_releases(member_state):
     """``{manager: release}`` of the agent releases a member runs, from its member_info entry (the member_join role's
-    read before any step): what a rollback returns to. Managers whose agent is not installed are left out."""
+    read before any step): what a rollback returns to. Managers whose agent is not installed are left out. A Rancher
+    Fleet release carries the Cluster's ``agent_fields`` too (what Fleet deploys an agent it manages from)."""
     found = {}
     for manager, state in sorted(((member_state or {}).get("managers") or {}).items()):
         release = _release(((state or {}).get("member") or {}).get("release"))
         if release is not None and release.get("status") == "deployed":
+            hub = (state or {}).get("hub")
+            if manager == "rancher_fleet":
+                release["agent_fields"] = (hub if isinstance(hub, dict) else {}).get("agent_fields")
             found[manager] = release
     return found
 
@@ -52,14 +59,22 @@ def _after_failure(manager, before, rollback):
     if rollback.get("failed"):
         return "failed, rollback failed: %s" % rollback.get("msg", ""), _release(rollback.get("release"))
     after = _release(rollback.get("release")) or before
-    return ("rolled back" if rollback.get("changed") else "failed (release unchanged)"), after
+    if not rollback.get("changed"):
+        return NOTHING_TO_ROLL_BACK, after
+    restored = rollback.get("restored_agent_fields")
+    if restored:
+        # An agent Fleet manages: the module returns only once Fleet redeployed it with the fields and it checked in.
+        return "rolled back (the Cluster's %s restored, the agent redeployed by Fleet)" % ", ".join(restored), after
+    return "rolled back", after
 
 
 def wave_result(host_vars, failure=None):
     """What the run left on one member: per manager its ``before`` and ``after`` release and the ``outcome``, the
     member's overall ``outcome`` and one ``line``. ``host_vars``: the member's variables after the member_join role
-    (``member_join_releases_before``, ``member_join_summary``, the rollback results); ``failure``: why the member
-    failed (then its agents were rolled back), None when it passed."""
+    (``member_join_releases_before``, ``member_join_summary``, the rollback results, and the playbook's note of why
+    the member failed, ``upgrade_agents__failure``); ``failure``: why the member failed (then its agents were rolled
+    back), when not that note; None for both when it passed."""
+    failure = failure if failure is not None else host_vars.get(FAILURE)
     befores = host_vars.get("member_join_releases_before") or {}
     summary = host_vars.get("member_join_summary") or {}
     managers = [name for name in registry.MANAGERS if name in befores or name in summary]
@@ -73,7 +88,9 @@ def wave_result(host_vars, failure=None):
         result["managers"][manager] = {"outcome": outcome, "before": before, "after": after}
     outcomes = [item["outcome"] for item in result["managers"].values()]
     if failure is not None:
-        result["outcome"] = "rolled back" if outcomes and all(o == "rolled back" for o in outcomes) else "failed"
+        back = [o for o in outcomes if o.startswith("rolled back") or o == NOTHING_TO_ROLL_BACK]
+        rolled = any(o.startswith("rolled back") for o in outcomes)
+        result["outcome"] = "rolled back" if rolled and len(back) == len(outcomes) else "failed"
         result["failure"] = failure
     else:
         result["outcome"] = "upgraded" if any(o in ("upgraded", "installed") for o in outcomes) else "unchanged"

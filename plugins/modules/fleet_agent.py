@@ -107,7 +107,6 @@ options:
       - The aliases O(api_server_url) and O(hub_url) are deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [api_server_url, hub_url]
-    version_added: 0.3.0
   hub_api_server_ca:
     description:
       - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate, overriding the
@@ -116,7 +115,6 @@ options:
       - The alias O(api_server_ca) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [api_server_ca]
-    version_added: 0.3.0
   labels:
     description:
       - Labels the hub puts on the Cluster it creates at registration (C(labels.KEY) values, set as strings like
@@ -187,9 +185,18 @@ options:
       - Record the revision before a change from the release's C(revision) (RV(release), or
         M(fleetops.registration.member_info)'s member view); the revision must be one Helm still keeps (C(helm history)).
       - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
-      - Only with O(state=present). Not done while Fleet manages the agent itself (C(manageAgent)), as Fleet would redeploy
-        its own version.
+      - Only with O(state=present). While Fleet manages the agent itself (C(manageAgent)), Fleet would redeploy its own
+        version over a Helm rollback, so the Cluster's agent fields go back instead (O(previous_agent_fields)) and the
+        module waits until Fleet has redeployed the agent with them and the agent checked in.
     type: int
+  previous_agent_fields:
+    description:
+      - With O(rollback_to_revision) on an agent Fleet manages, the Cluster's agent fields before the change being rolled
+        back, as M(fleetops.registration.member_info) read them (the Rancher Fleet hub view's C(agent_fields);
+        environment values as fingerprints). M(fleetops.registration.fleet_cluster) records on the Cluster the fields a
+        change replaces (annotation C(fleetops.io/agent-fields-before)); they are written back when they lead to these,
+        nothing changes when the Cluster still has them, and the module fails naming the fix when neither holds.
+    type: dict
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
@@ -273,7 +280,7 @@ chart_version:
   type: str
 action:
   description: What Helm did, or would do in check mode - C(none), C(install), C(upgrade) or (with O(rollback_to_revision))
-    C(rollback).
+    C(rollback), or for an agent Fleet manages C(restore_cluster_agent_fields).
   returned: when state is present
   type: str
   sample: upgrade
@@ -283,6 +290,13 @@ rolled_back_from:
   type: dict
   sample: {"name": "fleet-agent", "namespace": "cattle-fleet-system", "chart": "fleet-agent", "chart_version": "0.16.1",
            "status": "deployed", "revision": 3}
+restored_agent_fields:
+  description: With O(rollback_to_revision) on an agent Fleet manages, the Cluster's agent fields written back (empty when
+    the Cluster still had them).
+  returned: with O(rollback_to_revision) on an agent Fleet manages
+  type: list
+  elements: str
+  sample: ["privateRepoURL"]
 preflight_user:
   description: The user the hub saw for the registration token in the preflight (null when the hub does not tell).
   returned: when the preflight ran and the hub told
@@ -360,6 +374,7 @@ def argument_spec():
         release_departed_lease=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
         rollback_to_revision=dict(type="int"),
+        previous_agent_fields=dict(type="dict"),
     )
 
 

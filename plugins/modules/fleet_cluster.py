@@ -22,6 +22,9 @@ description:
     context and files it names (CA, client certificate and key, token file) are embedded, because Fleet reads it on the hub.
   - Labels are reconciled on every run, also after registration (Fleet's agent can only set them once), with the changes
     reported in RV(label_changes).
+  - A change of the Cluster's agent fields (O(agent)) records the fields it replaces in the annotation
+    C(fleetops.io/agent-fields-before), so M(fleetops.registration.fleet_agent) with O(fleetops.registration.fleet_agent#module:rollback_to_revision)
+    can give them back to an agent Fleet manages (the playbook C(fleetops.registration.upgrade_agents) does).
   - C(state=absent) deletes the Cluster, the kubeconfig Secret the module created for it, and the ClusterRegistrations Fleet
     leaves behind for its client ID (fleet#1651).
 author:
@@ -135,14 +138,12 @@ options:
       - The alias O(agent_api_server_url) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [agent_api_server_url]
-    version_added: 0.3.0
   hub_api_server_ca:
     description:
       - PEM text (or the path of a PEM file) of the CA the agent should trust for O(hub_api_server_url).
       - The alias O(agent_api_server_ca) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [agent_api_server_ca]
-    version_added: 0.3.0
   wait:
     description:
       - With state C(present), wait until the agent has checked in (C(status.agent.lastSeen) is set).

@@ -78,7 +78,6 @@ options:
       - The alias O(hub_url) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [hub_url]
-    version_added: 0.3.0
   hub_api_server_ca:
     description:
       - PEM text, or the path of a PEM file, of the CA that signed the hub API server's certificate; only its
@@ -88,7 +87,6 @@ options:
       - The alias O(hub_ca_pem) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [hub_ca_pem]
-    version_added: 0.3.0
   hub_insecure_skip_tls_verify:
     description:
       - Let the member agent skip verifying the hub's certificate. For tests only.

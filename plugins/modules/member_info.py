@@ -115,13 +115,11 @@ options:
       - The alias O(hub_url) is deprecated and will be removed in release 1.0.0.
     type: str
     aliases: [hub_url]
-    version_added: 0.3.0
   hub_api_server_ca:
     description:
       - PEM text, or the path of a PEM file, of the CA the agents trust for the hub, when it differs from Fleet's
         configured C(apiServerCA) (Rancher Fleet), O(hub_ca_cert) and the hub kubeconfig's CA.
     type: str
-    version_added: 0.3.0
   agent_chart_versions:
     description:
       - The agent chart version wanted per fleet manager, for example C(rancher_fleet=0.16.0); a release of
@@ -132,6 +130,18 @@ options:
     description:
       - Extra chart values wanted per fleet manager; a release whose values lack them gives the action C(upgrade).
       - Shown in the output, except the parts that look like credentials; put secrets in O(agent_secret_values).
+    type: dict
+    default: {}
+  agent_images:
+    description:
+      - The agent images wanted per fleet manager, as its agent module's image options set them; for C(kubefleet)
+        C(repository), C(tag) and C(refresh_token_repository) (M(fleetops.registration.kubefleet_member_agent)'s
+        O(fleetops.registration.kubefleet_member_agent#module:image_repository),
+        O(fleetops.registration.kubefleet_member_agent#module:image_tag) and
+        O(fleetops.registration.kubefleet_member_agent#module:refresh_token_image_repository)).
+      - Only the images given are compared (one not given is whatever the chart ships); a release that runs another
+        gives the action C(upgrade). The agent setting's C(image_registry) applies to the repositories as the agent
+        module applies it.
     type: dict
     default: {}
   agent_secret_values:

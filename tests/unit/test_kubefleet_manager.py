@@ -118,6 +118,20 @@ def desired(**changes):
     (hub(), member(**{"configured.hub_ca_sha256": None}), desired(), "upgrade", "trusts another hub CA (sha256 none)"),
     (hub(), member(**{"configured.hub_ca_extra": True}), desired(), "upgrade", "holds more than certificates"),
     (hub(), member(**{"configured.member_name": "west-2"}), desired(), "upgrade", "joins as west-2, not east-1"),
+    # the images the inventory sets are compared with the release's (issue 32: a changed repository was "unchanged")
+    (hub(), member(**{"release.values.image": {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0"}}),
+     desired(images={"repository": "mirror.example/fleet/member-agent"}), "upgrade",
+     "image.repository is ghcr.io/azure/fleet/member-agent, not mirror.example/fleet/member-agent"),
+    (hub(), member(**{"release.values.image": {"repository": "ghcr.io/azure/fleet/member-agent", "tag": "v0.14.0"}}),
+     desired(images={"tag": "v0.15.0"}), "upgrade", "image.tag is v0.14.0, not v0.15.0"),
+    (hub(), member(), desired(images={"refresh_token_repository": "mirror.example/fleet/refresh-token"}), "upgrade",
+     "refreshtoken.repository is the chart's default, not mirror.example/fleet/refresh-token"),
+    # the setting's registry applies to the repository as the agent module applies it; an image not set is not compared
+    (hub(), member(**{"release.values.image": {"repository": "mirror:5000/fleet/member-agent", "tag": "v0.14.0"},
+                      "agent_pod.containers": [{"name": "member-agent", "image": "mirror:5000/fleet/member-agent:v0.14.0",
+                                                "env": {}, "resources": {}}]}),
+     desired(images={"repository": "registry.example/fleet/member-agent"}, agent={"image_registry": "mirror:5000"}), "none", None),
+    (hub(), member(), desired(images={}), "none", None),
     # what the options do not say is not drift; the member's values are never the measure
     (hub(), member(wanted=None, **{"configured.hub_url": "https://attacker:443", "credential.accepted": None,
                                    "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),

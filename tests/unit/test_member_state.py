@@ -26,7 +26,7 @@ def test_desired_state_per_manager():
     assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
                                                 "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
                                                 "rotate": False, "credential_max_age": None, "agent": None,
-                                                "identity_namespace": None, "token_lifetime": None}
+                                                "identity_namespace": None, "token_lifetime": None, "images": {}}
     fleet = desired_for("rancher_fleet", params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
     rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))

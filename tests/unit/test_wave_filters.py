@@ -45,7 +45,7 @@ def test_a_member_that_failed_says_whether_it_was_rolled_back():
     assert rolled["outcome"] == "rolled back" and rolled["failure"] == "timed out"
     assert rolled["managers"]["kubefleet"]["after"]["revision"] == 3 and rolled["line"].endswith(" - timed out")
     unchanged = wave_result(_host(member_join_kubefleet_rollback={"changed": False, "release": REV1}), "preflight failed")
-    assert (unchanged["outcome"], unchanged["managers"]["kubefleet"]["outcome"]) == ("failed", "failed (release unchanged)")
+    assert (unchanged["outcome"], unchanged["managers"]["kubefleet"]["outcome"]) == ("failed", "nothing to roll back (as before the run)")
     broken = wave_result(_host(member_join_kubefleet_rollback={"failed": True, "msg": "no revision 1"}), "timed out")
     assert broken["outcome"] == "failed" and "rollback failed: no revision 1" in broken["line"]
     assert wave_result(_host(), "timed out")["managers"]["kubefleet"]["outcome"] == "failed, NOT rolled back"
@@ -67,3 +67,34 @@ def test_join_summary_names_the_agent_release_after_the_run():
     ran = join_summary(info, {"member_join__kf_agent": {"changed": True, "release": dict(REV1, revision=2)}})
     assert ran["kubefleet"]["release"]["revision"] == 2 and "values" not in ran["kubefleet"]["release"]
     assert join_summary(info, {})["kubefleet"]["release"]["revision"] == 1
+
+
+FLEET_REV = {"name": "fleet-agent", "namespace": "cattle-fleet-system", "chart": "fleet-agent", "chart_version": "0.16.1",
+             "revision": 1, "status": "deployed"}
+
+
+def _both_before():
+    managers = {"kubefleet": {"member": {"release": REV1}, "hub": {}},
+                "rancher_fleet": {"member": {"release": FLEET_REV}, "hub": {"agent_fields": {"privateRepoURL": "mirror:5000"}}}}
+    return agent_releases({"name": "member1", "managers": managers})
+
+
+def test_a_fleet_release_records_the_clusters_agent_fields_before_the_run():
+    before = _both_before()
+    assert before["rancher_fleet"]["agent_fields"] == {"privateRepoURL": "mirror:5000"}
+    assert "agent_fields" not in before["kubefleet"]
+
+
+def test_a_fleet_managed_agent_is_rolled_back_only_by_its_restored_cluster():
+    restored = {"changed": True, "release": FLEET_REV, "restored_agent_fields": ["privateRepoURL"]}
+    host = _host(member_join_releases_before=_both_before(), member_join_fleet_rollback=restored,
+                 member_join_kubefleet_rollback={"changed": True, "release": dict(REV1, revision=3)})
+    result = wave_result(host, "timed out")
+    assert result["outcome"] == "rolled back", result
+    assert result["managers"]["rancher_fleet"]["outcome"] == ("rolled back (the Cluster's privateRepoURL restored, the agent "
+                                                              "redeployed by Fleet)")
+    assert "agent_fields" not in result["managers"]["rancher_fleet"]["after"]
+    untouched = dict(host, member_join_fleet_rollback={"changed": False, "release": FLEET_REV, "restored_agent_fields": []})
+    assert wave_result(untouched, "timed out")["outcome"] == "rolled back"
+    refused = dict(host, member_join_fleet_rollback={"failed": True, "msg": "not recorded"})
+    assert wave_result(refused, "timed out")["outcome"] == "failed"

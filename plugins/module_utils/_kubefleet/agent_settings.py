@@ -41,3 +41,28 @@ def with_setting(values, setting, chart_defaults=None):
                                                 else "refresh_token_image_repository"))
         values[image] = dict(values.get(image) or {}, repository=with_registry(repository, registry))
     return values
+
+
+# The member agent's images as the inventory may set them (kubefleet_member_agent's options), and where the chart keeps
+# each: a wave that changes one is compared with the release like any chart value.
+IMAGE_VALUES = (("repository", "image", "repository"), ("tag", "image", "tag"),
+                ("refresh_token_repository", "refreshtoken", "repository"))
+
+
+def image_drift(values, images, setting=None):
+    """Why the member-agent release ``values`` do not run the ``images`` the inventory sets (``{repository, tag,
+    refresh_token_repository}``; an option not set means whatever the chart ships, so it is not compared), with the
+    setting's ``image_registry`` applied as the agent module applies it; [] when they do."""
+    values = values if isinstance(values, dict) else {}
+    registry = (setting or {}).get("image_registry")
+    found = []
+    for key, section, field in IMAGE_VALUES:
+        wanted = (images or {}).get(key)
+        if not wanted:
+            continue
+        if field == "repository" and registry:
+            wanted = with_registry(wanted, registry)
+        live = (values.get(section) if isinstance(values.get(section), dict) else {}).get(field)
+        if live != wanted:
+            found.append("the member agent's %s.%s is %s, not %s" % (section, field, live or "the chart's default", wanted))
+    return found

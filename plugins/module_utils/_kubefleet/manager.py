@@ -34,6 +34,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     agent_configuration, agent_hub_endpoint, configuration_drift, identity_username, secret_token, wanted_configuration, wanted_labels,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import image_drift
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
@@ -124,6 +125,8 @@ def _upgrade_reasons(member, desired):
         reasons.append("chart version %s -> %s" % (release.get("chart_version"), desired["chart_version"]))
     if desired.get("values") and not values_cover(release.get("values"), desired["values"]):
         reasons.append("values differ")
+    if release:
+        reasons += image_drift(release.get("values"), desired.get("images"), desired.get("agent"))
     if tls_problem((member.get("credential") or {}).get("problem")):
         reasons.append("the hub CA the collection gives the member agent does not verify the hub's certificate")
     if tls_problem(member.get("configured_ca_problem")):

@@ -19,6 +19,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.module impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import ManagedAgentRollback
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
@@ -50,7 +51,7 @@ def _source(source):
     return "parameter" if source in (hub_endpoint.URL, hub_endpoint.CA) else source
 
 
-class AgentRunner(AgentFlow, AgentRemoval, Runner):
+class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
     """fleet_agent."""
 
     def __init__(self, module):
@@ -173,9 +174,8 @@ class AgentRunner(AgentFlow, AgentRemoval, Runner):
         if self.params.get("rollback_to_revision") is not None and self.params.get("state") == "present":
             facts = read_member(self.module.kube())
             if facts["adopted"] and facts["deployment"] is not None:
-                raise ParameterError("rollback_to_revision", "Fleet manages the agent on this cluster (release %s), so "
-                                     "fleet-agent is not rolled back" % facts["adopted"][0],
-                                     "Fleet upgrades and rolls back its agents itself; drop rollback_to_revision")
+                # Fleet redeploys its agent from the Cluster's agent fields: those are what goes back.
+                return self.rollback_managed(facts)
             return self.rollback()
         return super().run()
 

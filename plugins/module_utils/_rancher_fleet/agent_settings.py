@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import (
     env_list, fingerprint, node_selector_affinity, replacing, same_resources,
@@ -98,3 +99,72 @@ def chart_values(values, setting):
         cattle = dict(((values.get("global") or {}).get("cattle") or {}), systemDefaultRegistry=setting["image_registry"])
         values["global"] = dict(values.get("global") or {}, cattle=cattle)
     return values
+
+
+# -- rolling a change back -------------------------------------------------------------------------------------------
+# Fleet keeps no history of a Cluster, so fleet_cluster records on the Cluster the agent fields a change replaced; the
+# rollback of a Fleet-managed agent (fleet_agent rollback_to_revision) writes them back and Fleet redeploys its agent.
+PREVIOUS_FIELDS_ANNOTATION = "fleetops.io/agent-fields-before"
+
+
+def _same_field(field, live, value):
+    if field == "agentResources" and live and value:
+        return same_resources(live, value)
+    if field == "agentEnvVars":
+        return sorted((i.get("name"), i.get("value")) for i in live or []) == sorted((i.get("name"), i.get("value")) for i in value or [])
+    return (live or None) == (value or None)
+
+
+def change_record(setting, spec):
+    """The annotation value recording the agent fields of ``spec`` the setting (from ``fleet_setting``) replaces, as JSON
+    ``{"fields": {field: its value before, or null}}``; None when the setting changes none of them."""
+    spec = spec or {}
+    changed = sorted(field for field, value in cluster_fields(setting).items() if not _same_field(field, spec.get(field), value))
+    if not changed:
+        return None
+    return json.dumps({"fields": dict((field, spec.get(field)) for field in changed)}, sort_keys=True)
+
+
+def recorded_fields(annotation):
+    """``{field: value before}`` from a ``change_record`` annotation; None when absent or unreadable."""
+    try:
+        record = json.loads(annotation) if annotation else None
+    except ValueError:
+        return None
+    fields = record.get("fields") if isinstance(record, dict) else None
+    if not isinstance(fields, dict) or not set(fields) <= set(CLUSTER_FIELDS):
+        return None
+    return fields
+
+
+def restore_update(spec, annotation, before_view):
+    """``(spec update, restored fields)`` that give the Cluster back the agent fields ``before_view`` (its ``spec_view``
+    before the change, as member_info read it) describes: ``({}, current fields)`` when it still has them, None when the
+    record on the Cluster (``change_record``) does not lead back to them."""
+    spec = spec or {}
+    current = dict((field, spec.get(field)) for field in CLUSTER_FIELDS if spec.get(field))
+    if spec_view(spec) == (before_view or {}):
+        return {}, current
+    recorded = recorded_fields(annotation)
+    if recorded is None:
+        return None
+    restored = dict(current, **recorded)
+    restored = dict((field, value) for field, value in restored.items() if value)
+    if spec_view(restored) != (before_view or {}):
+        return None
+    update = dict((field, replacing(spec.get(field), restored.get(field))) for field in CLUSTER_FIELDS
+                  if not _same_field(field, spec.get(field), restored.get(field)))
+    return update, restored
+
+
+def fields_setting(fields):
+    """The agent setting (``fleet_setting``'s shape) that the Cluster's agent ``fields`` give Fleet's agent."""
+    fields = fields or {}
+    setting = {}
+    for key, field in (("tolerations", "agentTolerations"), ("affinity", "agentAffinity"), ("resources", "agentResources"),
+                       ("image_registry", "privateRepoURL")):
+        if fields.get(field):
+            setting[key] = copy.deepcopy(fields[field])
+    if fields.get("agentEnvVars"):
+        setting["env"] = dict((item.get("name"), item.get("value") or "") for item in fields["agentEnvVars"])
+    return setting or None

@@ -26,7 +26,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import fleet_setting, spec_update
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import (
+    PREVIOUS_FIELDS_ANNOTATION, change_record, fields_setting, fleet_setting, recorded_fields, spec_update,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
 )
@@ -56,6 +58,15 @@ def _client_ids_once(items):
             raise ParameterError("clusters[%d].client_id" % index, "is also given to %s" % seen[client_id],
                                  "Give each cluster its own client ID (or leave it unset to generate one)")
         seen.setdefault(client_id, item["name"])
+
+
+def _without_record(cluster):
+    """The Cluster for a diff: the record of its previous agent fields left out (it may hold an old proxy password)."""
+    annotations = (cluster.get("metadata") or {}).get("annotations") or {}
+    if PREVIOUS_FIELDS_ANNOTATION not in annotations:
+        return cluster
+    annotations = dict((k, v) for k, v in annotations.items() if k != PREVIOUS_FIELDS_ANNOTATION)
+    return dict(cluster, metadata=dict(cluster["metadata"], annotations=annotations))
 
 
 class ClusterRunner(Runner):
@@ -156,6 +167,11 @@ class ClusterRunner(Runner):
                                                  self.params.get("labels_mode"), secret_name,
                                                  identity_annotations(self.params.get("cluster_identity")))
         desired["spec"].update(spec_update(self.setting, current_spec))
+        record = change_record(self.setting, current_spec) if current is not None else None
+        if record is not None:
+            # What the change replaces, for a rollback (fleet_agent rollback_to_revision on an agent Fleet manages).
+            self.module.hide(*agent_settings.credential_values(fields_setting(recorded_fields(record))))
+            desired["metadata"].setdefault("annotations", {})[PREVIOUS_FIELDS_ANNOTATION] = record
         return {"current": current, "desired": desired, "secret": secret, "secret_name": secret_name, "client_id": client_id,
                 "generated": generated, "labels": labels, "result_labels": result_labels}
 
@@ -250,8 +266,8 @@ class ClusterRunner(Runner):
             "cluster": cluster_summary(plan["cluster"] or {}),
             "cluster_namespace_repair": plan["namespace_repair"],
         }
-        before = {"cluster": clean(current) if current else {}}
-        after = {"cluster": plan["outcome"].after or {}}
+        before = {"cluster": _without_record(clean(current) if current else {})}
+        after = {"cluster": _without_record(plan["outcome"].after or {})}
         if secret_outcome is not None:
             before["kubeconfig_secret"] = secret_outcome.before or {}
             after["kubeconfig_secret"] = secret_outcome.after or {}
