@@ -68,8 +68,8 @@ def test_worked_out_settings_the_token_lives_three_waits_and_the_rollback_waits_
 
 def test_each_step_gets_the_settings_and_the_member_s_state_its_options_are_wired_to():
     state = {"run_id": "r1", "lock": {"holder": "x"}, "labels": {"a": "b"}, "identity": {"uid": "u"}}
-    found = wiring.with_state("member_join", _settings("member_join", {"fleetops_kubefleet_quarantine": "true",
-                                                                        "member_join_agent_secret_values": {"kubefleet": {"k": 1}}}), state)
+    host = {"fleetops_kubefleet_quarantine": "true", "member_join_agent_secret_values": {"kubefleet": {"k": 1}}}
+    found = wiring.with_state("member_join", _settings("member_join", host), state)
     args = wiring.module_args(wiring.MODULE_ARGS["member_join"], found)
     assert args["fleet_registration_token"]["name"] == "fleetops-join-r1" and args["fleet_registration_token"]["ttl"] == "900s"
     assert args["fleet_cluster"]["labels"] == {"a": "b"} and args["fleet_cluster"]["member_lock"] == {"holder": "x"}
