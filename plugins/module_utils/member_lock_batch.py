@@ -20,6 +20,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.member_lock 
     MAX_DURATION_SECONDS, LockHeld, MemberLock, lease_name, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec, new_run_id
+from ansible_collections.fleetops.registration.plugins.module_utils.times import RUN_LIFETIME_WAITS
 
 
 def lock_duration(params):
@@ -29,7 +30,7 @@ def lock_duration(params):
     if given is not None and not 0 < given <= MAX_DURATION_SECONDS:
         raise ParameterError("lock_duration", "%r is out of range" % (given,),
                              "Give whole seconds from 1 to %d (a day)" % MAX_DURATION_SECONDS)
-    return min(given or 3 * params["wait_timeout"], MAX_DURATION_SECONDS)
+    return min(given or RUN_LIFETIME_WAITS * params["wait_timeout"], MAX_DURATION_SECONDS)
 
 
 def run_by(params, environ=None):

@@ -16,6 +16,9 @@ from typing import Any, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 
+# A run lives three of its waits (wait_timeout): the member lock it holds and the registration token it makes.
+RUN_LIFETIME_WAITS = 3
+
 _UTC = datetime.timezone.utc
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})?$")
 

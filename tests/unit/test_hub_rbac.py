@@ -317,13 +317,15 @@ def test_the_shipped_files_are_what_kubectl_apply_takes(name):
 
 
 def test_the_roles_defaults_and_the_shipped_files_name_the_one_hub_namespace():
+    from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
     """labels.HUB_NAMESPACE owns the name; the roles' defaults (YAML cannot import it) and hub.yml must agree with it."""
     defaults = dict((role, yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()))
                     for role in ("hub", "member_join", "member_leave"))
     assert defaults["member_join"]["member_join_lock_namespace"] == HUB_NAMESPACE
     assert defaults["member_leave"]["member_leave_lock_namespace"] == HUB_NAMESPACE
-    for role, key in (("hub", "hub_kubefleet_namespace"), ("member_join", "member_join_kubefleet_identity_namespace"),
-                      ("member_leave", "member_leave_kubefleet_identity_namespace")):
-        assert "d('%s', true)" % HUB_NAMESPACE in defaults[role][key], (role, key)
+    assert "d('%s', true)" % HUB_NAMESPACE in defaults["hub"]["hub_kubefleet_namespace"]
+    # member_join and member_leave take it from the role wiring table, which imports it.
+    for role in ("member_join", "member_leave"):
+        assert role_wiring.SETTINGS[role]["kubefleet_identity_namespace"]["default"] == HUB_NAMESPACE
     namespaces = [doc["metadata"]["name"] for doc in _documents("hub.yml") if doc["kind"] == "Namespace"]
     assert HUB_NAMESPACE in namespaces

@@ -1,0 +1,88 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: step_args
+short_description: Work out a role's settings and each of its steps' module arguments (internal to the roles)
+version_added: 0.3.0
+description:
+  - Used by the roles C(member_join) and C(member_leave); not a stable interface of its own.
+  - Each setting of the role is its role variable when the play has one (set by the user, or a fixed default of the
+    role), else the first of its inventory variables that is set and not blank, else its default - one table in the
+    collection (C(plugin_utils/role_wiring.py)) says which, and which module option each step gives it. The filter
+    P(fleetops.registration.inventory_terms#filter) names the variables behind a module's option from the same table.
+  - Runs on the controller only; reads variables and changes nothing.
+author:
+  - fleetops.registration contributors (@fleetops)
+attributes:
+  check_mode:
+    support: full
+    description: Works the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+options:
+  role:
+    description: The role whose settings and steps to work out.
+    type: str
+    required: true
+    choices: [member_join, member_leave]
+  entry:
+    description: The role's entry point; V(rollback) works out only the arguments of the agents' rollback.
+    type: str
+    choices: [main, rollback]
+    default: main
+  states:
+    description:
+      - What member_info (or the lock, which reads a member again) returned for each member of the batch, by name.
+      - Given, the result also has the steps' module arguments, read from this member's state.
+    type: dict
+  served:
+    description: The fleet managers the hub serves (for a member that names none; C(member_leave)).
+    type: list
+    elements: str
+'''
+
+EXAMPLES = r'''
+- name: Work out the member's settings and what member_info is asked about it
+  fleetops.registration.step_args:
+    role: member_join
+  register: member_join__wiring
+'''
+
+RETURN = r'''
+settings:
+  description: Each setting of the role by name (without the role's prefix), as the role's steps use it.
+  returned: always
+  type: dict
+request:
+  description: What C(member_info) (C(member_join)) or C(member_lock) (C(member_leave)) is asked about this member.
+  returned: unless O(entry=rollback)
+  type: dict
+state:
+  description: This member's entry of O(states).
+  returned: when O(states) is given
+  type: dict
+args:
+  description:
+    - Per module (its short name), the arguments every step that runs it gets (the C(module_defaults) of the role's
+      block).
+  returned: when O(states) is given, or O(entry=rollback)
+  type: dict
+lift_quarantine:
+  description: Whether the KubeFleet member's quarantine is lifted after its steps (C(member_join)).
+  returned: when O(states) is given
+  type: bool
+problem:
+  description:
+    - Why the member cannot go on - no hub; with O(states), also no agent chart for a fleet manager it joins, its
+      state unreadable or its lock held by another run. Empty when it can go on.
+  returned: unless O(entry=rollback)
+  type: str
+'''

@@ -1,0 +1,161 @@
+"""The roles' wiring table (plugin_utils/role_wiring.py): where each setting comes from, what each step is given,
+and that every option a role passes has the inventory's words for an error."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring as wiring
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _defaults(role):
+    return yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()) or {}
+
+
+def _settings(role, host=None, hub=None, hub_group=("hub",), served=None):
+    """The settings a member gets from its host variables ``host`` (the role's defaults included) and the hub's."""
+    variables = dict(_defaults(role), inventory_hostname="member1", groups={"hub": list(hub_group)}, **(host or {}))
+    hubs = {"hub": hub or {}}
+
+    def get(name):
+        return variables.get(name, wiring.MISSING)
+
+    def hub_get(host_name, name):
+        return hubs.get(host_name, {}).get(name, wiring.MISSING)
+    return wiring.settings(role, get, hub_get, backend_request, served=served)
+
+
+def test_a_setting_is_its_role_variable_else_the_first_inventory_variable_set_else_its_default():
+    found = _settings("member_join")
+    assert found["cluster_name"] == "member1" and found["kubeconfig"] == "" and found["labels"] == {}
+    assert found["fleet_namespace"] == "fleet-default" and found["kubefleet_identity_namespace"] == "fleetops-system"
+    assert found["kubefleet_taints"] is None and found["replace_rebuilt"] is False and found["hub_host"] == "hub"
+    found = _settings("member_join", {"fleetops_cluster_name": "", "fleetops_kubeconfig": "/m", "fleetops_member_kubeconfig": "",
+                                      "fleetops_fleet_namespace": "clusters", "fleetops_replace_rebuilt": "yes"})
+    # a blank (what AWX injects for an empty field) counts as not set
+    assert found["cluster_name"] == "member1" and found["kubeconfig"] == "/m" and found["fleet_namespace"] == "clusters"
+    assert found["replace_rebuilt"] is True
+    found = _settings("member_join", {"fleetops_cluster_name": "edge-1", "member_join_cluster_name": "mine",
+                                      "fleetops_member_kubeconfig": "/cred", "fleetops_kubeconfig": "/m"})
+    assert found["cluster_name"] == "mine" and found["kubeconfig"] == "/cred"
+
+
+def test_the_hub_s_settings_come_from_the_single_hub_host_unless_a_credential_gives_them():
+    hub = {"fleetops_kubeconfig": "/hub", "fleetops_context": "hub", "fleetops_api_server_url": "https://h:6443"}
+    found = _settings("member_join", hub=hub)
+    assert (found["hub_kubeconfig"], found["hub_context"], found["hub_api_server_url"]) == ("/hub", "hub", "https://h:6443")
+    found = _settings("member_join", {"fleetops_hub_kubeconfig": "/awx", "fleetops_hub_context": ""}, hub=hub)
+    assert (found["hub_kubeconfig"], found["hub_context"]) == ("/awx", "hub")
+    found = _settings("member_leave", hub=hub, hub_group=("hub", "hub2"))
+    assert (found["hub_host"], found["hub_kubeconfig"]) == ("", "")
+    assert wiring.inventory_problem("member_leave", found).startswith("The hub is unknown")
+
+
+def test_worked_out_settings_the_token_lives_three_waits_and_the_rollback_waits_as_long():
+    found = _settings("member_join", {"member_join_wait_timeout": 200})
+    assert found["fleet_token_ttl"] == "600s" and found["rollback_wait_timeout"] == 200
+    assert _settings("member_join", {"member_join_fleet_token_ttl": "1h"})["fleet_token_ttl"] == "1h"
+    found = _settings("member_join", {"fleetops_backends": "", "fleetops_survey_backends": "kubefleet"})
+    assert (found["backends"], found["detect_backends"]) == (["kubefleet"], False)
+    found = _settings("member_leave", served=["rancher_fleet"])
+    assert found["backends"] == ["rancher_fleet"]
+
+
+def test_each_step_gets_the_settings_and_the_member_s_state_its_options_are_wired_to():
+    state = {"run_id": "r1", "lock": {"holder": "x"}, "labels": {"a": "b"}, "identity": {"uid": "u"}}
+    host = {"fleetops_kubefleet_quarantine": "true", "member_join_agent_secret_values": {"kubefleet": {"k": 1}}}
+    found = wiring.with_state("member_join", _settings("member_join", host), state)
+    args = wiring.module_args(wiring.MODULE_ARGS["member_join"], found)
+    assert args["fleet_registration_token"]["name"] == "fleetops-join-r1" and args["fleet_registration_token"]["ttl"] == "900s"
+    assert args["fleet_cluster"]["labels"] == {"a": "b"} and args["fleet_cluster"]["member_lock"] == {"holder": "x"}
+    assert args["kubefleet_member_cluster"]["quarantine"] == "hold" and "taints" not in args["kubefleet_member_cluster"]
+    assert args["kubefleet_member_agent"]["secret_values"] == {"k": 1} and "secret_values" not in args["fleet_agent"]
+    assert args["fleet_agent"]["kubeconfig"] == "" and args["kubefleet_member_identity"]["kubeconfig"] == ""
+    assert "quarantine" not in wiring.module_args(wiring.MODULE_ARGS["member_join"],
+                                                  wiring.with_state("member_join", _settings("member_join"), state))["kubefleet_member_cluster"]
+
+
+@pytest.mark.parametrize("quarantine, quarantined, member_object, lifted", [
+    (True, False, True, True), (False, True, True, True), (False, False, True, False), (True, True, False, False)])
+def test_the_quarantine_is_lifted_when_this_run_sets_it_or_an_earlier_one_left_it(quarantine, quarantined, member_object, lifted):
+    state = {"managers": {"kubefleet": {"steps": {"member_object": member_object}, "hub": {"quarantined": quarantined}}}}
+    assert wiring.lift_quarantine({"kubefleet_quarantine": quarantine}, state) is lifted
+    assert wiring.lift_quarantine({"kubefleet_quarantine": True}, {"managers": {}}) is False
+
+
+def test_the_inventory_check_names_a_missing_chart_or_the_member_s_own_error():
+    found = _settings("member_join", {"fleetops_fleet_agent_chart": "oci://x/fleet-agent"}, hub={"fleetops_kubeconfig": "/h"})
+    assert wiring.inventory_problem("member_join", found, {"managers": {"rancher_fleet": {}}}) is None
+    assert wiring.inventory_problem("member_join", found, {"managers": {"kubefleet": {}}}) == wiring.INVENTORY_HINT["member_join"]
+    assert wiring.inventory_problem("member_join", found, {"error": "name: bad"}) == "name: bad"
+
+
+@pytest.mark.parametrize("role", sorted(wiring.MODULE_ARGS))
+def test_every_option_a_role_passes_is_wired_to_a_known_setting_and_has_words(role):
+    known = set(wiring.SETTINGS[role]) | set(wiring.INVENTORY_ONLY) | set(wiring.DERIVED) | {
+        "state_lock", "state_labels", "state_identity", "state_run_id", "agent_chart_versions", "agent_values", "force"}
+    for module, options in wiring.MODULE_ARGS[role].items():
+        assert set(options.values()) <= known, (module, set(options.values()) - known)
+        words = wiring.option_words(role, module)
+        unnamed = [option for option, setting in options.items() if option not in words
+                   and setting not in ("state_lock", "state_identity", "state_run_id")
+                   and not setting.startswith("agent_") and setting != "force"]
+        assert not unnamed, (module, unnamed)
+
+
+def test_the_options_issue_32_found_unnamed_now_name_their_variables():
+    said = inventory_terms("agent: tolerations[0] must be a mapping", "member_join", "fleetops.registration.fleet_agent")
+    assert said.startswith("agent (from fleetops_agent (member_join_agent)): ")
+    said = inventory_terms("credential_max_age: 'soon' is not a duration", "member_join")
+    assert said.startswith("credential_max_age (from fleetops_credential_max_age (member_join_credential_max_age)): ")
+    assert "fleetops_kubefleet_member_agent_image_tag" in inventory_terms("image_tag: bad", "member_join", "kubefleet_member_agent")
+
+
+@pytest.mark.parametrize("role", sorted(wiring.SETTINGS))
+def test_every_setting_is_a_documented_role_variable_whose_inventory_variables_are_named(role):
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    options = dict(specs["argument_specs"]["main"]["options"])
+    options.update(specs["argument_specs"].get("rollback", {}).get("options", {}))
+    for name, spec in wiring.SETTINGS[role].items():
+        variable = "%s_%s" % (role, name)
+        assert variable in options, "%s is not in roles/%s/meta/argument_specs.yml" % (variable, role)
+        text = " ".join(options[variable]["description"])
+        missing = [source.split(":")[-1] for source in spec["sources"]
+                   if source != "inventory_hostname" and source.split(":")[-1] not in text]
+        assert not missing, (variable, missing)
+
+
+@pytest.mark.parametrize("role", sorted(wiring.SETTINGS))
+def test_a_default_is_written_once(role):
+    """A setting that comes from the inventory has its default in the table, not in the role's defaults too."""
+    defaults = _defaults(role)
+    twice = [name for name, spec in wiring.SETTINGS[role].items() if spec["sources"] and "%s_%s" % (role, name) in defaults]
+    assert not twice
+
+
+@pytest.mark.parametrize("role", ("hub", "member_join", "member_leave"))
+def test_a_documented_default_is_the_one_its_owner_sets(role):
+    """argument_specs documents each default; the owner is the role's defaults/main.yml, the wiring table (a setting
+    from the inventory) or the module (a setting the role leaves to it)."""
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_state import member_info_argument_spec
+    module_defaults = {"member_join_fleet_agent_stale_after": member_info_argument_spec()["stale_after"]["default"]}
+    defaults = _defaults(role)
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    for entry in specs.values():
+        for name, spec in entry.get("options", {}).items():
+            if "default" not in spec:
+                continue
+            setting = wiring.SETTINGS.get(role, {}).get(name[len(role) + 1:])
+            if name in defaults:
+                owner = defaults[name]
+            elif name in module_defaults:
+                owner = module_defaults[name]
+            else:
+                assert setting and setting["sources"], "%s documents a default nobody sets" % name
+                owner = setting["default"]
+            assert spec["default"] == owner, (name, spec["default"], owner)
