@@ -10,13 +10,13 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 module: step_args
 short_description: Work out a role's settings and each of its steps' module arguments (internal to the roles)
-version_added: 0.3.0
+version_added: 0.1.0
 description:
   - Used by the roles C(member_join) and C(member_leave); not a stable interface of its own.
   - Each setting of the role is its role variable when the play has one (set by the user, or a fixed default of the
     role), else the first of its inventory variables that is set and not blank, else its default - one table in the
-    collection (C(plugin_utils/role_wiring.py)) says which, and which module option each step gives it. The filter
-    P(fleetops.registration.inventory_terms#filter) names the variables behind a module's option from the same table.
+    collection (C(plugin_utils/role_wiring.py)) says which, and which module option each step gives it. The roles'
+    internal filter C(inventory_terms) names the variables behind a module's option from the same table.
   - Runs on the controller only; reads variables and changes nothing.
 author:
   - fleetops.registration contributors (@fleetops)
