@@ -103,6 +103,10 @@ def needs_recording(recorded, live):
     return recorded is None or any(live.get(key) and recorded.get(key) != live.get(key) for key, _annotation in KEYS)
 
 
+# The causes this module adds to a manager's findings, with their actions (both managers).
+CAUSES = {"cluster_replaced": "reregister", "identity_unrecorded": "relabel"}
+
+
 def judge(state, hub_object, live, replace_rebuilt=False):
     """``state`` (a manager's MemberState) with the member's identity taken into account.
 
@@ -127,12 +131,12 @@ def judge(state, hub_object, live, replace_rebuilt=False):
                              "%s (%s)" % (state.name, state.manager, "; ".join(changes)), hint=REPLACE_HINT)
     if changes:
         replaced_by = finding("cluster_replaced", "the cluster was replaced (%s); replace_rebuilt re-registers it" % "; ".join(changes),
-                              "reregister", "A re-run registers the new cluster under the member's name (replace_rebuilt).")
+                              CAUSES["cluster_replaced"], "A re-run registers the new cluster under the member's name (replace_rebuilt).")
         return MemberState.judged(state.manager, state.name, state.hub, state.member, [replaced_by] + state.findings)
     # every other action's steps write the member object, which records the identity
     if state.action == "none" and needs_recording(recorded, live):
         unrecorded = finding("identity_unrecorded", "the hub does not record which cluster the member is (kube-system UID) yet",
-                             "relabel", "A re-run records it on the member object.")
+                             CAUSES["identity_unrecorded"], "A re-run records it on the member object.")
         return MemberState.judged(state.manager, state.name, state.hub, state.member, state.findings + [unrecorded])
     return state
 

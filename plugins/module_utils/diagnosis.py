@@ -30,19 +30,24 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 CRASH_REASONS = ("CrashLoopBackOff", "RunContainerError", "CreateContainerConfigError", "CreateContainerError")
 EVENT_CAUSES = {"FailedCreate": "pod_rejected", "FailedMount": "mount_failed", "FailedScheduling": "unschedulable"}
+# The causes read from the agent's pods and events (action none: they say why, the table's findings say what to do).
+EXPLAINED_CAUSES = ("image_pull", "unschedulable", "pod_rejected", "mount_failed", "crash_loop", "pending")
 RECENT_EVENT_SECONDS = 3600
 
 
 def explained(cause: str, evidence: str, fix: str) -> Finding:
     """A finding read from the agent's pods or events: it explains why the agent is unhealthy, a re-run does nothing
     about it by itself (the action comes from the findings of the rule table)."""
+    if cause not in EXPLAINED_CAUSES + ("not_rolled_out",):
+        raise ValueError("not a cause the agent's pods show: %r" % cause)
     return finding(cause, evidence, "none", fix)
 
 
 def membership_rules(kind: str, leaving_key: str) -> List[Rule]:
     """The opening rows of both managers' tables: the hub has no ``kind`` object for the member, or is deleting it."""
     return [
-        Rule("not_member", "join", lambda hub, member, desired: "the hub has no %s named %s" % (kind, desired.get("name") or "for the member")
+        Rule("not_member", "join", lambda hub, member, desired: "the hub has no %s %s" % (
+            kind, "named %s" % desired["name"] if desired.get("name") else "for the member")
              if hub is None else None, "A re-run of join_cluster.yml joins it."),
         Rule("leaving", "join", lambda view, member, desired: "%s %s is being deleted" % (kind, view.get("name"))
              if view is not None and view.get(leaving_key) else None,

@@ -205,7 +205,7 @@ def test_rancher_fleet_findings():
 def test_both_managers_name_their_own_object_when_the_member_is_not_or_no_longer_one():
     for manager, kind, leaving in ((KUBEFLEET, "MemberCluster", {"leaving": True}),
                                    (FLEET, "Cluster", {"deleting": True, "checked_in": True})):
-        assert [f["evidence"] for f in manager.hub_findings(None)] == ["the hub has no %s named for the member" % kind]
+        assert [f["evidence"] for f in manager.hub_findings(None)] == ["the hub has no %s for the member" % kind]
         assert [f["evidence"] for f in manager.decide("east-1", None, None, {}).findings] == ["the hub has no %s named east-1" % kind]
         gone = manager.hub_findings(dict(leaving, name="east-1"))
         assert gone[0]["cause"] == "leaving" and gone[0]["evidence"] == "%s east-1 is being deleted" % kind, gone
