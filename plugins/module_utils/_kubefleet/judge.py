@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, findings
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CredentialRules, membership_rules, tls_problem
+from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CA_FIX, CredentialRules, membership_rules, tls_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
@@ -192,7 +192,7 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
                                         problem=_credential(member).get("problem") if member.get("hub_url") else None),
                     {"token_expired": "reregister", "hub_ca_untrusted": "upgrade", "hub_unreachable": "none",
                      "credential_rejected": "reregister"}, "a new token for the member's identity, swapped into the member's Secret"),
-    Rule("hub_ca_untrusted", "upgrade", _configured_ca_untrusted, UPGRADE),
+    Rule("hub_ca_untrusted", "upgrade", _configured_ca_untrusted, CA_FIX + " " + UPGRADE),
     Rule("wrong_identity", "reregister", _wrong_identity, "A re-run registers the member again with the identity the MemberCluster names."),
     Rule("agent_config_drift", "upgrade", _config_drift, UPGRADE),
     Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent."),
