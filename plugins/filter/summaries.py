@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import first
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import first
 
 AGENT_STEPS = ("join", "reregister", "install", "upgrade")
 

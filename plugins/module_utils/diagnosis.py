@@ -21,9 +21,7 @@ import json
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
-from ansible_collections.fleetops.registration.plugins.module_utils.findings import (  # noqa: F401 (first: for the summaries)
-    Finding, Rule, finding, first, ordered, problems,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import Finding, Rule, finding, ordered, problems
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import EVENT, POD
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 

@@ -123,7 +123,7 @@ def desired(**changes):
     (hub(), member(**{"configured.member_name": "west-2"}), desired(), "upgrade", "joins as west-2, not east-1"),
     # what the options do not say is not drift; the member's values are never the measure
     (hub(), member(wanted=None, hub_url=None, **{"configured.hub_url": "https://attacker:443", "credential.accepted": None,
-                                   "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),
+                                                 "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),
     # the hub reports the member unhealthy while its heartbeat is fresh: nothing a re-run repairs, not healthy
     (hub(healthy="False"), member(), desired(), "none", "Healthy=False"),
     (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "reconfigure",

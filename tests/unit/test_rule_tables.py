@@ -250,6 +250,6 @@ def test_member_info_fleet_status_and_the_inventory_agree_on_health(name, obj, h
     assert member_row(manager, view)["healthy"] is healthy
     host = fleet_members.build_hosts({name: [obj]}, NOW)["east-1"]
     assert host["vars"]["fleetops_healthy"] is healthy and host["vars"]["fleetops_" + name]["healthy"] is healthy
-    assert ("healthy" in host["groups"]) is healthy and (("unhealthy" in host["groups"]) or ("stale" in host["groups"])
-                                                           or ("not_joined" in host["groups"])) is not healthy
+    unhealthy_groups = set(("unhealthy", "stale", "not_joined", "leaving")) & set(host["groups"])
+    assert ("healthy" in host["groups"]) is healthy and bool(unhealthy_groups) is not healthy
     assert [item["cause"] for item in member_row(manager, view)["diagnosis"]] == [item["cause"] for item in findings.problems(state.findings)]
