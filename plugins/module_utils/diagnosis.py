@@ -41,12 +41,16 @@ def explained(cause: str, evidence: str, fix: str) -> Finding:
     return finding(cause, evidence, "none", fix)
 
 
+def _not_member(kind: str, hub: Optional[Dict[str, Any]], desired: Dict[str, Any]) -> Optional[str]:
+    if hub is not None:
+        return None
+    return "the hub has no %s %s" % (kind, "named %s" % desired["name"] if desired.get("name") else "for the member")
+
+
 def membership_rules(kind: str, leaving_key: str) -> List[Rule]:
     """The opening rows of both managers' tables: the hub has no ``kind`` object for the member, or is deleting it."""
     return [
-        Rule("not_member", "join", lambda hub, member, desired: "the hub has no %s %s" % (
-            kind, "named %s" % desired["name"] if desired.get("name") else "for the member")
-             if hub is None else None, "A re-run of join_cluster.yml joins it."),
+        Rule("not_member", "join", lambda hub, member, desired: _not_member(kind, hub, desired), "A re-run of join_cluster.yml joins it."),
         Rule("leaving", "join", lambda view, member, desired: "%s %s is being deleted" % (kind, view.get("name"))
              if view is not None and view.get(leaving_key) else None,
              "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml."),
@@ -142,9 +146,9 @@ def _container_finding(pod_name: str, namespace: str, status: Dict[str, Any]) ->
     where = "pod %s/%s container %s" % (namespace, pod_name, name)
     if waiting.get("reason") in IMAGE_PULL_REASONS:
         return explained("image_pull", "%s: %s: %s" % (where, waiting["reason"], waiting.get("message") or status.get("image")),
-                       "The member cannot pull %s: mirror it to a registry the member reaches and point the agent there "
-                       "(fleetops_agent_values: image repository, imagePullSecrets), or fix the registry's credentials or proxy. "
-                       "A re-run reinstalls the agent with the chart's image only when its release needs it." % status.get("image"))
+                         "The member cannot pull %s: mirror it to a registry the member reaches and point the agent there "
+                         "(fleetops_agent_values: image repository, imagePullSecrets), or fix the registry's credentials or proxy. "
+                         "A re-run reinstalls the agent with the chart's image only when its release needs it." % status.get("image"))
     last = (status.get("lastState") or {}).get("terminated") or {}
     if waiting.get("reason") in CRASH_REASONS or (status.get("restartCount") and last.get("exitCode") and not status.get("ready")):
         return explained("crash_loop", "%s restarted %s times, last exit code %s%s" % (
