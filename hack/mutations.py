@@ -33,11 +33,10 @@ BIN = Path(sys.executable).parent
 TARGETS = {
     'plugins/module_utils/_rancher_fleet/rules.py': None,
     'plugins/module_utils/_kubefleet/rules.py': None,
-    'plugins/module_utils/_rancher_fleet/manager.py': ('_release_reasons', '_agent_reasons', '_hub_reasons', '_wanted_reasons',
-                                                       'RancherFleet.decide'),
+    'plugins/module_utils/_rancher_fleet/judge.py': None,
     'plugins/module_utils/_kubefleet/views.py': ('heartbeat_problem',),
-    'plugins/module_utils/_kubefleet/manager.py': ('values_cover', '_join_reasons', '_reregister_reasons',
-                                                   '_install_reasons', '_upgrade_reasons', '_relabel_reasons', 'KubeFleet.decide'),
+    'plugins/module_utils/_kubefleet/judge.py': None,
+    'plugins/module_utils/findings.py': None,
     'plugins/module_utils/helm.py': ('ReleasePlan',),
     'plugins/module_utils/labels.py': None,
     'plugins/module_utils/times.py': None,
@@ -49,7 +48,7 @@ EXCLUDED_OPERATORS = ('core/ReplaceBinaryOperator_Mod_.*', 'core/ReplaceComparis
 # The unit tests that may exercise that code (pure, no subprocess); each file's session runs those that do.
 TESTS = ('test_fleet_rules', 'test_fleet_plans', 'test_fleet_managers', 'test_kubefleet_logic', 'test_kubefleet_manager',
          'test_shared_logic', 'test_parsing', 'test_hub_logic', 'test_member_state', 'test_batch', 'test_member_batch',
-         'test_role_filters', 'test_inventory_mapping', 'test_decision_boundaries')
+         'test_role_filters', 'test_inventory_mapping', 'test_decision_boundaries', 'test_rule_tables', 'test_diagnosis_rules')
 
 
 def line_ranges(source, names):

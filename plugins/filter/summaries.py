@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import first
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import first
 
 AGENT_STEPS = ("join", "reregister", "install", "upgrade")
 
@@ -66,6 +66,14 @@ def _agent_release(state, agent):
     return dict((key, release.get(key)) for key in ("name", "namespace", "chart", "chart_version", "revision", "status"))
 
 
+def _healthy(state, view, health_key, results):
+    """Whether the member is healthy: member_info's judgement (``findings.healthy``, the one the modules and the
+    inventory use) while no step changed it, else what the hub's view after the steps shows."""
+    if "healthy" in state and not any(_ran(result) for result in results):
+        return bool(state["healthy"])
+    return bool(view.get(health_key))
+
+
 def _manager_summary(manager, state, results):
     """One manager's part of the join summary: what it needed, what the run did, what the hub sees now, one line."""
     shape = registry.manager(manager).summary_shape
@@ -80,11 +88,12 @@ def _manager_summary(manager, state, results):
                "labels": _label_drift([cluster_result])}
     summary.update(shape["extra"](view))
     summary["release"] = _agent_release(state, agent_result)
+    summary["healthy"] = _healthy(state, view, health_key, [cluster_result, agent_result])
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
     summary["line"] = "%s %s: agent %s, %s%s; labels %s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
-        ", " + health if summary[health_key] else "", summary["labels"],
+        ", " + health if summary["healthy"] else "", summary["labels"],
         "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
         if cause else "")
     return summary

@@ -20,6 +20,11 @@ description:
   - Hosts join the groups C(members), one group per manager that knows them (C(rancher_fleet), C(kubefleet)) and one
     group for their health (C(healthy), C(unhealthy), C(stale), C(not_joined), C(leaving)). The hub itself is the host
     O(hub_host) in the group C(hub), so the collection's playbooks run on this inventory.
+  - A host is C(healthy) when no manager's findings from its hub object need a repair - the judgement
+    M(fleetops.registration.member_info) and M(fleetops.registration.fleet_status) make, from the hub alone (a
+    KubeFleet C(Healthy=False) or a Fleet C(Ready=False) makes it unhealthy whatever its heartbeat); otherwise its
+    group is the first of C(leaving), C(not_joined), C(stale), C(unhealthy) that applies. Each manager's view carries
+    C(healthy) and C(causes) (the findings' causes, docs/day2.md).
   - Host variables, all read from the hub (nothing contacts the members) - C(fleetops_managers) (the managers that
     know the member), C(fleetops_hub_labels) (labels on the hub objects), C(fleetops_fleet_client_id),
     C(fleetops_fleet_namespace), C(fleetops_cluster_name), C(fleetops_last_seen) and C(fleetops_heartbeat_age_seconds)

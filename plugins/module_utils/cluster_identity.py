@@ -20,6 +20,7 @@ import ssl
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import finding
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 
 UID_ANNOTATION = "fleetops.registration/cluster-uid"
@@ -102,6 +103,10 @@ def needs_recording(recorded, live):
     return recorded is None or any(live.get(key) and recorded.get(key) != live.get(key) for key, _annotation in KEYS)
 
 
+# The causes this module adds to a manager's findings, with their actions (both managers).
+CAUSES = {"cluster_replaced": "reregister", "identity_unrecorded": "relabel"}
+
+
 def judge(state, hub_object, live, replace_rebuilt=False):
     """``state`` (a manager's MemberState) with the member's identity taken into account.
 
@@ -125,11 +130,14 @@ def judge(state, hub_object, live, replace_rebuilt=False):
         raise ParameterError("replace_rebuilt", "is not set, and member %s now reaches another cluster than the one that joined "
                              "%s (%s)" % (state.name, state.manager, "; ".join(changes)), hint=REPLACE_HINT)
     if changes:
-        reason = "the cluster was replaced (%s); replace_rebuilt re-registers it" % "; ".join(changes)
-        return MemberState(state.manager, state.name, state.hub, state.member, "reregister", [reason] + state.reasons)
+        replaced_by = finding("cluster_replaced", "the cluster was replaced (%s); replace_rebuilt re-registers it" % "; ".join(changes),
+                              CAUSES["cluster_replaced"], "A re-run registers the new cluster under the member's name (replace_rebuilt).")
+        return MemberState.judged(state.manager, state.name, state.hub, state.member, [replaced_by] + state.findings)
+    # every other action's steps write the member object, which records the identity
     if state.action == "none" and needs_recording(recorded, live):
-        return MemberState(state.manager, state.name, state.hub, state.member, "relabel",
-                           ["the hub does not record which cluster the member is (kube-system UID) yet"])
+        unrecorded = finding("identity_unrecorded", "the hub does not record which cluster the member is (kube-system UID) yet",
+                             CAUSES["identity_unrecorded"], "A re-run records it on the member object.")
+        return MemberState.judged(state.manager, state.name, state.hub, state.member, state.findings + [unrecorded])
     return state
 
 

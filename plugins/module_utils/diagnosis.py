@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, fleetops.registration contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Why a member is unhealthy: ``[{cause, evidence, fix}]``, the root cause first.
+"""The rules both managers' tables share, and the presented diagnosis of a member that is not healthy.
 
-``member_info`` gives an action (``reregister``, ``install``...); the user still has to find out why the agent never
-checked in. The findings here come from what both sides show: the agent's pods and their container states, the
-Warning Events of the agent's objects, the credential check made as the agent connects (its URL, CA and token), the
-token's expiry, and what the hub reports. Each fleet manager adds its own (``FleetManager.findings``); this module
-owns the shared rules, their order and the member reads, which run only for a member that is not healthy.
+The judgement itself is ``findings.py`` (one algorithm) over each manager's rule table (``_kubefleet/judge.py``,
+``_rancher_fleet/judge.py``). Here: the shared rows (membership, the credential check made as the agent connects - its
+URL, CA and token - and the token's expiry), the helpers the member views use (rollout, pod selector, TLS problem), and
+``diagnose``: for a member the findings call unhealthy, the agent's pods and Warning Events read to say why (container
+states, scheduling, admission, mounts), each fix ending with what a plain re-run does.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,52 +18,43 @@ import base64
 import datetime
 import json
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import Finding, Rule, finding, ordered, problems
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import EVENT, POD
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
-Finding = Dict[str, str]
-
-# Root causes first: a wrong CA makes the agent crash-loop too, and the CA is what to fix.
-CAUSES = (
-    "not_member", "leaving", "agent_missing", "bootstrap_missing", "credential_missing", "token_expired",
-    "hub_ca_untrusted", "hub_unreachable", "credential_rejected", "wrong_identity", "image_pull", "unschedulable",
-    "pod_rejected", "mount_failed", "crash_loop", "pending", "not_rolled_out", "hub_reports", "never_checked_in", "silent",
-)
 IMAGE_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 CRASH_REASONS = ("CrashLoopBackOff", "RunContainerError", "CreateContainerConfigError", "CreateContainerError")
 EVENT_CAUSES = {"FailedCreate": "pod_rejected", "FailedMount": "mount_failed", "FailedScheduling": "unschedulable"}
+# The causes read from the agent's pods and events (action none: they say why, the table's findings say what to do).
+EXPLAINED_CAUSES = ("image_pull", "unschedulable", "pod_rejected", "mount_failed", "crash_loop", "pending")
 RECENT_EVENT_SECONDS = 3600
-MAX_EVIDENCE = 400
 
 
-def finding(cause: str, evidence: str, fix: str) -> Finding:
-    if cause not in CAUSES:
-        raise ValueError("unknown cause %r" % cause)
-    text = " ".join(str(evidence).split())
-    return {"cause": cause, "evidence": text if len(text) <= MAX_EVIDENCE else text[:MAX_EVIDENCE] + "...", "fix": fix}
+def explained(cause: str, evidence: str, fix: str) -> Finding:
+    """A finding read from the agent's pods or events: it explains why the agent is unhealthy, a re-run does nothing
+    about it by itself (the action comes from the findings of the rule table)."""
+    if cause not in EXPLAINED_CAUSES + ("not_rolled_out",):
+        raise ValueError("not a cause the agent's pods show: %r" % cause)
+    return finding(cause, evidence, "none", fix)
 
 
-def ordered(findings: Iterable[Finding]) -> List[Finding]:
-    """One finding per cause (the first given), root causes first."""
-    seen, kept = set(), []
-    for item in findings:
-        if item["cause"] not in seen:
-            seen.add(item["cause"])
-            kept.append(item)
-    return sorted(kept, key=lambda item: CAUSES.index(item["cause"]))
+def _not_member(kind: str, hub: Optional[Dict[str, Any]], desired: Dict[str, Any]) -> Optional[str]:
+    if hub is not None:
+        return None
+    return "the hub has no %s %s" % (kind, "named %s" % desired["name"] if desired.get("name") else "for the member")
 
 
-def membership_findings(hub: Optional[Dict[str, Any]], kind: str, leaving: bool) -> List[Finding]:
-    """The opening of both managers' hub findings: the hub has no ``kind`` object for the member, or is deleting it."""
-    if hub is None:
-        return [finding("not_member", "the hub has no %s for the member" % kind, "A re-run of join_cluster.yml joins it.")]
-    if leaving:
-        return [finding("leaving", "%s %s is being deleted" % (kind, hub.get("name")),
-                        "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml.")]
-    return []
+def membership_rules(kind: str, leaving_key: str) -> List[Rule]:
+    """The opening rows of both managers' tables: the hub has no ``kind`` object for the member, or is deleting it."""
+    return [
+        Rule("not_member", "join", lambda hub, member, desired: _not_member(kind, hub, desired), "A re-run of join_cluster.yml joins it."),
+        Rule("leaving", "join", lambda view, member, desired: "%s %s is being deleted" % (kind, view.get("name"))
+             if view is not None and view.get(leaving_key) else None,
+             "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml."),
+    ]
 
 
 # -- tokens ---------------------------------------------------------------------------------------------------------
@@ -97,28 +88,51 @@ def tls_problem(problem: Optional[str]) -> bool:
     return "certificate verify failed" in lowered or "x509" in lowered or "certificate_verify_failed" in lowered
 
 
-def credential_findings(credential: Dict[str, Any], now: Optional[datetime.datetime] = None) -> List[Finding]:
-    """From the credential check made as the agent connects: ``{present, accepted, problem, expires, url, where,
-    rerun}`` (``where``: the Secret holding it; ``rerun``: what a re-run does about a rejected credential)."""
+def credential_problem(credential: Dict[str, Any], now: Optional[datetime.datetime] = None) -> Optional[Dict[str, str]]:
+    """``{cause, evidence}`` of what the credential check made as the agent connects shows (None: nothing wrong).
+    ``credential``: ``{present, accepted, problem, expires, url, where, noun}`` (``where``: the Secret holding it;
+    ``noun``: how the evidence names the credential)."""
     if not credential.get("present"):
-        return []
-    url, problem, rerun = credential.get("url") or "the hub", credential.get("problem") or "", credential.get("rerun") or ""
+        return None
+    url, problem, noun = credential.get("url") or "the hub", credential.get("problem") or "", credential.get("noun") or "the agent's token"
     expires = parse_time(credential.get("expires"))
     if expires is not None and expires <= (now or utcnow()):
-        return [finding("token_expired", "the agent's token in %s expired at %s" % (credential.get("where"), credential["expires"]),
-                        "A re-run issues a new credential (%s)." % rerun)]
+        return {"cause": "token_expired", "evidence": "%s in %s expired at %s" % (noun, credential.get("where"), credential["expires"])}
     if credential.get("accepted") is None and tls_problem(problem):
-        return [finding("hub_ca_untrusted", "the CA the agent is configured with does not verify %s: %s" % (url, problem),
-                        "Give the agent the CA that signed the hub's serving certificate: the hub host's fleetops_ca_file, else "
-                        "the hub kubeconfig's certificate-authority (a TLS-intercepting proxy between member and hub needs its CA).")]
+        return {"cause": "hub_ca_untrusted", "evidence": "the hub CA %s is checked with does not verify the hub's certificate at %s: %s" % (
+            noun, url, problem)}
     if credential.get("accepted") is None and problem:
-        return [finding("hub_unreachable", "%s cannot be reached as the agent is configured (checked from the controller): %s"
-                        % (url, problem), "Check the hub URL the agent uses (fleetops_hub_api_server_url), DNS, firewalls and "
-                        "proxy variables on the member; then re-run.")]
+        return {"cause": "hub_unreachable", "evidence": "%s cannot be reached as the agent is configured (checked from the controller): %s"
+                % (url, problem)}
     if credential.get("accepted") is False:
-        return [finding("credential_rejected", "the hub rejects the agent's token in %s: %s" % (credential.get("where"), problem or "401"),
-                        "A re-run issues a new credential (%s)." % rerun)]
-    return []
+        return {"cause": "credential_rejected", "evidence": "the hub rejects %s in %s (%s)" % (noun, credential.get("where"), problem or "401")}
+    return None
+
+
+CA_FIX = ("Give the agent the CA that signed the hub's serving certificate: the hub host's fleetops_ca_file, else the hub "
+          "kubeconfig's certificate-authority (a TLS-intercepting proxy between member and hub needs its CA).")
+UNREACHABLE_FIX = ("Check the hub URL the agent uses (fleetops_hub_api_server_url), DNS, firewalls and proxy variables on the member; "
+                   "then re-run.")
+
+
+class CredentialRules:
+    """The rows of the credential check, shared by both managers' tables: ``read(member)`` gives ``credential_problem``'s
+    argument, ``actions`` the action of each cause in this manager, ``reissue`` what its re-run does about a credential."""
+
+    CAUSES = ("token_expired", "hub_ca_untrusted", "hub_unreachable", "credential_rejected")
+
+    def __init__(self, read: Callable[[Dict[str, Any]], Dict[str, Any]], actions: Dict[str, str], reissue: str) -> None:
+        self.read, self.actions, self.reissue = read, actions, reissue
+        self.fixes = {"token_expired": "A re-run issues a new credential (%s)." % reissue, "hub_ca_untrusted": CA_FIX,
+                      "hub_unreachable": UNREACHABLE_FIX, "credential_rejected": "A re-run issues a new credential (%s)." % reissue}
+
+    def apply(self, hub, member, desired) -> List[Finding]:
+        if not member:
+            return []
+        found = credential_problem(self.read(member), desired.get("now"))
+        if found is None:
+            return []
+        return [finding(found["cause"], found["evidence"], self.actions[found["cause"]], self.fixes[found["cause"]])]
 
 
 # -- the agent's pods and their events --------------------------------------------------------------------------------
@@ -131,13 +145,13 @@ def _container_finding(pod_name: str, namespace: str, status: Dict[str, Any]) ->
     waiting, name = _waiting(status), status.get("name")
     where = "pod %s/%s container %s" % (namespace, pod_name, name)
     if waiting.get("reason") in IMAGE_PULL_REASONS:
-        return finding("image_pull", "%s: %s: %s" % (where, waiting["reason"], waiting.get("message") or status.get("image")),
-                       "The member cannot pull %s: mirror it to a registry the member reaches and point the agent there "
-                       "(fleetops_agent_values: image repository, imagePullSecrets), or fix the registry's credentials or proxy. "
-                       "A re-run reinstalls the agent with the chart's image only when its release needs it." % status.get("image"))
+        return explained("image_pull", "%s: %s: %s" % (where, waiting["reason"], waiting.get("message") or status.get("image")),
+                         "The member cannot pull %s: mirror it to a registry the member reaches and point the agent there "
+                         "(fleetops_agent_values: image repository, imagePullSecrets), or fix the registry's credentials or proxy. "
+                         "A re-run reinstalls the agent with the chart's image only when its release needs it." % status.get("image"))
     last = (status.get("lastState") or {}).get("terminated") or {}
     if waiting.get("reason") in CRASH_REASONS or (status.get("restartCount") and last.get("exitCode") and not status.get("ready")):
-        return finding("crash_loop", "%s restarted %s times, last exit code %s%s" % (
+        return explained("crash_loop", "%s restarted %s times, last exit code %s%s" % (
             where, status.get("restartCount") or 0, last.get("exitCode"), " (%s)" % waiting["reason"] if waiting.get("reason") else ""),
             "Read why it exits: kubectl logs -n %s %s -c %s --previous (a wrong hub URL, CA or token shows there)."
             % (namespace, pod_name, name))
@@ -147,7 +161,7 @@ def _container_finding(pod_name: str, namespace: str, status: Dict[str, Any]) ->
 def _scheduling_finding(pod_name: str, namespace: str, pod: Dict[str, Any]) -> Optional[Finding]:
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return finding("unschedulable", "pod %s/%s is not scheduled: %s" % (
+            return explained("unschedulable", "pod %s/%s is not scheduled: %s" % (
                 namespace, pod_name, condition.get("message") or condition.get("reason")),
                 "Let the agent fit a node: tolerations, node selector or smaller resource requests in the agent's values "
                 "(fleetops_agent_values), or free a node.")
@@ -168,7 +182,7 @@ def pod_findings(pods: Iterable[Dict[str, Any]]) -> List[Finding]:
         if scheduling:
             found.append(scheduling)
         elif status.get("phase", "Pending") == "Pending" and not any(_waiting(s).get("reason") in IMAGE_PULL_REASONS for s in statuses):
-            found.append(finding("pending", "pod %s/%s is Pending%s" % (
+            found.append(explained("pending", "pod %s/%s is Pending%s" % (
                 namespace, name, ": " + "; ".join(_waiting(s).get("reason") or "" for s in statuses) if statuses else " and no node has started it"),
                 "Check the member's nodes and the pod's events: kubectl describe pod -n %s %s." % (namespace, name)))
     return found
@@ -190,7 +204,7 @@ def event_findings(events: Iterable[Dict[str, Any]], now: Optional[datetime.date
                                "member again.",
                "unschedulable": "Let the agent fit a node: tolerations, node selector or resources in the agent's values "
                                 "(fleetops_agent_values)."}[cause]
-        found.append(finding(cause, evidence, fix))
+        found.append(explained(cause, evidence, fix))
     return found
 
 
@@ -255,30 +269,18 @@ RERUN = {
 }
 
 
-def diagnose(manager, member, state, stale_after: Optional[int] = None, now: Optional[datetime.datetime] = None) -> List[Finding]:
-    """The findings for ``state`` (a manager's MemberState), root cause first; [] when the member is healthy and its
-    agent runs as it should. ``member``: a KubeClient of the member (its agent's pods are read only here, only when
-    something is wrong). The last finding's fix says what a plain re-run does."""
-    found = manager.findings(state.name, state.hub, state.member, now, stale_after)
-    trouble = manager.agent_trouble(state.member)
-    if state.healthy and not found and not trouble:
+def diagnose(manager, member, state, now: Optional[datetime.datetime] = None) -> List[Finding]:
+    """The presented diagnosis of ``state`` (a manager's judged MemberState): the findings that make it unhealthy, root
+    cause first, one per cause; [] for a healthy member. ``member``: a KubeClient of the member - for an unhealthy member
+    the agent's pods and Warning Events are read (two LISTs) and what they show is added, to say why. Each fix ends
+    with what a plain re-run does (the member's action)."""
+    found = problems(state.findings)
+    if not found:
         return []
     workload = manager.agent_workload(state.member)
-    # The pods say why an agent is unhealthy or not rolled out; those of a healthy agent whose member only the hub reports
-    # on (e.g. a Fleet Cluster whose own bundles are not ready) are not worth two LISTs.
-    if workload is not None and member is not None and (not state.healthy or trouble):
+    if workload is not None and member is not None:
         read = read_agent_pods(member, *workload)
         found += pod_findings(read["pods"]) + event_findings(read["events"], now)
-        found += [finding("not_rolled_out", problem, "kubectl describe pod -n %s -l %s on the member says more." % workload)
+        found += [explained("not_rolled_out", problem, "kubectl describe pod -n %s -l %s on the member says more." % workload)
                   for problem in read["problems"]]
-    if trouble:
-        found.append(finding("not_rolled_out", trouble, "kubectl -n %s get deployment,replicaset,pod on the member shows which pods "
-                             "wait; the other findings say why." % (workload or ("<agent namespace>",))[0]))
-    found = ordered(found)
-    return [dict(item, fix="%s %s" % (item["fix"], RERUN[state.action])) for item in found]
-
-
-def first(findings: Optional[Iterable[Finding]]) -> Optional[Finding]:
-    """The first finding, for a table or a summary line (None when there is none)."""
-    findings = list(findings or [])
-    return findings[0] if findings else None
+    return [dict(item, fix="%s %s" % (item["fix"], RERUN[state.action])) for item in ordered(found)]

@@ -15,8 +15,10 @@ The member's state is judged from both sides:
 - ``hub_view`` turns one hub object into the plain facts the hub knows (labels, last check-in...);
 - ``member_view`` asks the member cluster what it knows (agent release, agent credential, and
   whether the hub still accepts that credential);
-- ``decide`` is pure: from both views and what the inventory wants it returns the action the member
-  needs and the reasons, which the roles use to guard their steps.
+- ``judge`` is pure: the manager's ONE rule table (``_<manager>/judge.py``) turns both views and what the inventory
+  wants into findings ``[{cause, evidence, action, fix}]``;
+- ``decide`` (shared, not overridden) makes a ``MemberState`` of the findings: the action, the reasons and ``healthy``
+  come from ``findings.py``, the same for every manager; the roles guard their steps with the action.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,12 +27,13 @@ __metaclass__ = type
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ansible_collections.fleetops.registration.plugins.module_utils import findings as judged
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import ACTIONS
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 
 View = Dict[str, Any]  # a plain-facts mapping (hub view, member view, host view, status row)
-
-# The actions ``decide`` may return, in the order a role applies them.
-ACTIONS = ("none", "join", "reregister", "install", "upgrade", "rotate", "reconfigure", "relabel")
+Finding = Dict[str, str]
+__all__ = ["ACTIONS", "STEPS", "STEP_NAMES", "MemberState", "FleetManager", "object_key", "removed_text"]
 
 # Which of a join's steps each action needs: the hub-side member object (with its labels), the member's hub identity
 # (KubeFleet: a new token in a rotation; Rancher Fleet: a registration token), removing the agent's credential so it
@@ -52,10 +55,12 @@ STEPS = {
 
 
 class MemberState:
-    """The member as one manager sees it: both views, the action it needs and why."""
+    """The member as one manager sees it: both views, its findings, and what follows from them (``findings.py``): the
+    action it needs, the reasons, whether it is healthy. A state made from an action alone (no findings) is judged as
+    one finding with that action."""
 
     def __init__(self, manager: str, name: str, hub: Optional[View], member: Optional[View], action: str = "none",
-                 reasons: Optional[Iterable[str]] = None) -> None:
+                 reasons: Optional[Iterable[str]] = None, findings: Optional[List[Finding]] = None) -> None:
         self.manager = manager
         self.name = name
         self.hub = hub
@@ -64,11 +69,18 @@ class MemberState:
             raise ValueError("unknown member action %r" % action)
         self.action = action
         self.reasons = list(reasons or [])
-        self.diagnosis = []  # diagnosis.py's findings, root cause first (set by member_info for a member that is not healthy)
+        self.findings = list(findings) if findings is not None else (
+            [] if action == "none" else [{"cause": None, "evidence": "; ".join(self.reasons), "action": action, "fix": ""}])
+        self.diagnosis = []  # diagnosis.diagnose's presentation, root cause first (set by member_info for an unhealthy member)
+
+    @classmethod
+    def judged(cls, manager: str, name: str, hub: Optional[View], member: Optional[View], found: List[Finding]) -> "MemberState":
+        """The state the findings make: the most urgent action, the reasons a re-run acts on."""
+        return cls(manager, name, hub, member, judged.pick_action(found), judged.reasons(found), found)
 
     @property
     def healthy(self) -> bool:
-        return self.action in ("none", "relabel", "reconfigure", "rotate")
+        return judged.healthy(self.findings)
 
     def as_dict(self) -> View:
         return {
@@ -80,6 +92,7 @@ class MemberState:
             "action": self.action,
             "reasons": self.reasons,
             "diagnosis": self.diagnosis,
+            "findings": [item for item in self.findings if item.get("cause")],
             "steps": dict((step, step in STEPS[self.action]) for step in STEP_NAMES),
         }
 
@@ -133,9 +146,23 @@ class FleetManager:
         """
         raise NotImplementedError
 
-    def decide(self, name: str, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> MemberState:
-        """Pure: a ``MemberState`` with the action the member needs and the reasons."""
+    def judge(self, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> List[Finding]:
+        """Pure: the findings of the manager's rule table, root cause first. ``member_view`` None or {}: the member was
+        not read (only the hub's rows can fire); ``desired`` what the inventory wants (``stale_after``, ``now``...)."""
         raise NotImplementedError
+
+    def decide(self, name: str, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> MemberState:
+        """Pure: a ``MemberState`` of the findings (the same algorithm for every manager; not overridden)."""
+        found = self.judge(hub_view, member_view, dict(desired or {}, name=name))
+        return MemberState.judged(self.name, name, hub_view, member_view, found)
+
+    def hub_findings(self, hub_view: Optional[View], stale_after: Optional[int] = None, now: Any = None) -> List[Finding]:
+        """Pure: the findings of the hub view alone (``fleet_status``, the inventory plugin)."""
+        return self.judge(hub_view, None, {"stale_after": stale_after, "now": now})
+
+    def hub_healthy(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> bool:
+        """Whether the hub view alone shows a healthy member (``findings.healthy`` of ``hub_findings``)."""
+        return judged.healthy(self.hub_findings(hub_view, stale_after))
 
     def check_member_name(self, name: str, param: str = "name") -> None:
         """Raise ParameterError naming ``param`` when ``name`` cannot name a member in this manager."""
@@ -143,21 +170,8 @@ class FleetManager:
 
     def stale_problem(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> Optional[str]:
         """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
-        manager's one staleness rule, used by ``decide``, ``status_row`` and the inventory plugin alike.
+        manager's one staleness rule, used by its rule table (the cause ``silent``) and the hub views.
         ``stale_after`` (seconds) is the user's bound where the manager takes one."""
-        raise NotImplementedError
-
-    def hub_findings(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> List[Dict[str, str]]:
-        """Pure: diagnosis findings (``diagnosis.finding``) from the hub view alone, as ``fleet_status`` shows them."""
-        raise NotImplementedError
-
-    def findings(self, name: str, hub_view: Optional[View], member_view: Optional[View], now: Any = None,
-                 stale_after: Optional[int] = None) -> List[Dict[str, str]]:
-        """Pure: diagnosis findings from both views (the hub's, and the member's agent, credential and its check)."""
-        raise NotImplementedError
-
-    def agent_trouble(self, member_view: Optional[View]) -> Optional[str]:
-        """Why the agent Deployment is not serving its current pods (None when it is, or when there is none)."""
         raise NotImplementedError
 
     def agent_workload(self, member_view: Optional[View]) -> Optional[Tuple[str, str]]:

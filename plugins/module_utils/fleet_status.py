@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
-from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import first
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
@@ -35,6 +35,16 @@ def merge_rows(views_by_manager, inventory_names=(), locks=None):
             row[manager_name] = rows.get(name)
         merged.append(row)
     return merged
+
+
+def member_row(manager, hub_view):
+    """One member's cell for one manager: its ``status_row`` (the state word, contact age, labels...), ``healthy`` by
+    ``findings.healthy`` over the findings the hub view alone gives (what member_info and the inventory plugin use),
+    and ``diagnosis``: the findings that make it unhealthy, root cause first."""
+    if hub_view is None:
+        return None
+    found = manager.hub_findings(hub_view)
+    return dict(manager.status_row(hub_view), healthy=healthy(found), diagnosis=problems(found))
 
 
 def _yes_no(value):
@@ -116,9 +126,7 @@ class FleetStatus:
                                  label_selector=self.params.get("label_selector"))
         rows = {}
         for member, obj in found.items():
-            view = manager.hub_view(obj)
-            rows[member] = dict(manager.status_row(view), identity=recorded_identity(obj),
-                                diagnosis=manager.hub_findings(view))
+            rows[member] = dict(member_row(manager, manager.hub_view(obj)), identity=recorded_identity(obj))
         if name == "kubefleet":
             self.add_credentials(hub, found, rows)
         return rows

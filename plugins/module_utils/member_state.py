@@ -143,7 +143,7 @@ class MemberInfo:
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
             self.rebuilt.append(name)
         state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
-        state.diagnosis = diagnosis.diagnose(manager, self.member(), state, self.params.get("stale_after"))
+        state.diagnosis = diagnosis.diagnose(manager, self.member(), state)
         return state
 
     def warn_of_expiry(self, manager, member_view):
@@ -202,7 +202,7 @@ def member_info_argument_spec():
         detect_backends=dict(type="bool", default=False),
         labels=dict(type="raw", default={}),
         labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
-        stale_after=dict(type="int", default=3600),
+        stale_after=dict(type="int"),
         fleet_namespace=dict(type="str", default="fleet-default"),
         identity_namespace=dict(type="str"),
         **hub_endpoint.options(url_aliases=["hub_url"]),

@@ -92,10 +92,12 @@ options:
     default: merge
   stale_after:
     description:
-      - Seconds after the agent's last check-in (Rancher Fleet) after which a silent agent is re-registered, on top of
-        the credential check.
+      - Seconds after the agent's last check-in (Rancher Fleet) or heartbeat (KubeFleet) after which a silent agent
+        (the cause C(silent)) is re-registered, on top of the credential check.
+      - Unset, each fleet manager's own rule applies - the same that M(fleetops.registration.fleet_status) and the
+        inventory plugin apply - Rancher Fleet 3600 seconds after the last check-in, KubeFleet three
+        C(heartbeatPeriodSeconds) after the last heartbeat. O(stale_after=0) turns Rancher Fleet's off.
     type: int
-    default: 3600
   fleet_namespace:
     description:
       - The namespace of the member's Rancher Fleet C(Cluster) on the hub.
@@ -177,7 +179,8 @@ options:
         C(rotate). Its age is read from the member's copy of the token, which records when the hub issued it; a copy
         that does not record it (written by an older version of the collection) is rotated once.
       - Rancher Fleet agents keep the credential of their registration; RV(managers) reports its age
-        (C(member.credential_age_seconds)). Rotating it is not supported yet.
+        (C(member.credential_age_seconds)) and rotates it the same way - the agent registers again with a fresh
+        registration token, the C(Cluster) and its client ID stay (see C(docs/day2.md)).
     type: str
   rotate_credentials:
     description:
@@ -286,7 +289,12 @@ pending:
   elements: str
   sample: ["kubefleet"]
 healthy:
-  description: Whether the member needs no action but perhaps a relabel in every fleet manager read.
+  description:
+    - Whether the member is healthy in every fleet manager read - no finding that needs a repair (only findings whose
+      action is C(rotate), C(reconfigure) or C(relabel), or none). A finding with the action C(none) is a problem no
+      re-run repairs (the hub reports the member unhealthy, the hub cannot be reached...), so the member is not healthy.
+    - The same judgement gives M(fleetops.registration.fleet_status) its C(healthy) column and the inventory plugin
+      its C(healthy) group.
   returned: without O(members)
   type: bool
 managers:
@@ -294,12 +302,22 @@ managers:
     - Per fleet manager - C(hub) (what the hub knows, null when it has no object for the member), C(member) (what the
       member knows - agent release, credential present and accepted, the token's expiry and, for KubeFleet,
       C(credential.warning) once it is overdue for renewal), C(action), C(reasons),
-      C(healthy) and C(diagnosis).
-    - C(diagnosis) names why a member is unhealthy, root cause first - a list of C(cause), C(evidence) and C(fix)
-      (whose last sentence says what a plain re-run does about it). Causes - C(not_member), C(leaving), C(agent_missing),
-      C(bootstrap_missing), C(credential_missing), C(token_expired), C(hub_ca_untrusted), C(hub_unreachable),
-      C(credential_rejected), C(wrong_identity), C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed),
-      C(crash_loop), C(pending), C(not_rolled_out), C(hub_reports), C(never_checked_in), C(silent).
+      C(healthy), C(findings) and C(diagnosis).
+    - C(findings) is the judgement all of it comes from - each fleet manager's one rule table, a list of C(cause),
+      C(evidence), C(action) (what a plain re-run does about it, C(none) when nothing does) and C(fix), root cause
+      first. The member's C(action) is the most urgent finding's (in the order of RV(actions)' values C(join),
+      C(reregister), C(install), C(upgrade), C(rotate), C(reconfigure), C(relabel)), C(reasons) are the evidence of
+      the findings a re-run acts on, and C(healthy) is false when any finding's action is not C(rotate),
+      C(reconfigure) or C(relabel).
+    - C(diagnosis) names why a member is unhealthy, root cause first - the findings that make it so, one per cause,
+      with what the agent's pods and events show added; each C(fix)'s last sentence says what a plain re-run does
+      about it. Causes (docs/day2.md gives each one's action per fleet manager) - C(not_member), C(leaving),
+      C(cluster_replaced), C(cluster_namespace), C(agent_missing), C(release_not_deployed), C(bootstrap_missing),
+      C(credential_missing), C(credential_unusable), C(wrong_hub), C(token_expired), C(hub_ca_untrusted),
+      C(hub_unreachable), C(credential_rejected), C(wrong_identity), C(not_joined), C(agent_config_drift),
+      C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(not_rolled_out),
+      C(hub_reports), C(never_checked_in), C(silent), C(forced), C(chart_version), C(values_drift), C(rotation_due),
+      C(identity_moves), C(settings_drift), C(labels_drift), C(quarantined), C(identity_unrecorded).
     - It is read from the agent's pods (container states), the Warning Events of its objects, the credential check made
       as the agent connects (its hub URL, CA and token - so from the controller, which may reach the hub by another
       route than the member), the token's C(exp), and the hub's conditions. The agent's pods and events are read only
@@ -310,10 +328,16 @@ managers:
     kubefleet:
       action: reregister
       healthy: false
-      reasons: ["the hub rejects the member agent's token (401 Unauthorized)"]
+      reasons: ["the hub rejects the member agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret (Unauthorized)"]
+      findings:
+        - cause: token_expired
+          evidence: the member agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret expired at 2026-11-21T09:00:00Z
+          action: reregister
+          fix: A re-run issues a new credential (...).
       diagnosis:
         - cause: token_expired
-          evidence: the agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret expired at 2026-11-21T09:00:00Z
+          evidence: the member agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret expired at 2026-11-21T09:00:00Z
+          action: reregister
           fix: A re-run issues a new credential (...). A plain re-run registers the member again (action reregister).
       hub: {"joined": true, "heartbeat_age_seconds": 12}
       member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils import findings, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 
@@ -20,8 +20,8 @@ MEMBERS_GROUP = "members"
 HUB_GROUP = "hub"
 # A host's health, worst first: the first that applies is its fleetops_health and its group.
 HEALTH_STATES = ("leaving", "not_joined", "stale", "unhealthy", "healthy")
-# None: the manager's own staleness rule (FleetManager.stale_problem) - Rancher Fleet 3600 s after the last check-in,
-# KubeFleet three heartbeat periods - the same that fleet_status and member_info apply.
+# None: the manager's own staleness rule (FleetManager.stale_problem) - Rancher Fleet DEFAULT_STALE_AFTER after the last
+# check-in, KubeFleet three heartbeat periods - the same that fleet_status and member_info apply.
 DEFAULT_STALE_AFTER = dict((name, None) for name in MANAGERS)
 
 
@@ -33,16 +33,24 @@ def host_key(view, link_label):
 
 
 def health(views):
-    """The host's health from all its managers' views, worst first (HEALTH_STATES)."""
+    """The host's health from all its managers' views: ``healthy`` when every manager's findings say so
+    (``findings.healthy``, what member_info and fleet_status use), else the first of HEALTH_STATES that applies."""
+    if all(v["healthy"] for v in views):
+        return "healthy"
     if any(v["leaving"] for v in views):
         return "leaving"
     if not all(v["joined"] for v in views):
         return "not_joined"
     if any(v["stale"] for v in views):
         return "stale"
-    if any(v["healthy"] is False for v in views):
-        return "unhealthy"
-    return "healthy"
+    return "unhealthy"
+
+
+def judged_host_view(manager, obj, now, stale_after=None, member_url=None):
+    """The manager's host view with ``healthy`` and ``causes`` from its rule table over the hub view alone."""
+    found = manager.hub_findings(manager.hub_view(obj, now), stale_after, now)
+    return dict(manager.host_view(obj, now, stale_after, member_url), healthy=findings.healthy(found),
+                causes=[item["cause"] for item in findings.problems(found)])
 
 
 def host_vars(views):
@@ -105,7 +113,7 @@ def build_hosts(objects, now, link_label=None, stale_after=None, member_urls=Non
     grouped = {}
     for name in MANAGERS:
         manager = registry.manager(name)
-        views = [manager.host_view(obj, now, limits[name], member_urls.get(object_key(obj))) for obj in objects.get(name) or []]
+        views = [judged_host_view(manager, obj, now, limits[name], member_urls.get(object_key(obj))) for obj in objects.get(name) or []]
         for key, view in zip(_host_names(views, link_label), views):
             grouped.setdefault(key, []).append(view)
     hosts = {}

@@ -145,3 +145,38 @@ def test_member_info_names_the_cause_of_each_injected_agent_fault(lab, hub, agen
     assert "ImagePullBackOff" in findings[0]["evidence"] or "ErrImagePull" in findings[0]["evidence"]
     restore_agent_containers(lab, original)
     wait_until_healthy(lab, name)
+
+
+def health_everywhere(lab, name, directory):
+    """``(member_info, fleet_status, inventory plugin)``'s health of the KubeFleet member ``name``: healthy (bool),
+    the HEALTHY cell, and the host's health group."""
+    from test_inventory_plugin import graph, write_plugin_inventory  # pylint: disable=import-outside-toplevel
+    args = dict(name=name, kubeconfig=str(lab.kubeconfig), context=MEMBER_CTX, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub",
+                backends=["kubefleet"])
+    info = ok(run_module("member_info", args))["healthy"]
+    status = ok(run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "backends": ["kubefleet"]}))
+    groups, _hostvars = graph(write_plugin_inventory(lab, directory, managers=["kubefleet"]), directory)
+    group = [group for group in ("healthy", "unhealthy", "stale", "not_joined", "leaving") if name in groups.get(group, ())]
+    return info, status["members"][name]["kubefleet"]["healthy"], group
+
+
+def test_member_info_fleet_status_and_the_inventory_agree_on_health(lab, hub, agent_member, tmp_path):
+    """One meaning of healthy: a member whose agent is scaled to 0 goes silent on the hub, and member_info, fleet_status
+    and the inventory plugin all call it unhealthy; back at one replica, all three call it healthy."""
+    name = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=name, heartbeat_period_seconds=5)))
+    ok(run_module("kubefleet_member_agent", agent_args(lab, name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")))
+    wait_until_healthy(lab, name)
+    assert health_everywhere(lab, name, tmp_path / "healthy") == (True, True, ["healthy"])
+    apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
+    apps.patch_namespaced_deployment_scale(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"replicas": 0}})
+    try:
+        wait_for_cause(lab, name, "not_rolled_out", timeout=30)
+        wait_for(lambda: health_everywhere(lab, name, tmp_path / "silent")[1] is False or None, 60, "the heartbeat to go stale", interval=3)
+        info, status, group = health_everywhere(lab, name, tmp_path / "silent")
+        assert (info, status) == (False, False) and group in (["stale"], ["not_joined"], ["unhealthy"]), (info, status, group)
+    finally:
+        apps.patch_namespaced_deployment_scale(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"replicas": 1}})
+    wait_until_healthy(lab, name)
+    wait_for(lambda: health_everywhere(lab, name, tmp_path / "back") == (True, True, ["healthy"]) or None, 60, "all three to agree", interval=3)

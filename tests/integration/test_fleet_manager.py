@@ -79,7 +79,8 @@ def test_member_view_credential_deleted_while_installed(lab, hub, hub_ns, fresh_
     client.CoreV1Api(lab.api_client(member)).delete_namespaced_secret("fleet-agent", AGENT_NS)
     state = judge(lab, member, name, hub_ns, {"stale_after": 3600})
     assert state.action == "reregister" and state.hub["seen_age_seconds"] < 3600, state.as_dict()
-    assert state.reasons == ["the agent's hub credential (Secret fleet-agent) is missing on the member"]
+    assert len(state.reasons) == 1 and "hub credential (Secret cattle-fleet-system/fleet-agent) is missing on the member" in state.reasons[0]
+    assert [item["cause"] for item in state.findings] in (["bootstrap_missing"], ["credential_missing"]), state.findings
 
 
 def test_a_forged_agent_credential_is_not_followed(lab, hub, hub_ns, fresh_member, tmp_path):

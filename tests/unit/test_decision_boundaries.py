@@ -8,7 +8,8 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import labels as lbl
 from ansible_collections.fleetops.registration.plugins.module_utils import parsing, times
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import manager as kf_manager
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge as kf_judge
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import judge as rf_judge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import rules as fleet_rules
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
@@ -69,13 +70,18 @@ def test_release_changes_in_either_direction():
 def test_kubefleet_upgrade_and_relabel_in_either_direction():
     member = {"release": {"chart_version": "0.14.0", "values": {}}, "configured": {"hub_url": "https://a:6443"},
               "wanted": {"hub_url": "https://b:6443"}}
-    assert kf_manager._upgrade_reasons(member, {"chart_version": "0.13.0"}) == [
-        "chart version 0.14.0 -> 0.13.0", "the member agent uses hub URL https://a:6443, not https://b:6443"]
-    assert kf_manager._upgrade_reasons(dict(member, configured={"hub_url": "https://b:6443"}), {"chart_version": "0.14.0"}) == []
-    assert kf_manager._relabel_reasons({"labels": {"env": "prod"}}, {"labels": {"env": "dev"}}) == ["labels drift: set env"]
-    assert kf_manager._relabel_reasons({"labels": {"env": "dev"}}, {"labels": {}, "labels_mode": "merge"}) == []
-    assert kf_manager._relabel_reasons({"labels": {"env": "dev"}}, {"labels": {}, "labels_mode": "replace"}) == [
+    assert evidence(kf_judge, {}, member, {"chart_version": "0.13.0"}, "upgrade") == [
+        "the member agent uses hub URL https://a:6443, not https://b:6443", "chart version 0.14.0 -> 0.13.0"]
+    assert evidence(kf_judge, {}, dict(member, configured={"hub_url": "https://b:6443"}), {"chart_version": "0.14.0"}, "upgrade") == []
+    assert evidence(kf_judge, {"labels": {"env": "prod"}}, {}, {"labels": {"env": "dev"}}, "relabel") == ["labels drift: set env"]
+    assert evidence(kf_judge, {"labels": {"env": "dev"}}, {}, {"labels": {}, "labels_mode": "merge"}, "relabel") == []
+    assert evidence(kf_judge, {"labels": {"env": "dev"}}, {}, {"labels": {}, "labels_mode": "replace"}, "relabel") == [
         "labels drift: remove env"]
+
+
+def evidence(table, hub, member, desired, action):
+    """The evidence of a rule table's findings with ``action``, in the table's order."""
+    return [item["evidence"] for item in table.judge(hub, member, desired) if item["action"] == action]
 
 
 def _token(name, born, run=None, ttl=None):
@@ -177,15 +183,15 @@ def test_kubefleet_identities_compare_by_kind_namespace_and_default_group():
 
 
 def test_kubefleet_join_and_relabel_decisions():
-    assert kf_manager._join_reasons("m", {"joined": True}) == []
-    assert kf_manager._join_reasons("m", {"joined": None}) == ["the member agent never joined MemberCluster m"]
-    assert kf_manager._relabel_reasons({"labels": {"env": "dev"}}, {"labels": {"env": "prod"}}) == ["labels drift: set env"]
+    assert evidence(kf_judge, {"joined": True, "name": "m"}, {}, {}, "join") == []
+    assert evidence(kf_judge, {"joined": None, "name": "m"}, {}, {}, "join") == ["the member agent never joined MemberCluster m (no heartbeat)"]
+    assert evidence(kf_judge, {"joined": True, "heartbeat": "x", "labels": {"env": "dev"}}, {}, {"labels": {"env": "prod"}},
+                    "relabel") == ["labels drift: set env"]
 
 
 def test_rancher_fleet_chart_downgrade_is_wanted():
-    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import manager as rf_manager
-    assert rf_manager._wanted_reasons(None, {"release": {"chart_version": "0.16.0"}}, {"chart_version": "0.15.0"}) == [
-        ("upgrade", "chart version 0.16.0 -> 0.15.0")]
+    member = {"release": {"chart_version": "0.16.0", "status": "deployed"}, "deployment": True, "credential": True, "credential_usable": True}
+    assert evidence(rf_judge, None, member, {"chart_version": "0.15.0"}, "upgrade") == ["chart version 0.16.0 -> 0.15.0"]
 
 
 def test_label_keys_are_strings_stripped_and_base64_errors_named():
@@ -208,13 +214,12 @@ def test_changes_that_sort_either_way():
     current = {"metadata": {"name": "m"}, "spec": {"identity": sa, "heartbeatPeriodSeconds": 30}}
     assert kf_rules.member_cluster_changes(current, "m", sa, 60)[1] == {"spec": {"heartbeatPeriodSeconds": 60}}
     member = {"credential": {"present": True, "username": "abe"}}
-    assert "the member agent's token authenticates as abe, but the MemberCluster names zed" in kf_manager._reregister_reasons(
-        {"identity": {"kind": "User", "name": "zed"}}, member, {})
+    assert "the member agent's token authenticates as abe, but the MemberCluster names zed" in evidence(
+        kf_judge, {"identity": {"kind": "User", "name": "zed"}, "joined": True, "heartbeat": "x"}, member, {}, "reregister")
 
 
 def test_rancher_fleet_credential_of_unknown_standing_is_no_reason():
-    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import manager as rf_manager
     member = {"credential": {"name": "fleet-agent"}, "credential_accepted": None, "credential_usable": True, "release": None}
-    assert rf_manager._agent_reasons(member) == []
-    assert rf_manager._agent_reasons(dict(member, credential_accepted=False)) == [
-        ("reregister", "the hub refuses the agent's credential (401)")]
+    assert evidence(rf_judge, {}, member, {}, "reregister") == []
+    assert evidence(rf_judge, {}, dict(member, credential_accepted=False), {}, "reregister") == [
+        "the hub rejects the agent's credential in Secret cattle-fleet-system/fleet-agent (401)"]

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import diagnosis
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import problems
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER as KUBEFLEET
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER as FLEET
 
@@ -50,10 +50,10 @@ def test_token_expiry_reads_the_exp_claim_of_a_jwt_only():
     ({"accepted": True, "expires": "2026-11-22T09:00:00Z"}, None),
     ({"accepted": None, "problem": None}, None),
 ])
-def test_credential_findings(credential, cause):
-    found = diagnosis.credential_findings(dict(credential, present=True, url="https://hub:6443", where="Secret a/b", rerun="X"), NOW)
-    assert causes(found) == ([cause] if cause else [])
-    assert diagnosis.credential_findings(dict(credential, present=False), NOW) == []
+def test_credential_problem(credential, cause):
+    found = diagnosis.credential_problem(dict(credential, present=True, url="https://hub:6443", where="Secret a/b"), NOW)
+    assert (found or {}).get("cause") == cause
+    assert diagnosis.credential_problem(dict(credential, present=False), NOW) is None
 
 
 def pod(name="agent-5d9f7-abcde", phase="Pending", statuses=(), conditions=(), deleting=False):
@@ -111,12 +111,14 @@ def test_event_findings_keep_recent_warnings_that_name_a_cause():
 
 
 def test_findings_are_ordered_root_cause_first_and_one_per_cause():
-    found = diagnosis.ordered([diagnosis.finding("crash_loop", "a", "f"), diagnosis.finding("hub_ca_untrusted", "b", "f"),
-                               diagnosis.finding("crash_loop", "c", "f")])
+    found = diagnosis.ordered([diagnosis.finding("crash_loop", "a", "none", "f"), diagnosis.finding("hub_ca_untrusted", "b", "upgrade", "f"),
+                               diagnosis.finding("crash_loop", "c", "none", "f")])
     assert [(item["cause"], item["evidence"]) for item in found] == [("hub_ca_untrusted", "b"), ("crash_loop", "a")]
     with pytest.raises(ValueError):
-        diagnosis.finding("no_such_cause", "", "")
-    assert len(diagnosis.finding("silent", "x" * 1000, "f")["evidence"]) < 500
+        diagnosis.finding("no_such_cause", "", "none", "")
+    with pytest.raises(ValueError):
+        diagnosis.finding("silent", "", "no_such_action", "")
+    assert len(diagnosis.finding("silent", "x" * 1000, "reregister", "f")["evidence"]) < 500
 
 
 def deployment(replicas=1, available=1, updated=1, generation=2, observed=2):
@@ -156,7 +158,8 @@ def kf(hub=None, member=None, **credential):
     hub_view = None if hub is False else dict(KF_HUB, **(hub or {}))
     member_view = dict(KF_MEMBER, **(member or {}))
     member_view["credential"] = dict(KF_MEMBER["credential"], **credential)
-    return causes(KUBEFLEET.findings("east-1", hub_view, member_view, NOW, 3600))
+    # the causes that make it unhealthy (a test token without an issue time is also due for rotation: maintenance)
+    return causes(problems(KUBEFLEET.judge(hub_view, member_view, {"now": NOW, "stale_after": 3600})))
 
 
 def test_kubefleet_findings():
@@ -166,7 +169,7 @@ def test_kubefleet_findings():
     assert kf(hub={"heartbeat_age_seconds": 600}) == ["silent"]
     assert kf(hub={"joined": None, "heartbeat": None, "heartbeat_age_seconds": None}) == ["never_checked_in"]
     assert kf(hub={"conditions_false": ["member agent Healthy=False (X): y"]}) == ["hub_reports"]
-    assert kf(member={"release": None}, present=False) == ["agent_missing"]
+    assert kf(member={"release": None}, present=False) == ["agent_missing", "credential_missing"]
     assert kf(present=False) == ["credential_missing"]
     assert kf(accepted=False, expires="2026-11-21T09:00:00Z") == ["token_expired"]
     assert kf(username="system:serviceaccount:fleet-system:other") == ["wrong_identity"]
@@ -180,8 +183,8 @@ def fleet(hub=None, member=None):
     member_view = {"release": {"status": "deployed"}, "deployment": True, "credential": True, "credential_usable": True,
                    "credential_accepted": True, "credential_error": None, "credential_expires": None, "bootstrap": False,
                    "credential_server": "https://hub:6443"}
-    return causes(FLEET.findings("east-1", None if hub is False else dict(hub_view, **(hub or {})), dict(member_view, **(member or {})),
-                                 NOW, 3600))
+    return causes(FLEET.judge(None if hub is False else dict(hub_view, **(hub or {})), dict(member_view, **(member or {})),
+                              {"now": NOW, "stale_after": 3600}))
 
 
 def test_rancher_fleet_findings():
@@ -192,33 +195,37 @@ def test_rancher_fleet_findings():
     assert fleet(hub={"seen_age_seconds": 7200}) == ["silent"]
     assert fleet(hub={"ready_status": "False", "ready_message": "NotReady(1) [Bundle x]"}) == ["hub_reports"]
     assert fleet(member={"credential": False, "credential_usable": False}) == ["bootstrap_missing"]
-    assert fleet(member={"credential": False, "credential_usable": False, "bootstrap": True}) == []
-    assert fleet(member={"credential_accepted": None, "credential_error": "certificate verify failed"}) == ["hub_ca_untrusted"]
+    assert fleet(member={"credential": False, "credential_usable": False, "bootstrap": True}) == ["credential_missing"]
+    assert fleet(member={"credential_accepted": None, "credential_error": "certificate verify failed",
+                         "expected_server": "https://hub:6443"}) == ["hub_ca_untrusted"]
+    # with no hub URL known for the agent its credential was not checked: what the check says is no finding
+    assert fleet(member={"credential_accepted": None, "credential_error": "the hub URL is not known"}) == []
 
 
 def test_both_managers_name_their_own_object_when_the_member_is_not_or_no_longer_one():
     for manager, kind, leaving in ((KUBEFLEET, "MemberCluster", {"leaving": True}),
                                    (FLEET, "Cluster", {"deleting": True, "checked_in": True})):
         assert [f["evidence"] for f in manager.hub_findings(None)] == ["the hub has no %s for the member" % kind]
+        assert [f["evidence"] for f in manager.decide("east-1", None, None, {}).findings] == ["the hub has no %s named east-1" % kind]
         gone = manager.hub_findings(dict(leaving, name="east-1"))
         assert gone[0]["cause"] == "leaving" and gone[0]["evidence"] == "%s east-1 is being deleted" % kind, gone
 
 
 def test_a_healthy_member_is_not_diagnosed_and_each_fix_says_what_a_rerun_does():
-    healthy = MemberState("kubefleet", "east-1", dict(KF_HUB), dict(KF_MEMBER), "none", [])
-    assert diagnosis.diagnose(KUBEFLEET, None, healthy, 3600, NOW) == []
+    healthy = KUBEFLEET.decide("east-1", dict(KF_HUB), dict(KF_MEMBER), {"now": NOW})
+    assert healthy.healthy and diagnosis.diagnose(KUBEFLEET, None, healthy, NOW) == []
     member = dict(KF_MEMBER, credential=dict(KF_MEMBER["credential"], accepted=False, expires="2026-11-21T09:00:00Z"))
-    broken = MemberState("kubefleet", "east-1", dict(KF_HUB), member, "reregister", ["the hub rejects the member agent's token"])
-    found = diagnosis.diagnose(KUBEFLEET, None, broken, 3600, NOW)
-    assert causes(found) == ["token_expired"]
+    broken = KUBEFLEET.decide("east-1", dict(KF_HUB), member, {"now": NOW})
+    found = diagnosis.diagnose(KUBEFLEET, None, broken, NOW)
+    assert broken.action == "reregister" and causes(found) == ["token_expired"]
     assert "expired at 2026-11-21T09:00:00Z" in found[0]["evidence"]
     assert found[0]["fix"].endswith("A plain re-run registers the member again: new credential, agent reinstalled (action reregister).")
-    stuck = MemberState("kubefleet", "east-1", dict(KF_HUB), dict(KF_MEMBER, deployment=dict(
-        KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica")), "none", [])
-    assert causes(diagnosis.diagnose(KUBEFLEET, None, stuck, 3600, NOW)) == ["not_rolled_out"]
+    stuck = KUBEFLEET.decide("east-1", dict(KF_HUB), dict(KF_MEMBER, deployment=dict(
+        KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica")), {"now": NOW})
+    assert not stuck.healthy and causes(diagnosis.diagnose(KUBEFLEET, None, stuck, NOW)) == ["not_rolled_out"]
 
 
-def test_the_agent_pods_are_read_only_for_an_agent_that_is_unhealthy_or_not_rolled_out():
+def test_the_agent_pods_are_read_only_for_a_member_that_is_not_healthy():
     class Member:
         def __init__(self):
             self.reads = []
@@ -226,12 +233,12 @@ def test_the_agent_pods_are_read_only_for_an_agent_that_is_unhealthy_or_not_roll
         def list(self, resource, namespace=None, **kwargs):
             self.reads.append(resource.kind)
             return []
-    fleet_hub = {"name": "edge", "checked_in": True, "seen_age_seconds": 5, "ready_status": "False", "ready_message": "NotReady(1) [Bundle app]"}
+    fleet_hub = {"name": "edge", "checked_in": True, "seen_age_seconds": 5, "ready_status": "True"}
     fleet_member = {"deployment": True, "release": {"status": "deployed"}, "credential": True, "credential_usable": True,
                     "credential_accepted": True}
     member = Member()
-    busy = MemberState("rancher_fleet", "edge", fleet_hub, fleet_member, "none", [])
-    assert causes(diagnosis.diagnose(FLEET, member, busy, 3600, NOW)) == ["hub_reports"] and member.reads == []
-    broken = MemberState("rancher_fleet", "edge", fleet_hub, fleet_member, "install", ["the agent Deployment is missing"])
-    diagnosis.diagnose(FLEET, member, broken, 3600, NOW)
-    assert member.reads == ["Pod", "Event"]
+    fine = FLEET.decide("edge", fleet_hub, fleet_member, {"now": NOW})
+    assert fine.healthy and diagnosis.diagnose(FLEET, member, fine, NOW) == [] and member.reads == []
+    busy = FLEET.decide("edge", dict(fleet_hub, ready_status="False", ready_message="NotReady(1) [Bundle app]"), fleet_member, {"now": NOW})
+    assert not busy.healthy and busy.action == "none"
+    assert causes(diagnosis.diagnose(FLEET, member, busy, NOW)) == ["hub_reports"] and member.reads == ["Pod", "Event"]

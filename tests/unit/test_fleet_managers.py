@@ -11,14 +11,23 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 # Have a default: a manager that leaves nothing on the hub, sets no host variable of its own or knows no member's URL
 # keeps it.
 OPTIONAL = ["tidy_hub", "host_variables", "member_urls"]
-METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL]
+# What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
+SHARED = ["decide", "hub_findings", "hub_healthy"]
+METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]
 ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resources", "controller", "install_hint", "join_results",
               "leave_results", "summary_shape"]
 
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
-    assert sorted(METHODS) == ["agent_trouble", "agent_workload", "check_member_name", "decide", "findings", "host_view",
-                               "hub_findings", "hub_view", "leave_summary", "member_view", "read_hub", "stale_problem", "status_row"]
+    assert sorted(METHODS) == ["agent_workload", "check_member_name", "host_view", "hub_view", "judge", "leave_summary",
+                               "member_view", "read_hub", "stale_problem", "status_row"]
+
+
+@pytest.mark.parametrize("name", registry.NAMES)
+def test_no_manager_has_an_algorithm_of_its_own(name):
+    """The action, the reasons and healthy follow from the findings the same way for every manager."""
+    for method in SHARED:
+        assert getattr(type(registry.MANAGERS[name]), method) is getattr(FleetManager, method), "%s overrides %s" % (name, method)
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

@@ -163,7 +163,7 @@ def test_preflight_token_object_checks():
 
 def test_manager_implements_the_interface():
     assert isinstance(MANAGER, FleetManager)
-    for method in ("read_hub", "hub_view", "member_view", "decide", "status_row"):
+    for method in ("read_hub", "hub_view", "member_view", "judge", "status_row"):
         assert getattr(type(MANAGER), method) is not getattr(FleetManager, method), method
     assert (MANAGER.name, MANAGER.title, MANAGER.group_version) == ("rancher_fleet", "Rancher Fleet", "fleet.cattle.io/v1alpha1")
     assert MANAGER.controller == ("cattle-fleet-system", "fleet-controller")
@@ -185,9 +185,9 @@ def test_hub_view_and_status_row():
     assert HUB["seen_age_seconds"] == 60 and HUB["checked_in"] and HUB["ready"] and HUB["client_id"] == "abc"
     row = MANAGER.status_row(HUB)
     assert row["last_seen"] == "2026-01-02T11:59:00Z" and row["bundles_ready"] == "1/1" and row["last_contact_age_seconds"] == 60
-    assert row["state"] == "checked-in" and row["healthy"] is True
+    assert row["state"] == "checked-in" and "healthy" not in row  # fleet_status.member_row adds it from the findings
     waiting = MANAGER.status_row(dict(HUB, checked_in=False, last_seen=None, ready=False, seen_age_seconds=None))
-    assert waiting["state"] == "waiting" and waiting["healthy"] is None and waiting["last_contact_age_seconds"] is None
+    assert waiting["state"] == "waiting" and waiting["last_contact_age_seconds"] is None
     assert MANAGER.status_row(dict(HUB, deleting=True))["state"] == "deleting"
     assert MANAGER.hub_view(None) is None and MANAGER.status_row(None) is None
 
@@ -200,7 +200,7 @@ def test_hub_view_and_status_row():
     (HUB, dict(MEMBER, release=None), WANT, "install", "not installed"),
     (HUB, dict(MEMBER, release=dict(MEMBER["release"], status="failed")), WANT, "install", "failed, not deployed"),
     (HUB, dict(MEMBER, credential=False, credential_usable=False, credential_accepted=None), WANT, "reregister", "credential"),
-    (HUB, dict(MEMBER, credential_accepted=False), WANT, "reregister", "refuses"),
+    (HUB, dict(MEMBER, credential_accepted=False), WANT, "reregister", "rejects the agent's credential"),
     (HUB, dict(MEMBER, deployment=False), WANT, "install", "Deployment"),
     (dict(HUB, seen_age_seconds=7200), MEMBER, WANT, "reregister", "more than stale_after"),
     (HUB, MEMBER, dict(WANT, force=True), "reregister", "force"),
@@ -213,7 +213,7 @@ def test_hub_view_and_status_row():
     (HUB, MEMBER, dict(WANT, rotate=True), "rotate", "asked for"),
     (HUB, dict(MEMBER, credential_age_seconds=7200), dict(WANT, credential_max_age=3600), "rotate", "more than the credential max age"),
     (HUB, dict(MEMBER, credential_age_seconds=60), dict(WANT, credential_max_age=3600), "none", None),
-    (HUB, dict(MEMBER, credential_accepted=False), dict(WANT, rotate=True), "reregister", "refuses"),
+    (HUB, dict(MEMBER, credential_accepted=False), dict(WANT, rotate=True), "reregister", "rejects the agent's credential"),
     # the most urgent action wins, every reason is kept
     (HUB, dict(MEMBER, release=None, credential=False), dict(WANT, labels={"env": "prod"}), "reregister", "labels"),
 ])

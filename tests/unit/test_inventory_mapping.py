@@ -203,11 +203,13 @@ def test_the_inventory_and_fleet_status_judge_health_alike(fleet, member, health
     from ansible_collections.fleetops.registration.plugins.module_utils import registry
     hosts = hosts_of([fleet], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
     assert hosts["e"]["vars"]["fleetops_health"] == health
-    rows = [registry.manager(name).status_row(registry.manager(name).hub_view(obj, NOW))
+    from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
+    rows = [member_row(registry.manager(name), registry.manager(name).hub_view(obj, NOW))
             for name, obj in (("rancher_fleet", fleet), ("kubefleet", member))]
     stale = any(row["state"] == "silent" for row in rows)
     assert stale == (health == "stale"), rows
     assert all(row["healthy"] is True for row in rows) == (health == "healthy"), rows
+    assert all(row["healthy"] == (not row["diagnosis"]) for row in rows), rows
 
 
 def test_a_shorter_heartbeat_period_makes_a_kubefleet_member_stale_sooner_in_both():

@@ -13,7 +13,9 @@ import datetime
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import manager as kfm
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge as kfm
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import manager as kf_manager
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
 
 UTC = datetime.timezone.utc
@@ -84,13 +86,14 @@ def desired(**changes):
     (hub(), member(), desired(), "none", None),
     (hub(), member(**{"credential.accepted": None, "credential.problem": "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"}),
      desired(), "upgrade", "does not verify the hub's certificate"),
-    (hub(), member(**{"credential.accepted": None, "credential.problem": "Connection refused"}), desired(), "none", None),
+    # the hub unreachable from the controller: no re-run repairs that, and the member is not healthy
+    (hub(), member(**{"credential.accepted": None, "credential.problem": "Connection refused"}), desired(), "none", "cannot be reached"),
     (None, member(), desired(), "join", "has no MemberCluster named east-1"),
-    (hub(leaving=True), member(), desired(), "join", "is leaving the fleet"),
+    (hub(leaving=True), member(), desired(), "join", "is being deleted"),
     (hub(joined=None, heartbeat=None), member(), desired(), "join", "never joined"),
     (hub(), member(**{"credential.present": False}), desired(), "reregister", "hub-kubeconfig-secret is missing"),
     (hub(), member(**{"credential.accepted": False, "credential.problem": "Unauthorized"}), desired(), "reregister",
-     "rejects the member agent's token (Unauthorized)"),
+     "rejects the member agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret (Unauthorized)"),
     (hub(), member(**{"credential.username": "system:serviceaccount:fleet-system:old"}), desired(), "reregister",
      "authenticates as system:serviceaccount:fleet-system:old"),
     (hub(heartbeat="2026-11-21T09:59:00Z"), member(), desired(), "reregister", "60s old, more than 3 x heartbeatPeriodSeconds (15s)"),
@@ -133,8 +136,10 @@ def desired(**changes):
      desired(images={"repository": "registry.example/fleet/member-agent"}, agent={"image_registry": "mirror:5000"}), "none", None),
     (hub(), member(), desired(images={}), "none", None),
     # what the options do not say is not drift; the member's values are never the measure
-    (hub(), member(wanted=None, **{"configured.hub_url": "https://attacker:443", "credential.accepted": None,
-                                   "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),
+    (hub(), member(wanted=None, hub_url=None, **{"configured.hub_url": "https://attacker:443", "credential.accepted": None,
+                                                 "credential.problem": "the hub endpoint ... is not known"}), desired(), "none", None),
+    # the hub reports the member unhealthy while its heartbeat is fresh: nothing a re-run repairs, not healthy
+    (hub(healthy="False"), member(), desired(), "none", "Healthy=False"),
     (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "reconfigure",
      "container member-agent's environment lacks or differs in HTTPS_PROXY"),
     (hub(), member(), desired(agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}}, labels={"env": "dev"}), "reconfigure", "HTTPS_PROXY"),
@@ -152,6 +157,9 @@ def test_decide(hub_view, member_view, wanted, action, reason):
     if reason is None:
         assert state.reasons == []
         assert state.healthy
+    elif action == "none":
+        assert state.reasons == [] and not state.healthy
+        assert any(reason in item["evidence"] for item in state.findings), state.findings
     else:
         assert any(reason in text for text in state.reasons), state.reasons
     assert state.as_dict()["manager"] == "kubefleet"
@@ -178,12 +186,12 @@ def test_hub_view():
     ({}, "joined", True),
     ({"heartbeat": "2026-11-21T09:50:00Z"}, "silent", False),
     ({"healthy": "False"}, "joined", False),
-    ({"leaving": True}, "leaving", True),
-    ({"joined": None, "heartbeat": None}, "ready-to-join", None),
+    ({"leaving": True}, "leaving", False),
+    ({"joined": None, "heartbeat": None}, "ready-to-join", False),
     ({"joined": "False"}, "ready-to-join", False),
 ])
 def test_status_row(kwargs, state, healthy):
-    row = MANAGER.status_row(hub(**kwargs))
+    row = member_row(MANAGER, hub(**kwargs))
     assert row["state"] == state
     assert row["healthy"] is healthy
     assert set(("state", "healthy", "last_contact_age_seconds", "labels")) <= set(row)
@@ -192,7 +200,7 @@ def test_status_row(kwargs, state, healthy):
 
 def test_the_manager_implements_the_interface():
     assert isinstance(MANAGER, FleetManager)
-    for method in ("read_hub", "hub_view", "member_view", "decide", "status_row"):
+    for method in ("read_hub", "hub_view", "member_view", "judge", "status_row"):
         assert getattr(type(MANAGER), method) is not getattr(FleetManager, method), method
     assert (MANAGER.name, MANAGER.title, MANAGER.group_version) == ("kubefleet", "KubeFleet", "cluster.kubernetes-fleet.io/v1beta1")
     assert list(MANAGER.hub_resources) == ["memberclusters", "internalmemberclusters"]
@@ -233,6 +241,6 @@ def test_values_cover(live, wanted, covered):
 
 
 def test_option_prefers_the_kubefleet_prefixed_name():
-    assert kfm.option({}, "release_name") == "member-agent"
-    assert kfm.option({"release_name": "a"}, "release_name") == "a"
-    assert kfm.option({"release_name": "a", "kubefleet_release_name": "b"}, "release_name") == "b"
+    assert kf_manager.option({}, "release_name") == "member-agent"
+    assert kf_manager.option({"release_name": "a"}, "release_name") == "a"
+    assert kf_manager.option({"release_name": "a", "kubefleet_release_name": "b"}, "release_name") == "b"

@@ -56,6 +56,16 @@ def test_join_summary_of_a_healthy_member_says_unchanged_and_in_sync():
     assert summary["rancher_fleet"]["action"] == "none" and summary["kubefleet"]["agent"] == "unchanged"
 
 
+def test_join_summary_says_healthy_only_when_member_info_judged_it_so():
+    """A member the run did not change is as healthy as member_info's findings say, whatever one hub flag says."""
+    unhealthy = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), healthy=False,
+                     diagnosis=[{"cause": "not_rolled_out", "evidence": "the agent Deployment is scaled to 0 replicas", "fix": "-"}])
+    line = join_summary(_info(kubefleet=unhealthy), {})["line"]
+    assert line == ("edge-07: kubefleet edge-07: agent unchanged, joined; labels in sync; cause found before the run not_rolled_out: "
+                    "the agent Deployment is scaled to 0 replicas")
+    assert join_summary(_info(kubefleet=dict(unhealthy, healthy=True, diagnosis=[])), {})["kubefleet"]["healthy"] is True
+
+
 def test_join_summary_reports_a_reregistration_with_its_reason_and_the_new_view():
     info = _info(rancher_fleet=_state("rancher_fleet", "reregister", {"checked_in": True}, ["the hub rejects the agent's credential"]))
     host_vars = {

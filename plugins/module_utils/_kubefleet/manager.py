@@ -9,7 +9,7 @@
   and which Secret holds its token come from the options and the hub connection only (``hub_access.agent_endpoint``,
   what the agent module installs); what the release's values say is evidence, compared with that and reported as
   drift, never followed: a member-held token goes only to the hub URL the collection configures, with its CA;
-- ``decide`` (pure) turns both views and what the inventory wants into one action with its reasons.
+- ``judge`` (pure): the rule table in ``judge.py`` turns both views and what the inventory wants into findings.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,23 +19,20 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
-from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
-from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds, parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    QUARANTINE_TAINT, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
+    DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
     HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_configuration, agent_hub_endpoint, configuration_drift, identity_username, secret_token, wanted_configuration, wanted_labels,
+    agent_configuration, agent_hub_endpoint, secret_token, wanted_configuration,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import diagnosis, views
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import image_drift
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, views
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
 )
@@ -56,115 +53,6 @@ def option(params, key):
         if params.get(name):
             return params[name]
     return MEMBER_OPTIONS.get(key)
-
-
-def values_cover(live, wanted):
-    """Whether the release values ``live`` hold every value in ``wanted`` (nested mappings compared key by key)."""
-    for key, value in (wanted or {}).items():
-        if isinstance(value, dict) and isinstance((live or {}).get(key), dict):
-            if not values_cover(live[key], value):
-                return False
-        elif (live or {}).get(key) != value:
-            return False
-    return True
-
-
-def _join_reasons(name, hub):
-    if hub is None:
-        return ["the hub has no MemberCluster named %s" % name]
-    if hub.get("leaving"):
-        return ["MemberCluster %s is leaving the fleet" % name]
-    if hub.get("joined") is not True and not hub.get("heartbeat"):
-        return ["the member agent never joined MemberCluster %s" % name]
-    return []
-
-
-def _reregister_reasons(hub, member, desired):
-    reasons = []
-    credential = member.get("credential") or {}
-    if member and not credential.get("present") and not token_moved(member):
-        reasons.append("the token Secret %s/%s is missing on the member" % (credential.get("namespace"), credential.get("name")))
-    elif credential.get("accepted") is False:
-        reasons.append("the hub rejects the member agent's token (%s)" % (credential.get("problem") or "401 Unauthorized"))
-    expected = identity_username(hub.get("identity"))
-    if credential.get("username") and expected and credential["username"] != expected:
-        reasons.append("the member agent's token authenticates as %s, but the MemberCluster names %s" % (credential["username"], expected))
-    if hub.get("joined") is False:
-        reasons.append("the hub reports the member agent as not joined")
-    stale = heartbeat_problem(hub, desired.get("stale_after"))
-    if stale:
-        reasons.append(stale)
-    if desired.get("force"):
-        reasons.append("re-registration was forced")
-    return reasons
-
-
-def _install_reasons(member):
-    release = member.get("release")
-    if not member:
-        return []
-    if release is None:
-        return ["the member-agent release is not installed on the member"]
-    if release.get("status") != "deployed":
-        return ["the member-agent release is %s, not deployed" % release.get("status")]
-    if not (member.get("deployment") or {}).get("present"):
-        return ["the member agent Deployment %s is missing on the member" % (member.get("deployment") or {}).get("name")]
-    return []
-
-
-def token_moved(member):
-    """The release reads its token from another Secret than the options name: the upgrade writes the one they name."""
-    configured, wanted = member.get("configured") or {}, member.get("wanted") or {}
-    return bool(configured.get("token_secret") and wanted.get("token_secret") and configured["token_secret"] != wanted["token_secret"])
-
-
-def _upgrade_reasons(member, desired):
-    release = member.get("release") or {}
-    reasons = []
-    if desired.get("chart_version") and release.get("chart_version") != desired["chart_version"]:
-        reasons.append("chart version %s -> %s" % (release.get("chart_version"), desired["chart_version"]))
-    if desired.get("values") and not values_cover(release.get("values"), desired["values"]):
-        reasons.append("values differ")
-    if release:
-        reasons += image_drift(release.get("values"), desired.get("images"), desired.get("agent"))
-    if tls_problem((member.get("credential") or {}).get("problem")):
-        reasons.append("the hub CA the collection gives the member agent does not verify the hub's certificate")
-    if tls_problem(member.get("configured_ca_problem")):
-        reasons.append("the hub CA the member agent uses does not verify the hub's certificate")
-    if release:
-        reasons += configuration_drift(member.get("configured"), member.get("wanted"))
-    return reasons
-
-
-def _rotation_reasons(member, desired):
-    credential = member.get("credential") or {}
-    reasons = rotation_reasons(credential.get("present"), credential.get("accepted"), credential.get("age_seconds"), desired,
-                               "the member agent's token")
-    if reasons or not credential.get("present") or credential.get("accepted") is False:
-        return reasons
-    return renewal_reasons(parse_time(credential.get("issued")), parse_time(credential.get("expires")),
-                           tokens.lifetime_seconds(desired.get("token_lifetime"), "kubefleet_token_lifetime"))
-
-
-def _quarantine_reasons(hub):
-    """A quarantined member stays 'relabel' (the member object step, then the lift) until it is verified and lifted."""
-    if hub.get("quarantined"):
-        return ["MemberCluster %s is quarantined (taint %s) until it is joined, healthy and has reported its properties"
-                % (hub.get("name"), QUARANTINE_TAINT["key"])]
-    return []
-
-
-def _relabel_reasons(hub, desired):
-    if not desired.get("labels") and desired.get("labels_mode") != "replace":
-        return []
-    live = hub.get("labels") or {}
-    wanted = wanted_labels(live, desired.get("labels") or {}, desired.get("labels_mode") or "merge")
-    if wanted == live:
-        return []
-    added = sorted(k for k in wanted if live.get(k) != wanted[k])
-    removed = sorted(k for k in live if k not in wanted)
-    parts = (["set %s" % ", ".join(added)] if added else []) + (["remove %s" % ", ".join(removed)] if removed else [])
-    return ["labels drift: %s" % "; ".join(parts)]
 
 
 class KubeFleet(FleetManager):
@@ -243,33 +131,11 @@ class KubeFleet(FleetManager):
         credential.update(accepted=check["accepted"], username=check["user"], problem=check["error"])
         return credential
 
-    def decide(self, name, hub_view, member_view, desired):
-        member = member_view or {}
-        desired = desired or {}
-        for action, reasons in (
-            ("join", _join_reasons(name, hub_view)),
-            ("reregister", _reregister_reasons(hub_view or {}, member, desired) if hub_view else []),
-            ("install", _install_reasons(member)),
-            ("upgrade", _upgrade_reasons(member, desired)),
-            ("rotate", _rotation_reasons(member, desired) + identity_move_reasons(hub_view, desired)),
-            ("reconfigure", agent_settings.drift(desired.get("agent"), member.get("agent_pod"))),
-            ("relabel", _relabel_reasons(hub_view, desired) + _quarantine_reasons(hub_view) if hub_view else []),
-        ):
-            if reasons:
-                return MemberState(self.name, name, hub_view, member_view, action, reasons)
-        return MemberState(self.name, name, hub_view, member_view, "none", [])
+    def judge(self, hub_view, member_view, desired):
+        return judge.judge(hub_view, member_view, desired)
 
     def stale_problem(self, hub_view, stale_after=None):
         return heartbeat_problem(hub_view or {}, stale_after)
-
-    def hub_findings(self, hub_view, stale_after=None):
-        return diagnosis.hub_findings(hub_view, stale_after)
-
-    def findings(self, name, hub_view, member_view, now=None, stale_after=None):
-        return diagnosis.findings(hub_view, member_view, now, stale_after)
-
-    def agent_trouble(self, member_view):
-        return ((member_view or {}).get("deployment") or {}).get("rollout_problem")
 
     def agent_workload(self, member_view):
         deployment = (member_view or {}).get("deployment") or {}
@@ -296,10 +162,8 @@ class KubeFleet(FleetManager):
             state = "ready-to-join"
         else:
             state = "waiting"
-        healthy = None if hub_view["joined"] is None else bool(
-            hub_view["joined"] and hub_view["healthy"] is not False and not hub_view["heartbeat_stale"])
         return {
-            "state": state, "healthy": healthy, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
+            "state": state, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
             "labels": hub_view["labels"], "joined": hub_view["joined"], "ready_to_join": hub_view["ready_to_join"],
             "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"], "quarantined": hub_view.get("quarantined"),
         }

@@ -1,93 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, fleetops.registration contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rancher Fleet as a fleet manager: the member judged from the hub's Cluster and from the member itself."""
+"""Rancher Fleet as a fleet manager: reads the hub's Cluster and the member itself; ``judge.py`` is its rule table."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState, object_key
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
-from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet_settings
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, diagnosis
+from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, judge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_NAMESPACE, AGENT_POD_SELECTOR, API_VERSION, CLUSTER, MANAGED_LABEL_PREFIXES, TOKEN,
+    AGENT_NAMESPACE, AGENT_POD_SELECTOR, API_VERSION, CLUSTER, TOKEN,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens, validate_name
-
-
-def _release_reasons(member):
-    release = member.get("release")
-    if release is None:
-        return [("install", "the fleet-agent release is not installed on the member")]
-    if release.get("status") != "deployed":
-        return [("install", "the fleet-agent release %s is %s, not deployed" % (release.get("name"), release.get("status")))]
-    return []
-
-
-def _agent_reasons(member):
-    found = []
-    if not member.get("credential"):
-        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) is missing on the member"))
-    elif member.get("credential_accepted") is False:
-        found.append(("reregister", "the hub refuses the agent's credential (401)"))
-    elif not member.get("credential_usable"):
-        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) holds no usable kubeconfig"))
-    elif member.get("expected_server") and (member.get("credential_server") or "").rstrip("/") != member["expected_server"]:
-        found.append(("reregister", "the agent's hub credential (Secret fleet-agent) names the hub %s, not %s (what the collection "
-                      "gives the agent); its token was not sent there" % (member.get("credential_server"), member["expected_server"])))
-    if member.get("release") is not None and not member.get("deployment"):
-        found.append(("install", "the agent Deployment fleet-agent is missing on the member"))
-    return found
-
-
-def _hub_reasons(name, hub, desired):
-    if hub is None:
-        return [("join", "the hub has no Cluster %s" % name)]
-    if not hub.get("checked_in"):
-        return [("join", "the agent of Cluster %s has never checked in" % name)]
-    found = []
-    stale = views.stale_problem(hub, desired.get("stale_after"))
-    if stale:
-        found.append(("reregister", stale))
-    if hub.get("deleting"):
-        found.append(("join", "Cluster %s is being deleted" % name))
-    return found
-
-
-def _namespace_reasons(name, hub):
-    problem = (hub or {}).get("cluster_namespace_problem")
-    if not problem:
-        return []
-    return [("join", "Cluster %s is not joinable yet: %s" % (name, cluster_namespace.describe(problem)))]
-
-
-def _wanted_reasons(hub, member, desired):
-    found = [("rotate", reason) for reason in rotation_reasons(
-        member.get("credential_usable"), member.get("credential_accepted"), member.get("credential_age_seconds"), desired,
-        "the agent's credential (Secret fleet-agent)")]
-    if desired.get("force"):
-        found.append(("reregister", "force asks for a new registration"))
-    release = member.get("release") or {}
-    version = desired.get("chart_version")
-    if version and release and release.get("chart_version") != version and not member.get("fleet_managed_releases"):
-        found.append(("upgrade", "chart version %s -> %s" % (release.get("chart_version"), version)))
-    setting, _ignored = fleet_settings.fleet_setting(desired.get("agent"))
-    if hub is not None:
-        found += [("reconfigure", reason) for reason in fleet_settings.hub_drift(setting, hub.get("agent_fields"))]
-    found += [("reconfigure", reason) for reason in agent_settings.drift(setting, member.get("agent_pod"))]
-    labels = desired.get("labels")
-    if hub is not None and labels is not None and labels_drift(hub.get("labels"), normalize_labels(labels),
-                                                               desired.get("labels_mode") or "merge", MANAGED_LABEL_PREFIXES):
-        found.append(("relabel", "the Cluster's labels differ from the inventory's"))
-    return found
 
 
 class RancherFleet(FleetManager):
@@ -132,7 +62,7 @@ class RancherFleet(FleetManager):
 
         The credential is checked only when it names the hub URL the collection gives the agent
         (``member.expected_endpoint``), with the CA from there, through ``hub_proxy``; one that names another server is
-        reported (``_agent_reasons``), its token sent nowhere. ``params``: the options (``check_credential``, default
+        reported (``judge.py``: wrong_hub), its token sent nowhere. ``params``: the options (``check_credential``, default
         True). Never returns values, the token or the kubeconfig.
         """
         params = params or {}
@@ -148,18 +78,8 @@ class RancherFleet(FleetManager):
                 check = member_side.check_credential(expected[0], expected[1], endpoint[1], proxy=params.get("hub_proxy"))
         return member_side.member_view(facts, check, expected_url)
 
-    def decide(self, name, hub_view, member_view, desired):
-        """Pure: the most urgent action (in ACTIONS order) and every reason found, hub side and member side."""
-        desired = desired or {}
-        member = member_view or {}
-        found = _hub_reasons(name, hub_view, desired) + _namespace_reasons(name, hub_view)
-        if member_view is not None:
-            found += _release_reasons(member) + _agent_reasons(member)
-        found += _wanted_reasons(hub_view, member, desired)
-        if not found:
-            return MemberState(self.name, name, hub_view, member_view, "none", [])
-        action = min((a for a, _r in found), key=ACTIONS.index)
-        return MemberState(self.name, name, hub_view, member_view, action, [reason for _a, reason in found])
+    def judge(self, hub_view, member_view, desired):
+        return judge.judge(hub_view, member_view, desired)
 
     def status_row(self, hub_view):
         return views.status_row(hub_view)
@@ -189,15 +109,6 @@ class RancherFleet(FleetManager):
 
     def stale_problem(self, hub_view, stale_after=None):
         return views.stale_problem(hub_view, stale_after)
-
-    def hub_findings(self, hub_view, stale_after=None):
-        return diagnosis.hub_findings(hub_view, stale_after)
-
-    def findings(self, name, hub_view, member_view, now=None, stale_after=None):
-        return diagnosis.findings(hub_view, member_view, now, stale_after)
-
-    def agent_trouble(self, member_view):
-        return (member_view or {}).get("deployment_problem")
 
     def agent_workload(self, member_view):
         return (AGENT_NAMESPACE, AGENT_POD_SELECTOR) if (member_view or {}).get("deployment") else None

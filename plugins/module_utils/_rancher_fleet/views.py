@@ -156,7 +156,7 @@ def status_row(view):
     state = ("deleting" if view["deleting"] else "namespace-" + view["cluster_namespace_problem"][0]
              if view.get("cluster_namespace_problem") else "silent" if stale else "checked-in" if view["checked_in"] else "waiting")
     return {
-        "state": state, "healthy": (bool(view["ready"]) and not stale) if view["checked_in"] else None,
+        "state": state,
         "last_contact_age_seconds": view["seen_age_seconds"], "labels": view["labels"],
         "checked_in": view["checked_in"], "ready": view["ready"], "fleet_state": view["state"], "last_seen": view["last_seen"],
         "bundles_ready": view["bundles_ready"], "deleting": view["deleting"],
