@@ -94,6 +94,7 @@ KUBEFLEET_ROWS = [
     ("agent_config_drift", "upgrade", {}, {"configured.hub_url": "https://other:6443"}, {}),
     ("chart_version", "upgrade", {}, {}, {"chart_version": "0.2.0"}),
     ("values_drift", "upgrade", {}, {}, {"values": {"logVerbosity": 5}}),
+    ("image_drift", "upgrade", {}, {}, {"images": {"repository": "mirror.example/fleet/member-agent"}}),
     ("rotation_due", "rotate", {}, {}, {"rotate": True}),
     ("identity_moves", "rotate", {}, {}, {"identity_namespace": "fleetops-system"}),
     ("settings_drift", "reconfigure", {}, {}, {"agent": PROXY}),

@@ -19,6 +19,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.findings imp
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import image_drift
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import QUARANTINE_TAINT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import configuration_drift, identity_username, wanted_labels
@@ -160,6 +161,11 @@ def _values_drift(hub, member, desired):
     return None
 
 
+def _image_drift(hub, member, desired):
+    release = member.get("release")
+    return image_drift(release.get("values"), desired.get("images"), desired.get("agent")) if release else None
+
+
 def _rotation_due(hub, member, desired):
     credential = _credential(member)
     if not member:
@@ -197,6 +203,7 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
     Rule("agent_config_drift", "upgrade", _config_drift, UPGRADE),
     Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent."),
     Rule("values_drift", "upgrade", _values_drift, "A re-run upgrades the agent with the inventory's values."),
+    Rule("image_drift", "upgrade", _image_drift, "A re-run upgrades the agent with the images the inventory sets."),
     Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the token; the member stays joined."),
     Rule("identity_moves", "rotate", lambda hub, member, desired: identity_move_reasons(hub, desired),
          "A re-run gives the member a token of the identity in its new namespace, then deletes the old one."),
