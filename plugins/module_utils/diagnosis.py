@@ -243,6 +243,16 @@ def rollout_problem(deployment: Optional[Dict[str, Any]]) -> Optional[str]:
     return None
 
 
+# What a re-run does about an agent Deployment that does not serve (agent_repair.repair_plan), and what is left to the
+# operator: a restart does not make an image pullable or a crashing agent work.
+ROLLOUT_FIX = {
+    "the agent Deployment is scaled to 0": "A re-run restores its replica (the agent charts set none, so Helm alone would not; "
+                                           "kubectl -n %s get deployment shows it).",
+    None: "A re-run restarts an agent whose pods are not available (rollout restart) and fails naming the cause when they "
+          "still cannot come up; kubectl -n %s get deployment,replicaset,pod on the member shows which pods wait, the other "
+          "findings say why.",
+}
+
 RERUN = {
     "none": "A plain re-run changes nothing for it (the member's action is none).",
     "relabel": "A plain re-run only updates the member object on the hub (action relabel).",
@@ -272,8 +282,8 @@ def diagnose(manager, member, state, stale_after: Optional[int] = None, now: Opt
         found += [finding("not_rolled_out", problem, "kubectl describe pod -n %s -l %s on the member says more." % workload)
                   for problem in read["problems"]]
     if trouble:
-        found.append(finding("not_rolled_out", trouble, "kubectl -n %s get deployment,replicaset,pod on the member shows which pods "
-                             "wait; the other findings say why." % (workload or ("<agent namespace>",))[0]))
+        found.append(finding("not_rolled_out", trouble, ROLLOUT_FIX.get(trouble.split(" replicas")[0], ROLLOUT_FIX[None]) % (
+            workload or ("<agent namespace>",))[0]))
     found = ordered(found)
     return [dict(item, fix="%s %s" % (item["fix"], RERUN[state.action])) for item in found]
 

@@ -3,7 +3,9 @@ with such an agent to the agent step (action install) instead of calling it heal
 
 import datetime
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_repair, diagnosis
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_repair, diagnosis, times
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER as KUBEFLEET
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER as FLEET
 
 NOW = datetime.datetime(2026, 11, 21, 10, 0, tzinfo=datetime.timezone.utc)
 RESTART = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-21T10:00:00Z"}}}}}
@@ -45,3 +47,43 @@ def test_only_a_scaled_down_or_stuck_rollout_calls_for_the_agent_step():
     assert not agent_repair.needs_rollout(diagnosis.rollout_problem(dict(deployment(), status=dict(
         deployment()["status"], updatedReplicas=0))))  # a rollout under way is left to finish
     assert not agent_repair.needs_rollout(None)
+
+
+KF_HUB = {"name": "east-1", "labels": {}, "identity": {"kind": "ServiceAccount", "name": "a", "namespace": "fleet-system"},
+          "joined": True, "healthy": True, "ready_to_join": True, "heartbeat_period_seconds": 60, "leaving": False,
+          "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "quarantined": False}
+KF_MEMBER = {"release": {"status": "deployed"},
+             "credential": {"name": "s", "namespace": "n", "present": True, "accepted": True, "username": None,
+                            "issued": times.format_time(times.utcnow()),
+                            "expires": times.format_time(times.utcnow() + datetime.timedelta(days=30)), "age_seconds": 3600},
+             "deployment": {"name": "member-agent", "namespace": "fleet-system", "present": True, "rollout_problem": None}}
+
+
+def test_kubefleet_sends_an_agent_scaled_to_0_to_the_agent_step_while_its_heartbeat_is_still_fresh():
+    assert KUBEFLEET.decide("east-1", KF_HUB, KF_MEMBER, {}).action == "none"
+    member = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment is scaled to 0 replicas"))
+    state = KUBEFLEET.decide("east-1", KF_HUB, member, {})
+    assert (state.action, state.reasons, state.healthy) == ("install", ["the agent Deployment is scaled to 0 replicas"], False)
+    rolling = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment's rollout is not complete"))
+    assert KUBEFLEET.decide("east-1", KF_HUB, rolling, {}).action == "none"
+
+
+def test_rancher_fleet_sends_an_agent_scaled_to_0_to_the_agent_step_before_it_goes_stale():
+    hub = {"name": "east-1", "checked_in": True, "seen_age_seconds": 20, "deleting": False, "labels": {}}
+    member = {"release": {"status": "deployed"}, "deployment": True, "credential": True, "credential_usable": True,
+              "credential_accepted": True}
+    assert FLEET.decide("east-1", hub, member, {"labels": None}).action == "none"
+    scaled = dict(member, deployment_problem="the agent Deployment is scaled to 0 replicas")
+    state = FLEET.decide("east-1", hub, scaled, {"labels": None})
+    assert (state.action, state.reasons) == ("install", ["the agent Deployment is scaled to 0 replicas"])
+
+
+def test_the_not_rolled_out_fix_says_what_a_rerun_does_and_what_it_cannot():
+    from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+    member = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment is scaled to 0 replicas"))
+    found = diagnosis.diagnose(KUBEFLEET, None, MemberState("kubefleet", "east-1", KF_HUB, member, "install", ["x"]), 3600, NOW)
+    assert [f["cause"] for f in found] == ["not_rolled_out"]
+    assert found[0]["fix"].startswith("A re-run restores its replica (the agent charts set none")
+    stuck = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica"))
+    found = diagnosis.diagnose(KUBEFLEET, None, MemberState("kubefleet", "east-1", KF_HUB, stuck, "install", ["x"]), 3600, NOW)
+    assert "fails naming the cause" in found[0]["fix"]

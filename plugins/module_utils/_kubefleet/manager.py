@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import TaskOptions
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
@@ -109,6 +110,8 @@ def _install_reasons(member):
         return ["the member-agent release is %s, not deployed" % release.get("status")]
     if not (member.get("deployment") or {}).get("present"):
         return ["the member agent Deployment %s is missing on the member" % (member.get("deployment") or {}).get("name")]
+    if needs_rollout(member["deployment"].get("rollout_problem")):
+        return [member["deployment"]["rollout_problem"]]
     return []
 
 

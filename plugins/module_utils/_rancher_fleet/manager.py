@@ -13,6 +13,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL, labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet_settings
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, diagnosis
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
@@ -45,6 +46,8 @@ def _agent_reasons(member):
                       "gives the agent); its token was not sent there" % (member.get("credential_server"), member["expected_server"])))
     if member.get("release") is not None and not member.get("deployment"):
         found.append(("install", "the agent Deployment fleet-agent is missing on the member"))
+    elif needs_rollout(member.get("deployment_problem")):
+        found.append(("install", member["deployment_problem"]))
     return found
 
 
