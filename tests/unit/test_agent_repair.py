@@ -87,3 +87,14 @@ def test_the_not_rolled_out_fix_says_what_a_rerun_does_and_what_it_cannot():
     stuck = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica"))
     found = diagnosis.diagnose(KUBEFLEET, None, MemberState("kubefleet", "east-1", KF_HUB, stuck, "install", ["x"]), 3600, NOW)
     assert "fails naming the cause" in found[0]["fix"]
+
+
+def test_the_join_summary_says_re_registered_only_when_the_agent_step_changed_something():
+    from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
+    state = {"action": "reregister", "reasons": ["the member agent's last heartbeat is 600s old"], "hub": {"joined": True},
+             "member": {}, "diagnosis": []}
+    info = {"name": "edge-07", "managers": {"kubefleet": state}}
+    unchanged = join_summary(info, {"member_join__kf_agent": {"changed": False, "member": {"joined": True, "healthy": True}}})
+    assert "agent unchanged" in unchanged["line"] and "re-registered" not in unchanged["line"]
+    changed = join_summary(info, {"member_join__kf_agent": {"changed": True, "member": {"joined": True, "healthy": True}}})
+    assert "agent re-registered (the member agent's last heartbeat is 600s old), joined, healthy" in changed["line"]
