@@ -180,14 +180,15 @@ def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
     lab = lab_controllers
     play.converges("join_cluster.yml", *LIMIT)  # joined (nothing to do when an earlier test left it so)
     apps = client.AppsV1Api(lab.api_client(MEMBER))
-    for name, namespace in (KF_AGENT, FLEET_AGENT):
-        apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": 0}})
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        apps.patch_namespaced_deployment_scale(agent, namespace, {"spec": {"replicas": 0}})
     wait_for(lambda: not (_agent_pids(lab, "member-agent") | _agent_pids(lab, "fleet-agent")), 120, "both agents to stop")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
     assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agents were scaled to 0 as unchanged"
-    for name, namespace in (KF_AGENT, FLEET_AGENT):
-        assert apps.read_namespaced_deployment(name, namespace).spec.replicas == 1, "%s was not scaled up again" % name
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        replicas = apps.read_namespaced_deployment(agent, namespace).spec.replicas
+        assert replicas == 1, "%s has %s replicas after the re-run" % (agent, replicas)
     _assert_kubefleet_heartbeat_since(sides, fault_at)
     _assert_joined_since(sides, rerun, fault_at)
 
@@ -212,8 +213,7 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     _assert_kubefleet_heartbeat_since(sides, fault_at)
 
 
-def test_member_agent_token_deleted_or_rejected(lab_controllers, play, sides):
-    lab = lab_controllers
+def test_member_agent_token_deleted_or_rejected(play, sides):
     play.converges("join_cluster.yml", *LIMIT)
     core = sides.core(MEMBER)
     # deleted on the member: the agent keeps the token it read, so only the Secret and a restart show the repair
