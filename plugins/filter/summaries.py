@@ -42,8 +42,8 @@ def _agent_outcome(state, agent, check_mode):
         return "would %s" % {"join": "register", "reregister": "re-register"}.get(action, action)
     if not _ran(agent):
         return "unchanged"
-    if action == "reregister":
-        return "re-registered (%s)" % "; ".join(state.get("reasons") or ["credential replaced"])
+    if action == "reregister":  # only what the step did: an agent step that changed nothing re-registered nothing
+        return "re-registered (%s)" % "; ".join(state.get("reasons") or ["credential replaced"]) if agent.get("changed") else "unchanged"
     if action == "join":
         return "registered"
     return "%sed" % action.rstrip("e") if agent.get("changed") else "unchanged"

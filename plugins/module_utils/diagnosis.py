@@ -257,6 +257,16 @@ def rollout_problem(deployment: Optional[Dict[str, Any]]) -> Optional[str]:
     return None
 
 
+# What a re-run does about an agent Deployment that does not serve (agent_repair.repair_plan), and what is left to the
+# operator: a restart does not make an image pullable or a crashing agent work.
+ROLLOUT_FIX = {
+    "the agent Deployment is scaled to 0": "A re-run restores its replica (the agent charts set none, so Helm alone would not; "
+                                           "kubectl -n %s get deployment shows it).",
+    None: "A re-run restarts an agent whose pods are not available (rollout restart) and fails naming the cause when they "
+          "still cannot come up; kubectl -n %s get deployment,replicaset,pod on the member shows which pods wait, the other "
+          "findings say why.",
+}
+
 RERUN = {
     "none": "A plain re-run changes nothing for it (the member's action is none).",
     "relabel": "A plain re-run only updates the member object on the hub (action relabel).",

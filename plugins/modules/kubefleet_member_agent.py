@@ -305,6 +305,15 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+repaired:
+  description:
+    - How the agent Deployment was rolled out again after Helm, null when it served - its replica restored when it was
+      scaled to 0 (the chart sets none, so Helm alone never restores it), or a rollout restart when the agent is silent
+      (its MemberCluster's heartbeat is stale) or has no available replica, unless this run already rolled out new pods. A repair counts as a change,
+      and the module then waits for the rollout and for a contact with the hub made after it.
+  returned: when state is present
+  type: str
+  sample: "the agent Deployment was scaled to 0 replicas: its replica was restored"
 agent_setting:
   description:
     - What the O(agent) setting found on the agent Deployment after Helm - C(drift), the parts it did not carry, in

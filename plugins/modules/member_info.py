@@ -315,8 +315,8 @@ managers:
       C(cluster_replaced), C(cluster_namespace), C(agent_missing), C(release_not_deployed), C(bootstrap_missing),
       C(credential_missing), C(credential_unusable), C(wrong_hub), C(token_expired), C(hub_ca_untrusted),
       C(hub_unreachable), C(credential_rejected), C(wrong_identity), C(not_joined), C(agent_config_drift),
-      C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(not_rolled_out),
-      C(hub_reports), C(never_checked_in), C(silent), C(forced), C(chart_version), C(values_drift), C(image_drift),
+      C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(agent_unavailable),
+      C(not_rolled_out), C(hub_reports), C(never_checked_in), C(silent), C(forced), C(chart_version), C(values_drift), C(image_drift),
       C(rotation_due), C(identity_moves), C(settings_drift), C(labels_drift), C(quarantined), C(identity_unrecorded).
     - It is read from the agent's pods (container states), the Warning Events of its objects, the credential check made
       as the agent connects (its hub URL, CA and token - so from the controller, which may reach the hub by another

@@ -12,7 +12,8 @@ import re
 import time
 
 import pytest
-from fault_helpers import FLEET_AGENT_NS, FLEET_NS, TOKEN_PREFIX
+from kubernetes import client
+from fault_helpers import FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, TOKEN_PREFIX, stamp
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
 
@@ -150,3 +151,94 @@ def test_registration_token_expired_before_install(prepared_hub, play, sides, tm
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
     _assert_joined_since(sides, rerun, fault_at)
+
+
+# -- each cause an agent repair addresses (issue 32): one plain re-run restores a contact made after it started -------
+
+KF_AGENT = ("member-agent", "fleet-system")
+FLEET_AGENT = ("fleet-agent", FLEET_AGENT_NS)
+KF_TOKEN = ("hub-kubeconfig-secret", "fleet-hub-credentials")
+
+
+def _heartbeat(sides):
+    """Epoch seconds of the member agent's last heartbeat on the hub (0 without one)."""
+    status = (sides.member_cluster(MEMBER) or {}).get("status") or {}
+    beats = [a.get("lastReceivedHeartbeat") for a in status.get("agentStatus") or [] if a.get("type") == "MemberAgent"]
+    return stamp(beats[0]) if beats and beats[0] else 0
+
+
+def _agent_pids(lab, container):
+    return {e["pid"] for e in lab.agent_processes(MEMBER) if e.get("container") == container}
+
+
+def _assert_kubefleet_heartbeat_since(sides, since):
+    sides.assert_kubefleet_member_healthy(MEMBER)
+    wait_for(lambda: _heartbeat(sides) > since, 60, "%s: a member agent heartbeat made after the re-run started" % MEMBER)
+
+
+def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)  # joined (nothing to do when an earlier test left it so)
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        apps.patch_namespaced_deployment_scale(agent, namespace, {"spec": {"replicas": 0}})
+    wait_for(lambda: not (_agent_pids(lab, "member-agent") | _agent_pids(lab, "fleet-agent")), 120, "both agents to stop")
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agents were scaled to 0 as unchanged"
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        replicas = apps.read_namespaced_deployment(agent, namespace).spec.replicas
+        assert replicas == 1, "%s has %s replicas after the re-run" % (agent, replicas)
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    # a 10 s heartbeat period makes the heartbeat stale (3 periods) within the test's time; the re-run sets it back
+    sides.hub_custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER, {"spec": {"heartbeatPeriodSeconds": 10}})
+    frozen = _agent_pids(lab, "member-agent")
+    lab.freeze("%s/fleet-system/member-agent-*/member-agent" % MEMBER)
+    try:
+        wait_for(lambda: time.time() - _heartbeat(sides) > 40, 120, "the frozen agent's heartbeat to go stale (3 periods)")
+        fault_at = time.time()
+        rerun = play.converges("join_cluster.yml", *LIMIT)
+    finally:
+        for name, state in lab.components().items():
+            if state == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
+                lab.thaw(name)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member with a frozen agent as unchanged"
+    assert not frozen & _agent_pids(lab, "member-agent"), "the frozen member agent process still runs"
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+
+
+def test_member_agent_token_deleted_or_rejected(play, sides):
+    play.converges("join_cluster.yml", *LIMIT)
+    core = sides.core(MEMBER)
+    # deleted on the member: the agent keeps the token it read, so only the Secret and a restart show the repair
+    core.delete_namespaced_secret(*KF_TOKEN)
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its token Secret as unchanged"
+    assert sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token"), "the token Secret was not written again"
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+    # rejected by the hub: the hub Secret the token is bound to deleted, which revokes it
+    source = core.read_namespaced_secret(KF_TOKEN[0], KF_TOKEN[1]).metadata.annotations["fleetops.registration/token-secret"]
+    revoked = sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token")
+    sides.hub_core.delete_namespaced_secret(source, "fleetops-system")
+    wait_for(lambda: read_whoami(sides, revoked) == 401, 60, "the hub to reject the revoked token")
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose token the hub rejects as unchanged"
+    assert sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token") != revoked, "no new token was issued"
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+
+
+def read_whoami(sides, token):
+    """The HTTP status of a SelfSubjectReview made with ``token`` (200 when the hub accepts it)."""
+    try:
+        sides.whoami(sides.token_client(token))
+    except client.exceptions.ApiException as exc:
+        return exc.status
+    return 200

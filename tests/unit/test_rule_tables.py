@@ -100,7 +100,8 @@ KUBEFLEET_ROWS = [
     ("settings_drift", "reconfigure", {}, {}, {"agent": PROXY}),
     ("labels_drift", "relabel", {}, {}, {"labels": {"env": "dev"}}),
     ("quarantined", "relabel", {"quarantined": True}, {}, {}),
-    ("not_rolled_out", "none", {}, {"deployment.rollout_problem": "the agent Deployment is scaled to 0 replicas"}, {}),
+    ("agent_unavailable", "install", {}, {"deployment.rollout_problem": "the agent Deployment is scaled to 0 replicas"}, {}),
+    ("not_rolled_out", "none", {}, {"deployment.rollout_problem": "the agent Deployment has 1 updated replica of 2"}, {}),
 ]
 
 RANCHER_FLEET_ROWS = [
@@ -126,7 +127,8 @@ RANCHER_FLEET_ROWS = [
     ("rotation_due", "rotate", {}, {}, {"rotate": True}),
     ("settings_drift", "reconfigure", {}, {}, {"agent": PROXY}),
     ("labels_drift", "relabel", {}, {}, {"labels": {"env": "prod"}}),
-    ("not_rolled_out", "none", {}, {"deployment_problem": "the agent Deployment has no available replica"}, {}),
+    ("agent_unavailable", "install", {}, {"deployment_problem": "the agent Deployment has no available replica"}, {}),
+    ("not_rolled_out", "none", {}, {"deployment_problem": "the agent Deployment has 1 updated replica of 2"}, {}),
 ]
 
 TABLES = {"kubefleet": (KUBEFLEET, kf_judge, KF_HUB, KF_MEMBER, KF_DESIRED, KUBEFLEET_ROWS),

@@ -18,6 +18,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils import leases
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
@@ -34,7 +35,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
-    describe_member, joined_since, member_agent_heartbeat,
+    describe_member, heartbeat_problem, hub_view, joined_since, member_agent_heartbeat,
 )
 
 HELM_OWNER = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
@@ -154,7 +155,8 @@ class MemberAgent(AgentFlow, Runner):
     def present(self):
         url, ca, _insecure = hub_access.agent_endpoint(self.params)
         chart, chart_name, chart_version = self.chart()
-        previous_heartbeat = member_agent_heartbeat(self.check_member_cluster())
+        member_cluster = self.check_member_cluster()
+        previous_heartbeat = member_agent_heartbeat(member_cluster)
         token, source = self.hub_token()
         preflight = None
         if self.params["preflight"] and token is not None:
@@ -175,16 +177,20 @@ class MemberAgent(AgentFlow, Runner):
             self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(token))
         setting = self.reconcile_agent_setting(self.agent_namespace, chart_fullname(self.release_name), self.setting)
-        reasons = plan.reasons + setting["drift"]
+        rolling = plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted
+        repair = repair_agent(self.kube, self.agent_namespace, chart_fullname(self.release_name), rolling=rolling,
+                              silent=heartbeat_problem(hub_view(member_cluster)) if member_cluster else None, dry_run=self.check_mode)
+        reasons = plan.reasons + setting["drift"] + ([repair] if repair else [])
+        changed = plan.changed or setting["patched"] or bool(repair)
         member = None
         if self.waits_for_agent():
-            if plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted:
-                self._wait_rolled_out(reasons)
+            # after any step the agent must serve its current pods: a Helm release left unchanged proves nothing
+            self._wait_rolled_out(reasons, changed)
             if restarted:  # the old pod's heartbeats until it was gone were made with the old token
                 previous_heartbeat = member_agent_heartbeat(self.check_member_cluster()) or previous_heartbeat
-            member = self._wait_joined(plan.changed or setting["patched"], reasons, previous_heartbeat)
+            member = self._wait_joined(changed, reasons, previous_heartbeat)
         result = {
-            "changed": plan.changed or setting["patched"], "agent_setting": setting, "release": public_release(release),
+            "changed": changed, "agent_setting": setting, "release": public_release(release), "repaired": repair,
             "chart_values": desired_values, "reasons": reasons,
             "chart": {"name": chart_name, "version": chart_version},
             "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
@@ -268,22 +274,26 @@ class MemberAgent(AgentFlow, Runner):
             self._wait_rolled_out(plan.reasons)
         return {"member": self._wait_joined(plan.changes, plan.reasons, heartbeat), "released_leases": self.released_leases}
 
-    def _wait_rolled_out(self, reasons):
+    def _wait_rolled_out(self, reasons, changed=True):
         try:
             self.wait_rolled_out(self.agent_namespace, chart_fullname(self.release_name))
         except FleetOpsError as exc:
-            raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
+            if changed:
+                raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
+            raise
 
     def _wait_joined(self, changed, reasons, previous_heartbeat):
-        """After a change, a heartbeat from before it proves nothing: wait for a newer one."""
+        """After a change, a heartbeat from before it proves nothing: wait for a newer one. Without a change, only a
+        heartbeat the hub does not judge stale counts (a silent agent is never reported joined)."""
         since = previous_heartbeat if changed else None
         # an agent uninstalled earlier (a leave) keeps its Leases
         poll = LeaseReleasingPoll(lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda: leases.release_departed(
             self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=changed)
         try:
             member = self.module.waiter.until(
-                poll, lambda obj: joined_since(obj, since),
-                "MemberCluster %s to be Joined with a member agent heartbeat%s" % (self.name, " newer than %s" % since if since else ""),
+                poll, lambda obj: joined_since(obj, since) and (changed or not heartbeat_problem(hub_view(obj))),
+                "MemberCluster %s to be Joined with a %smember agent heartbeat%s" % (
+                    self.name, "" if changed else "fresh ", " newer than %s" % since if since else ""),
                 "Look at the member agent's log on the member; check hub_api_server_url, the CA and that %s/%s still exists on the hub" % (
                     self.params["identity_namespace"], self.sa_name),
             )

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, findings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout, rollout_fix
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CA_FIX, CredentialRules, membership_rules, tls_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
@@ -178,8 +179,14 @@ def _rotation_due(hub, member, desired):
                            tokens.lifetime_seconds(desired.get("token_lifetime"), "kubefleet_token_lifetime"))
 
 
+def _agent_unavailable(hub, member, desired):
+    problem = (member.get("deployment") or {}).get("rollout_problem")
+    return problem if needs_rollout(problem) else None
+
+
 def _not_rolled_out(hub, member, desired):
-    return (member.get("deployment") or {}).get("rollout_problem")
+    problem = (member.get("deployment") or {}).get("rollout_problem")
+    return None if needs_rollout(problem) else problem
 
 
 RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
@@ -211,6 +218,8 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
          "A re-run puts the agent setting on the agent again."),
     Rule("labels_drift", "relabel", _labels_drift, "A re-run sets the MemberCluster's labels."),
     Rule("quarantined", "relabel", _quarantined, "A re-run lifts the quarantine once the member is verified."),
+    Rule("agent_unavailable", "install", _agent_unavailable, lambda hub, member, desired: rollout_fix(
+        (member.get("deployment") or {}).get("rollout_problem"), (member.get("deployment") or {}).get("namespace"))),
     Rule("not_rolled_out", "none", _not_rolled_out, lambda hub, member, desired: "kubectl -n %s get deployment,replicaset,pod on the "
          "member shows which pods wait; the other findings say why." % (member.get("deployment") or {}).get("namespace")),
 )

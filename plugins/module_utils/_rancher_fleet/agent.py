@@ -11,6 +11,7 @@ import os
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
@@ -31,7 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     build_agent_values, check_release_identity, checked_in_since, parse_values, plan_agent, redact_values,
     secret_belongs_to_token,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, hub_view, stale_problem
 
 CHECKIN_HINT = ("look at the agent's logs on the member (kubectl -n cattle-fleet-system logs -l app=fleet-agent); a wrong "
                 "apiServerURL/apiServerCA or an expired token are the usual causes")
@@ -205,21 +206,33 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
             state["hub_user"] = preflight(state["values"], state["sources"],
                                           "values_file" if self.params.get("values_file") else "token_name",
                                           proxy=values_with_secrets(self.params).get("proxy") or None)
-        find_cluster = seen_before = None
+        find_cluster = previous = None
         if self.waits_for_agent():
             find_cluster = self._agent_cluster_finder(state["values"])
-            if plan.changes:
-                # The previous agent's check-in must not count as the new one's (a re-registration would look done).
-                previous = find_cluster()
-                seen_before = parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen"))
+            previous = find_cluster()
         if plan.changes and not self.check_mode:
             self.apply(state)
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
-        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"], reasons=result["reasons"] + setting["drift"])
+        silent = stale_problem(hub_view(previous)) if previous else None
+        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, plan.changes or setting["patched"],
+                              dry_run=self.check_mode)
+        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
+                      reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
         if find_cluster is not None:
+            # The previous agent's check-in must not count as the new one's (a re-registration would look done).
+            seen_before = parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen")) \
+                if plan.changes or repair else None
+            if repair:
+                self._wait_repaired(result["reasons"])
             result["cluster"], result["released_lease"] = self._wait_for_checkin(find_cluster, seen_before, plan)
         return result
+
+    def _wait_repaired(self, reasons):
+        try:
+            self.wait_rolled_out(self.namespace, AGENT_DEPLOYMENT)
+        except FleetOpsError as exc:
+            raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
 
     def _ensure_namespace(self):
         """cattle-fleet-system, created (and labelled as the collection's) before Helm; a terminating one is waited out."""

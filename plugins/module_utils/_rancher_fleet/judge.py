@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, findings
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout, rollout_fix
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CredentialRules, membership_rules
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import labels_drift, normalize_labels
@@ -149,7 +150,11 @@ RULES = tuple(membership_rules("Cluster", "deleting")) + (
     Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the credential; the member stays checked in."),
     Rule("settings_drift", "reconfigure", _settings_drift, "A re-run puts the agent setting on the Cluster and the agent again."),
     Rule("labels_drift", "relabel", _labels_drift, "A re-run sets the Cluster's labels."),
-    Rule("not_rolled_out", "none", lambda hub, member, desired: member.get("deployment_problem"),
+    Rule("agent_unavailable", "install",
+         lambda hub, member, desired: member.get("deployment_problem") if needs_rollout(member.get("deployment_problem")) else None,
+         lambda hub, member, desired: rollout_fix(member.get("deployment_problem"), AGENT_NAMESPACE)),
+    Rule("not_rolled_out", "none",
+         lambda hub, member, desired: None if needs_rollout(member.get("deployment_problem")) else member.get("deployment_problem"),
          "kubectl -n %s get deployment,replicaset,pod on the member shows which pods wait; the other findings say why." % AGENT_NAMESPACE),
 )
 
