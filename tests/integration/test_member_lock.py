@@ -254,7 +254,7 @@ def lock_run(lab, tmp_path, name, label, *extra, background=False):
 
 def test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_its_process_is_killed(lab, tmp_path):
     name = unique("held")
-    holder, _ = lock_run(lab, tmp_path, name, "holder", "-e", "hold=600", background=True)
+    holder, _result = lock_run(lab, tmp_path, name, "holder", "-e", "hold=600", background=True)
     try:
         lease = wait_for(lambda: lock_lease(lab, name), 120, "the holder to lock %s" % name)
         # The lock names the run's ansible-playbook process, not the worker or module process of its lock task (gone by now).
@@ -273,8 +273,8 @@ def test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_it
     assert taken["took_over"] == [name] and taken["locked"] == [name] and time.monotonic() - started < 60, taken
     assert "took over the lock of %s from run %s" % (name, lease.spec.holder_identity) in taken["raw_output"]
     assert "its run (process %d on " % holder.pid in taken["raw_output"] and "no longer runs" in taken["raw_output"]
-    run_module("member_lock", {"state": "absent", "members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig),
-                                                                "hub_context": "hub"}], "states": taken["members"]})
+    item = {"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
+    run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
     assert lock_lease(lab, name) is None
 
 
@@ -295,6 +295,6 @@ def test_a_lock_from_another_controller_is_waited_for_unless_the_run_is_told_to_
     assert taken["locked"] == [name] and taken["took_over"] == [name], taken
     assert "took over the lock of %s from run otherrun01" % name in run.output and "lock_takeover is set" in run.output
     assert lock_lease(lab, name).spec.holder_identity == taken["members"][name]["lock"]["holder"]
-    run_module("member_lock", {"state": "absent", "members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig),
-                                                                "hub_context": "hub"}], "states": taken["members"]})
+    item = {"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
+    run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
     assert lock_lease(lab, name) is None
