@@ -172,7 +172,7 @@ def test_member_info_fleet_status_and_the_inventory_agree_on_health(lab, hub, ag
     apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
     apps.patch_namespaced_deployment_scale(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"replicas": 0}})
     try:
-        wait_for_cause(lab, name, "not_rolled_out", timeout=30)
+        wait_for_cause(lab, name, "agent_unavailable", timeout=30)
         wait_for(lambda: health_everywhere(lab, name, tmp_path / "silent")[1] is False or None, 60, "the heartbeat to go stale", interval=3)
         info, status, group = health_everywhere(lab, name, tmp_path / "silent")
         assert (info, status) == (False, False) and group in (["stale"], ["not_joined"], ["unhealthy"]), (info, status, group)

@@ -78,14 +78,14 @@ def test_rancher_fleet_sends_an_agent_scaled_to_0_to_the_agent_step_before_it_go
     assert (state.action, state.reasons) == ("install", ["the agent Deployment is scaled to 0 replicas"])
 
 
-def test_the_not_rolled_out_fix_says_what_a_rerun_does_and_what_it_cannot():
-    from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+def test_the_agent_unavailable_fix_says_what_a_rerun_does_and_what_it_cannot():
     member = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment is scaled to 0 replicas"))
-    found = diagnosis.diagnose(KUBEFLEET, None, MemberState("kubefleet", "east-1", KF_HUB, member, "install", ["x"]), 3600, NOW)
-    assert [f["cause"] for f in found] == ["not_rolled_out"]
+    state = KUBEFLEET.decide("east-1", dict(KF_HUB), member, {"now": NOW})
+    found = diagnosis.diagnose(KUBEFLEET, None, state, NOW)
+    assert state.action == "install" and [f["cause"] for f in found] == ["agent_unavailable"]
     assert found[0]["fix"].startswith("A re-run restores its replica (the agent charts set none")
     stuck = dict(KF_MEMBER, deployment=dict(KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica"))
-    found = diagnosis.diagnose(KUBEFLEET, None, MemberState("kubefleet", "east-1", KF_HUB, stuck, "install", ["x"]), 3600, NOW)
+    found = diagnosis.diagnose(KUBEFLEET, None, KUBEFLEET.decide("east-1", dict(KF_HUB), stuck, {"now": NOW}), NOW)
     assert "fails naming the cause" in found[0]["fix"]
 
 

@@ -222,7 +222,7 @@ def test_a_healthy_member_is_not_diagnosed_and_each_fix_says_what_a_rerun_does()
     assert found[0]["fix"].endswith("A plain re-run registers the member again: new credential, agent reinstalled (action reregister).")
     stuck = KUBEFLEET.decide("east-1", dict(KF_HUB), dict(KF_MEMBER, deployment=dict(
         KF_MEMBER["deployment"], rollout_problem="the agent Deployment has no available replica")), {"now": NOW})
-    assert not stuck.healthy and causes(diagnosis.diagnose(KUBEFLEET, None, stuck, NOW)) == ["not_rolled_out"]
+    assert not stuck.healthy and causes(diagnosis.diagnose(KUBEFLEET, None, stuck, NOW)) == ["agent_unavailable"]
 
 
 def test_the_agent_pods_are_read_only_for_a_member_that_is_not_healthy():
