@@ -164,3 +164,20 @@ def test_a_documented_default_is_the_one_its_owner_sets(role):
                 assert repr(spec["default"]) in owner or str(spec["default"]) in owner, (name, spec["default"], owner)
             else:
                 assert spec["default"] == owner, (name, spec["default"], owner)
+
+
+@pytest.mark.parametrize("role", ("hub", "member_join", "member_leave"))
+def test_every_option_with_a_literal_default_documents_it(role):
+    """ansible-doc -t role prints each option's default: an option whose owner (the role's defaults or the wiring table)
+    sets a literal, non-empty default documents it, so the page never says null beside a real default."""
+    defaults = _defaults(role)
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    undocumented = []
+    for entry in specs.values():
+        for name, spec in entry.get("options", {}).items():
+            setting = wiring.SETTINGS.get(role, {}).get(name[len(role) + 1:]) or {}
+            owner = defaults.get(name, setting.get("default"))
+            literal = owner not in (None, "", [], {}) and not (isinstance(owner, str) and "{{" in owner)
+            if literal and "default" not in spec:
+                undocumented.append(name)
+    assert not undocumented, "roles/%s/meta/argument_specs.yml: no default: for %s" % (role, undocumented)
