@@ -19,6 +19,7 @@ import fnmatch
 import os
 import signal
 import sys
+import time
 
 from fleetlab import cluster as labcluster
 from fleetlab import processes
@@ -26,6 +27,9 @@ from fleetlab import state as labstate
 from fleetlab.processes import LabError
 
 APISERVER_TIMEOUT = float(os.environ.get('FLEETOPS_LAB_START_TIMEOUT', '180'))
+# A server started right after a kill can find its port held for a moment (the killed server's socket not yet gone,
+# or a client connection whose ephemeral local port happens to be it): it is started again for this long.
+PORT_RETRY_SECONDS = 60.0
 ALIASES = {'-apiserver': 'kube-apiserver', '-controller-manager': 'kube-controller-manager'}
 # start order when healing: storage, then API servers, then what talks to them
 START_ORDER = {'etcd': 0, 'kube-apiserver': 1, 'kube-controller-manager': 2, 'runner': 3}
@@ -152,13 +156,20 @@ class Restarter:
         return entry
 
     def _start_cluster_process(self, cluster, process):
-        if process == 'kube-apiserver':
-            proc, log, ready, what = cluster.start_apiserver(), cluster.apiserver_log, cluster.apiserver_ready, 'API server /readyz'
-        else:
-            proc, log, ready, what = cluster.start_kcm(), cluster.kcm_log, cluster.kcm_ready, 'controller manager'
-        processes.wait_until(ready, APISERVER_TIMEOUT, '%s %s' % (cluster.name, what),
-                             [('%s %s' % (cluster.name, process), proc, log)])
-        return processes.record(process, proc)
+        deadline = time.monotonic() + PORT_RETRY_SECONDS
+        while True:
+            if process == 'kube-apiserver':
+                proc, log, ready, what = cluster.start_apiserver(), cluster.apiserver_log, cluster.apiserver_ready, 'API server /readyz'
+            else:
+                proc, log, ready, what = cluster.start_kcm(), cluster.kcm_log, cluster.kcm_ready, 'controller manager'
+            try:
+                processes.wait_until(ready, APISERVER_TIMEOUT, '%s %s' % (cluster.name, what),
+                                     [('%s %s' % (cluster.name, process), proc, log)])
+                return processes.record(process, proc)
+            except processes.ComponentFailed as exc:
+                if 'address already in use' not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(2)
 
     def _record(self, component, entry):
         def apply(current):

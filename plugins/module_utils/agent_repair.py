@@ -17,12 +17,15 @@ from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import ROLLOUT_FIX, rollout_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
-from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
 RESTARTED_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
 # Where a restart rolls out new pods that can come up; an image that cannot be pulled stays so after it (the wait
 # that follows fails naming it).
 STUCK_PREFIX = "the agent Deployment has no available replica"
+# An agent that has had no available replica for less than this is starting (just installed, or rolled out by an
+# earlier step or run that did not wait), not stuck: a restart would only start it over.
+STARTING_SECONDS = 90
 
 
 def restart_patch(now=None) -> Dict[str, Any]:
@@ -31,12 +34,17 @@ def restart_patch(now=None) -> Dict[str, Any]:
     return {"spec": {"template": {"metadata": {"annotations": {RESTARTED_ANNOTATION: stamp}}}}}
 
 
-def stuck(deployment: Optional[Dict[str, Any]]) -> bool:
-    """The rollout stopped: no replica available, or the Deployment's progress deadline passed."""
+def stuck(deployment: Optional[Dict[str, Any]], now=None) -> bool:
+    """The rollout stopped: the Deployment's progress deadline passed, or no replica has been available for longer
+    than an agent takes to start (the Available condition's last transition)."""
     conditions = ((deployment or {}).get("status") or {}).get("conditions") or []
     if any(c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded" for c in conditions):
         return True
-    return (rollout_problem(deployment) or "").startswith(STUCK_PREFIX)
+    if not (rollout_problem(deployment) or "").startswith(STUCK_PREFIX):
+        return False
+    available = next((c for c in conditions if c.get("type") == "Available"), {})
+    since = parse_time(available.get("lastTransitionTime"))
+    return since is not None and ((now or utcnow()) - since).total_seconds() > STARTING_SECONDS
 
 
 def repair_plan(deployment: Optional[Dict[str, Any]], silent: Optional[str] = None, rolling: bool = False,
@@ -54,7 +62,7 @@ def repair_plan(deployment: Optional[Dict[str, Any]], silent: Optional[str] = No
         return None, None
     if silent:
         return restart_patch(now), "the agent was restarted (rollout restart): %s" % silent
-    if stuck(deployment):
+    if stuck(deployment, now):
         return restart_patch(now), "the agent was restarted (rollout restart): %s" % rollout_problem(deployment)
     return None, None
 

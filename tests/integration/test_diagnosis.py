@@ -154,7 +154,7 @@ def health_everywhere(lab, name, directory):
     args = dict(name=name, kubeconfig=str(lab.kubeconfig), context=MEMBER_CTX, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub",
                 backends=["kubefleet"])
     info = ok(run_module("member_info", args))["healthy"]
-    status = ok(run_module("fleet_status", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "backends": ["kubefleet"]}))
+    status = ok(run_module("fleet_status_info", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "backends": ["kubefleet"]}))
     groups, _hostvars = graph(write_plugin_inventory(lab, directory, managers=["kubefleet"]), directory)
     group = [group for group in ("healthy", "unhealthy", "stale", "not_joined", "leaving") if name in groups.get(group, ())]
     return info, status["members"][name]["kubefleet"]["healthy"], group

@@ -11,10 +11,12 @@ NOW = datetime.datetime(2026, 11, 21, 10, 0, tzinfo=datetime.timezone.utc)
 RESTART = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-21T10:00:00Z"}}}}}
 
 
-def deployment(replicas=1, available=1, deadline=False):
-    status = {"availableReplicas": available, "updatedReplicas": 1, "replicas": 1, "observedGeneration": 2}
+def deployment(replicas=1, available=1, deadline=False, unavailable_since="2026-11-21T09:50:00Z"):
+    status = {"availableReplicas": available, "updatedReplicas": 1, "replicas": 1, "observedGeneration": 2,
+              "conditions": [{"type": "Available", "status": "True" if available else "False",
+                              "lastTransitionTime": unavailable_since}]}
     if deadline:
-        status["conditions"] = [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]
+        status["conditions"].append({"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"})
     return {"metadata": {"generation": 2}, "spec": {"replicas": replicas}, "status": status}
 
 
@@ -32,6 +34,14 @@ def test_a_silent_or_stuck_agent_is_restarted_unless_this_run_rolls_it_anyway():
     assert agent_repair.repair_plan(deployment(deadline=True), now=NOW)[0] == RESTART
     assert agent_repair.repair_plan(deployment(), silent="stale", rolling=True) == (None, None)
     assert agent_repair.repair_plan(deployment(available=0), rolling=True) == (None, None)
+
+
+def test_an_agent_that_is_still_starting_is_not_restarted():
+    """Installed a minute ago without waiting (wait=false, or a run that died): no replica yet is a start, not a fault."""
+    starting = deployment(available=0, unavailable_since="2026-11-21T09:59:00Z")
+    assert agent_repair.repair_plan(starting, now=NOW) == (None, None)
+    assert agent_repair.repair_plan(deployment(available=0, unavailable_since=None), now=NOW) == (None, None)
+    assert agent_repair.repair_plan(deployment(available=0), now=NOW)[0] == RESTART  # ten minutes without one
 
 
 def test_a_serving_missing_or_leaving_agent_needs_no_repair():

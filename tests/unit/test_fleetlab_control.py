@@ -105,3 +105,37 @@ def test_each_pytest_xdist_worker_gets_a_lab_directory_of_its_own(tmp_path):
     assert worker_lab_dir({'FLEETOPS_LAB_DIR': str(tmp_path / 'lab')}) is None
     assert worker_lab_dir({'FLEETOPS_LAB_DIR': str(tmp_path / 'lab'), 'PYTEST_XDIST_WORKER': 'gw1'}) == str(tmp_path / 'lab-gw1')
     assert worker_lab_dir({'PYTEST_XDIST_WORKER': 'gw0'}) == str(REPO_ROOT / '.lab-gw0')
+
+
+def test_a_restart_whose_port_is_still_held_is_tried_again(tmp_path, monkeypatch):
+    """Right after a kill the port can be held for a moment: the restart is tried again, not left down; any other
+    failure is reported at once."""
+    log = tmp_path / 'apiserver.log'
+    monkeypatch.setattr(time, 'sleep', lambda seconds: None)
+
+    class Cluster:
+        name, apiserver_log = 'hub', str(log)
+
+        def __init__(self, failures, reason='bind: address already in use'):
+            self.failures, self.reason, self.started = failures, reason, []
+
+        def start_apiserver(self):
+            failing = len(self.started) < self.failures
+            log.write_text(self.reason + '\n' if failing else 'serving\n')
+            proc = subprocess.Popen(['sh', '-c', 'exit 1' if failing else 'sleep 60'], start_new_session=True)
+            self.started.append(proc)
+            return proc
+
+        def apiserver_ready(self):
+            return log.read_text() == 'serving\n'
+
+    restarter = object.__new__(control.Restarter)
+    held = Cluster(failures=2)
+    entry = restarter._start_cluster_process(held, 'kube-apiserver')  # pylint: disable=protected-access
+    assert len(held.started) == 3 and entry['pid'] == held.started[-1].pid
+    held.started[-1].kill()
+    held.started[-1].wait()
+    broken = Cluster(failures=5, reason='unknown flag --no-such-flag')
+    with pytest.raises(processes.ComponentFailed, match='unknown flag'):
+        restarter._start_cluster_process(broken, 'kube-apiserver')  # pylint: disable=protected-access
+    assert len(broken.started) == 1
