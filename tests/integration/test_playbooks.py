@@ -811,7 +811,8 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
     missing = str(tmp_path / "pki" / "hub-ca.crt")
     no_ca = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_ca_file=%s" % missing,
                      tmp_path=tmp_path, fails=True)
-    assert "hub_ca_cert (from the hub host's fleetops_ca_file" in no_ca.output and "%s does not exist" % missing in no_ca.output
+    assert "hub_api_server_ca (from the hub host's fleetops_ca_file" in no_ca.output, no_ca.output[-3000:]
+    assert "%s is neither PEM text nor an existing file" % missing in no_ca.output, no_ca.output[-3000:]
     assert "cannot reach" not in no_ca.output
     assert no_ca.recap.get("member2", {}).get("changed", 0) == 0
     # A later step's module error too: the KubeFleet identity namespace member2's inventory names is not on the hub.
