@@ -76,7 +76,7 @@ def test_the_former_name_fleet_status_runs_fleet_status_info_with_a_deprecation_
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible"), "localhost", "-c", "local",
                            "-e", "ansible_python_interpreter=%s" % sys.executable,
                            "-m", "fleetops.registration.fleet_status", "-a", "fleetops_no_such_option=1"],
-                          capture_output=True, text=True, env=env, check=False, timeout=120)
+                          capture_output=True, text=True, env=env, check=False, timeout=120, stdin=subprocess.DEVNULL)
     output = proc.stdout + proc.stderr
     # fleet_status_info's own argument validation answered (it names that module's options)
     assert "Unsupported parameters" in output and "inventory_names" in output, output
