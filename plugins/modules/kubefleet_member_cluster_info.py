@@ -21,13 +21,7 @@ author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
-attributes:
-  check_mode:
-    description: The module only reads.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is no diff.
-    support: none
+  - fleetops.registration.read_only
 options:
   name:
     description:

@@ -34,14 +34,8 @@ author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
+  - fleetops.registration.read_only
   - fleetops.registration.k8s_auth.HUB
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; the same answer in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
 options:
   name:
     description:
