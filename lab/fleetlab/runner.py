@@ -43,6 +43,9 @@ Lifecycle follows the Pod: ``helm upgrade`` that changes the pod template rolls 
 Deployment or uninstalling the release deletes its Pods (garbage collection) and stops them.
 Logs go to ``.lab/logs/<cluster>/<namespace>.<pod>.<container>.log``.
 
+A cluster added to ``state.json`` while the runner runs (a second hub added to a running lab) is watched from then
+on, once the kubeconfig names it; nothing else restarts.
+
 Where each concern lives: ``kubeapi`` (Kubernetes API access), ``podspec`` (pure pod spec ->
 process rules), ``imagepull`` (pure status and Events of a Pod whose image cannot be pulled),
 ``sandbox`` (the pod's directory, tokens, volumes and mounts), ``supervisor`` (start, restart,
