@@ -255,7 +255,7 @@ class Hub:
 
     def __init__(self, lab, name, components_before=None, components_after=None):
         self.lab = lab
-        # {name: pid} of the lab's processes just before and after the fixture added the hub
+        # {name: pid} of the lab's own processes and hub controllers just before and after the fixture added the hub
         self.components_before = components_before or {}
         self.components_after = components_after or {}
         self.name = self.context = name
@@ -291,7 +291,11 @@ def lab_hub2(lab):
 
 
 def _pids():
-    """{name: pid} of the lab's running processes."""
+    """{name: pid} of the lab's own running processes and the hubs' controllers (members' agents come and go with
+    what tests do to them)."""
     from fleetlab import control, state  # pylint: disable=import-outside-toplevel
     from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
-    return {c['name']: c['pid'] for c in control.listing(state.load(LabPaths()) or {}) if c['state'] == 'running'}
+    current = state.load(LabPaths()) or {}
+    hubs = {name for name, c in current.get('clusters', {}).items() if c['role'] == 'hub'}
+    return {c['name']: c['pid'] for c in control.listing(current)
+            if c['state'] == 'running' and (c['kind'] != 'agent' or c['cluster'] in hubs)}
