@@ -65,6 +65,9 @@ def test_hub2_is_in_the_kubeconfig_inventory_and_status_and_no_hub_playbook_acts
     assert report['clusters']['hub2']['role'] == 'hub' and report['clusters']['hub2']['url'] == lab_hub2.api_url
     states = {c['name']: c['state'] for c in report['components'] if c['cluster'] == 'hub2'}
     assert states['hub2/kube-apiserver'] == states['hub2/kube-controller-manager'] == 'running', states
+    again = _fleetlab('up', '--hubs', '2')
+    assert again.returncode == 0 and 'lab is already running (hub, hub2 + 2 members)' in again.stdout, again.stdout
+    assert 'nothing changed' in again.stdout and 'note:' not in again.stdout, again.stdout
 
     playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     for name in HUB_PLAYBOOKS:

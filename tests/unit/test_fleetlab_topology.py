@@ -2,7 +2,7 @@
 
 import pytest
 
-from fleetlab import lab, topology
+from fleetlab import lab, processes, topology
 from fleetlab.processes import LabError
 
 
@@ -63,7 +63,7 @@ def test_inventory_of_a_one_hub_lab_is_unchanged():
 
 def test_down_stops_the_second_hub_with_the_rest(tmp_path):
     import subprocess
-    from fleetlab import processes, state
+    from fleetlab import state
     from fleetlab.paths import LabPaths
     paths = LabPaths(tmp_path / 'lab')
     procs = {}
@@ -116,3 +116,22 @@ def test_the_runner_watches_a_cluster_added_to_the_running_lab(tmp_path, monkeyp
     assert run.clusters == ['hub', 'member1', 'hub2']
     run.next_cluster_check = 0
     assert run.watch_new_clusters() == []
+
+
+def test_a_hub_added_on_pinned_ports_takes_the_port_after_the_last_member_and_names_it_when_busy(monkeypatch):
+    import socket
+    from fleetlab import hubs
+    holder = socket.socket()
+    holder.bind(('127.0.0.1', 0))
+    holder.listen(1)
+    busy = holder.getsockname()[1]
+    try:
+        monkeypatch.setenv('FLEETOPS_LAB_BASE_PORT', str(busy - 5))
+        with pytest.raises(LabError, match='port %d on 127.0.0.1 \\(hub2 with FLEETOPS_LAB_BASE_PORT=%d\\) is busy'
+                           % (busy, busy - 5)):
+            hubs.port_for({'members': 2}, 'hub2')
+        monkeypatch.setenv('FLEETOPS_LAB_BASE_PORT', str(busy - 4))
+        if not processes.port_busy(busy + 1):   # not ours to hold
+            assert hubs.port_for({'members': 2}, 'hub2') == busy + 1
+    finally:
+        holder.close()
