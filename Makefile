@@ -3,7 +3,7 @@
 #   make test              everything CI runs: unit, sanity, lint (ansible-lint and antsibull-docs), changelog, lab proof
 #                          tests, integration tests, molecule scenarios on the current ansible-core (.venv), and
 #                          sanity, lint and unit on the oldest ansible-core meta/runtime.yml claims (.venv-oldest: make oldest)
-#   make lab-up MEMBERS=N  | make lab-status | make lab-down
+#   make lab-up MEMBERS=N [HUBS=2]  | make lab-status | make lab-down   (HUBS=2: a second hub, hub2)
 #   make bench             fleet-size benchmark on a 12-member lab of its own: re-run, joins, memory, 100 hub
 #                          clusters against targets (docs/performance.md; not part of make test)
 #   make stress-rejoin N=20  leave and join one member N times on a lab of its own, reporting each check-in
@@ -14,6 +14,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 MEMBERS ?= 2
+HUBS ?= 1
 # The virtualenvs' Pythons: hack/controller-python.sh finds them (python3.N on PATH, python3, or under pyenv, active
 # or not) and fails naming what to install. The main virtualenv gets the newest Python 3.12-3.14 (ansible-core 2.20
 # and later need 3.12 or newer on the controller), the oldest one the oldest Python 3.11-3.13 its ansible-core
@@ -125,7 +126,7 @@ lab-build: venv
 	$(LAB) build
 
 lab-up: venv
-	$(LAB) up --members $(MEMBERS)
+	$(LAB) up --members $(MEMBERS) --hubs $(HUBS)
 
 lab-status: venv
 	$(LAB) status

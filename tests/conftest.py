@@ -56,19 +56,29 @@ class Lab:
 
     def __init__(self, state, helm_home):
         from fleetlab import build  # pylint: disable=import-outside-toplevel
+        self.helm_home = helm_home
+        self._build = build
+        self._read(state)
+
+    def _read(self, state):
         self.state = state
         self.kubeconfig = Path(state['kubeconfig'])
         self.inventory = Path(state['inventory'])
         self.contexts = list(state['clusters'])
         self.controllers = state.get('controllers', True)
         self.hub = 'hub'
-        self.members = [c for c in self.contexts if c != 'hub']
+        self.hubs = [name for name, c in state['clusters'].items() if c['role'] == 'hub']
+        self.members = [name for name, c in state['clusters'].items() if c['role'] == 'member']
         self.api_urls = {name: c['url'] for name, c in state['clusters'].items()}
         self.ca_files = {name: Path(c['ca_file']) for name, c in state['clusters'].items()}
         self.helm = state['binaries']['helm']
         self.kubectl = state['binaries']['kubectl']
-        self.helm_home = helm_home
-        self._build = build
+
+    def refresh(self):
+        """Read the lab's clusters again (after ``lab_hub2`` added a hub to it)."""
+        from fleetlab import state  # pylint: disable=import-outside-toplevel
+        from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+        self._read(state.load(LabPaths()))
 
     def fleet_chart(self, name):
         """Path of a Rancher Fleet chart (fleet-crd, fleet, fleet-agent)."""
@@ -170,7 +180,7 @@ class Lab:
         return proc
 
 
-LAB_FIXTURES = ('lab', 'lab_controllers', 'prepared_hub')
+LAB_FIXTURES = ('lab', 'lab_controllers', 'prepared_hub', 'lab_hub2')
 
 # The slowest test files, slowest first (make test's --durations, serial: 600 s down to 110 s). They are collected first,
 # so pytest-xdist (--dist loadfile, in collection order) starts them first and its workers finish at about one time.
@@ -238,3 +248,54 @@ def lab():
         yield Lab(state, Path(helm_home))
     if started and not os.environ.get('FLEETOPS_LAB_KEEP'):
         fleetlab_lab.down(paths)
+
+
+class Hub:
+    """A second hub of the lab as tests see it: its kubeconfig context, inventory host and group, URL and CA."""
+
+    def __init__(self, lab, name, components_before=None, components_after=None):
+        self.lab = lab
+        # {name: pid} of the lab's own processes and hub controllers just before and after the fixture added the hub
+        self.components_before = components_before or {}
+        self.components_after = components_after or {}
+        self.name = self.context = name
+        self.host = 'fleet-' + name
+        self.group = 'new_hub'
+        self.api_url = lab.api_urls[name]
+        self.ca_file = lab.ca_files[name]
+
+    def api_client(self):
+        """A new kubernetes ApiClient for the hub (admin)."""
+        return self.lab.api_client(self.context)
+
+
+@pytest.fixture(scope='session')
+def lab_hub2(lab):
+    """The session lab with a second hub, ``hub2`` (context ``hub2``, inventory host ``fleet-hub2`` in group
+    ``new_hub``), with its own Fleet controller and KubeFleet hub agent. Added to the running lab on first use (as
+    ``python -m fleetlab up --hubs 2`` does: nothing else restarts), so only sessions with a test that asks for it pay
+    for it; it stays until the lab stops. ``lab`` sees it too (``lab.hubs``, ``lab.contexts``) once it is added."""
+    from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
+    from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+    from fleetlab.processes import LabError  # pylint: disable=import-outside-toplevel
+    if not lab.controllers:
+        pytest.fail('the running lab was started --without-controllers; run "make lab-down" and let the tests start one')
+    before = _pids()
+    try:
+        fleetlab_lab.ensure_up(len(lab.members), paths=LabPaths(), hubs=2)
+    except (LabError, RuntimeError) as exc:
+        pytest.fail('could not add hub2 to the lab: %s' % exc)
+    lab.refresh()
+    assert 'hub2' in lab.hubs, lab.state['clusters'].keys()
+    return Hub(lab, 'hub2', before, _pids())
+
+
+def _pids():
+    """{name: pid} of the lab's own running processes and the hubs' controllers (members' agents come and go with
+    what tests do to them)."""
+    from fleetlab import control, state  # pylint: disable=import-outside-toplevel
+    from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
+    current = state.load(LabPaths()) or {}
+    hubs = {name for name, c in current.get('clusters', {}).items() if c['role'] == 'hub'}
+    return {c['name']: c['pid'] for c in control.listing(current)
+            if c['state'] == 'running' and (c['kind'] != 'agent' or c['cluster'] in hubs)}

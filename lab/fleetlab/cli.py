@@ -18,8 +18,11 @@ def parse(argv):
     """Parse the command line."""
     parser = argparse.ArgumentParser(prog='python -m fleetlab', description='Real Kubernetes clusters with Fleet and KubeFleet controllers, on 127.0.0.1.')
     sub = parser.add_subparsers(dest='command', required=True)
-    up = sub.add_parser('up', help='start hub + N member clusters and the controllers')
+    up = sub.add_parser('up', help='start hub (and hub2) + N member clusters and the controllers')
     up.add_argument('--members', type=int, default=2, help='number of member clusters (default 2)')
+    up.add_argument('--hubs', type=int, default=1,
+                    help='number of hubs, 1 or 2 (default 1): hub2 is context hub2, inventory host fleet-hub2 in group '
+                         'new_hub; on a running one-hub lab, --hubs 2 adds hub2 and leaves the rest running')
     up.add_argument('--without-controllers', action='store_true', help='clusters only: no Fleet/KubeFleet, no agent runner')
     status = sub.add_parser('status', help='show what runs and its resident memory')
     status.add_argument('--json', action='store_true', help='machine-readable output')
@@ -46,7 +49,7 @@ def main(argv=None):
         if args.command == 'up':
             if args.members < 0:
                 raise LabError('--members must be 0 or more')
-            return lab.up(args.members, not args.without_controllers)
+            return lab.up(args.members, not args.without_controllers, hubs=args.hubs)
         if args.command == 'down':
             return lab.down()
         if args.command == 'status':

@@ -69,8 +69,9 @@ class Tools:
         return self._run([self.kubectl_bin, '--context', context] + list(args), what or 'kubectl %s' % ' '.join(args[:2]), stdin=stdin)
 
 
-def _values_file(paths, name, values):
-    path = paths.work / ('%s-values.yaml' % name)
+def _values_file(paths, hub, name, values):
+    # the first hub keeps the file names it always had
+    path = paths.work / ('%s-values.yaml' % (name if hub.name == 'hub' else '%s-%s' % (hub.name, name)))
     write_private(path, yaml.safe_dump(values))
     return str(path)
 
@@ -88,7 +89,7 @@ def install_fleet(tools, hub, build):
     """Fleet CRDs and controllers on the hub (no wait)."""
     tools.helm(hub.name, 'upgrade', '--install', 'fleet-crd', str(build.fleet_chart('fleet-crd')),
                '--namespace', FLEET_NAMESPACE, '--create-namespace', '--no-hooks', what='helm install fleet-crd')
-    values = _values_file(tools.paths, 'fleet', fleet_values(hub))
+    values = _values_file(tools.paths, hub, 'fleet', fleet_values(hub))
     tools.helm(hub.name, 'upgrade', '--install', 'fleet', str(build.fleet_chart('fleet')),
                '--namespace', FLEET_NAMESPACE, '--no-hooks', '-f', values, what='helm install fleet')
 
@@ -111,9 +112,23 @@ def kubefleet_values():
 def install_kubefleet_hub(tools, hub, build):
     """KubeFleet CRDs and hub agent on the hub (no wait)."""
     apply_crds(tools, hub.name, build.kubefleet_crds('hub'))
-    values = _values_file(tools.paths, 'hub-agent', kubefleet_values())
+    values = _values_file(tools.paths, hub, 'hub-agent', kubefleet_values())
     tools.helm(hub.name, 'upgrade', '--install', 'hub-agent', str(build.kubefleet_chart('hub-agent')),
                '--namespace', 'default', '-f', values, what='helm install hub-agent')
+
+
+def install_hub_controllers(tools, hub, build):
+    """Fleet and KubeFleet on one hub (no wait): each hub has controllers of its own."""
+    install_fleet(tools, hub, build)
+    install_kubefleet_hub(tools, hub, build)
+
+
+HUB_CONTROLLERS = [(FLEET_NAMESPACE, 'fleet-controller'), (KUBEFLEET_NAMESPACE, 'hub-agent')]
+
+
+def wait_hub_controllers(tools, hub, timeout, runner_check):
+    """Wait until the hub's Fleet controller and KubeFleet hub agent Deployments are available."""
+    wait_deployments(tools, hub.name, HUB_CONTROLLERS, timeout, runner_check)
 
 
 def prepare_member(tools, member, build):

@@ -8,14 +8,14 @@ import sys
 import threading
 import time
 
-import yaml
-
 from fleetlab import cluster as labcluster
 from fleetlab import control as labcontrol
 from fleetlab import hub as labhub
 from fleetlab import processes
 from fleetlab import state as labstate
-from fleetlab.paths import LabPaths, write_private
+from fleetlab import topology
+from fleetlab.access import write_access_files
+from fleetlab.paths import LabPaths
 from fleetlab.processes import ComponentFailed, LabError
 
 CONTROL_PLANE = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'helm', 'kubectl']
@@ -68,22 +68,32 @@ def clean(paths, keep_logs=False):
         pass
 
 
-def choose_ports(members):
-    """etcd client/peer ports and one API server port per cluster.
+def choose_ports(members, hubs=1):
+    """etcd client/peer ports and one API server port per cluster (in ``topology.cluster_names`` order).
 
-    ``FLEETOPS_LAB_BASE_PORT=P`` pins them: etcd P and P+1, hub P+2, memberN P+2+N; otherwise free
+    ``FLEETOPS_LAB_BASE_PORT=P`` pins them: etcd P and P+1, hub P+2, memberN P+2+N, hub2 P+3+N; otherwise free
     ports are picked. A pinned port that is busy is an error naming its listener.
     """
     base = os.environ.get('FLEETOPS_LAB_BASE_PORT')
-    count = members + 3
+    count = topology.port_count(members, hubs)
     if base:
-        ports = list(range(int(base), int(base) + count))
+        ports = topology.pinned_ports(int(base), members, hubs)
         for port in ports:
-            if processes.port_busy(port):
-                owner = processes.listener_of(port)
-                raise LabError('port %d on 127.0.0.1 is busy%s; stop that process or choose another FLEETOPS_LAB_BASE_PORT '
-                               '(the lab uses %d consecutive ports from it)' % (port, ' (%s)' % owner if owner else '', count))
+            check_port_free(port, count)
         return ports
+    return free_ports(count)
+
+
+def check_port_free(port, count):
+    """LabError naming the listener if the pinned ``port`` is busy."""
+    if processes.port_busy(port):
+        owner = processes.listener_of(port)
+        raise LabError('port %d on 127.0.0.1 is busy%s; stop that process or choose another FLEETOPS_LAB_BASE_PORT '
+                       '(the lab uses %d consecutive ports from it)' % (port, ' (%s)' % owner if owner else '', count))
+
+
+def free_ports(count):
+    """``count`` distinct free ports."""
     ports = []
     while len(ports) < count:
         port = processes.free_port()
@@ -92,45 +102,13 @@ def choose_ports(members):
     return ports
 
 
-def write_access_files(paths, clusters, binaries):
-    """``kubeconfig`` (all contexts), ``inventory.yml`` and ``bin/`` symlinks to helm and kubectl."""
-    write_private(paths.kubeconfig, yaml.safe_dump(labcluster.kubeconfig(clusters), sort_keys=False))
-    hub = clusters[0]
-    members = clusters[1:]
-
-    # The collection's inventory contract (fleetops_* host vars, see docs/inventory.md); the labels show
-    # label reconciliation in the demo. Modules run with the controller's Python, which has the kubernetes client.
-    def host(c, **extra):
-        return dict({'fleetops_kubeconfig': str(paths.kubeconfig), 'fleetops_context': c.name,
-                     'fleetops_api_server_url': c.url, 'fleetops_ca_file': str(c.pki.ca_cert)}, **extra)
-    build = _build()
-    common = {'ansible_connection': 'local', 'ansible_python_interpreter': '{{ ansible_playbook_python }}',
-              'fleetops_helm_binary': str(paths.bin / 'helm'),
-              'fleetops_fleet_agent_chart': str(build.fleet_chart('fleet-agent')),
-              'fleetops_kubefleet_member_agent_chart': str(build.kubefleet_chart('member-agent')),
-              # Azure/fleet's member-agent chart defaults its images to the moving tag main: as its users do, the lab
-              # sets the hub agent's release (the collection takes the chart's images unless the inventory sets them).
-              'fleetops_kubefleet_member_agent_image_tag': labhub.KUBEFLEET_IMAGE_TAG}
-    inventory = {'all': {'vars': common,
-                         # the hub's host is not named like its group ("hub"), which Ansible warns about on every run
-                         'children': {'hub': {'hosts': {'fleet-' + hub.name: host(hub)}},
-                                      'members': {'hosts': {m.name: host(m, fleetops_labels={'env': 'lab', 'member': m.name})
-                                                            for m in members}}}}}
-    write_private(paths.inventory, yaml.safe_dump(inventory, sort_keys=False))
-    paths.bin.mkdir(parents=True, exist_ok=True)
-    for name in ('helm', 'kubectl'):
-        link = paths.bin / name
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(binaries[name])
-
-
 class Starter:
     """One ``up``: records every process in state.json as soon as it starts, so a failure tears down all."""
 
-    def __init__(self, paths, members, with_controllers):
+    def __init__(self, paths, members, with_controllers, hubs=1):
         self.paths = paths
         self.members = members
+        self.hubs = hubs
         self.with_controllers = with_controllers
         self.state = None
         self.watch = []   # (name, Popen, log) checked while waiting
@@ -156,7 +134,7 @@ class Starter:
         """Start everything; returns the state."""
         started = time.monotonic()
         binaries, build = self._binaries()
-        ports = choose_ports(self.members)
+        ports = choose_ports(self.members, self.hubs)
         clean(self.paths)
         for directory in (self.paths.root, self.paths.logs, self.paths.work, self.paths.pki):
             directory.mkdir(parents=True, exist_ok=True)
@@ -174,7 +152,7 @@ class Starter:
     def _binaries(self):
         """(name -> path of every binary the lab needs, the build module); builds what is missing."""
         names = CONTROL_PLANE + (AGENTS if self.with_controllers else [])
-        choose_ports(self.members)  # a pinned port that is busy fails before any build
+        choose_ports(self.members, self.hubs)  # a pinned port that is busy fails before any build
         build = _build()
         binaries = {k: str(v) for k, v in build.ensure_binaries(names, log=lambda m: say('  ' + m)).items()}
         missing = [n for n in names if n not in binaries]
@@ -185,10 +163,10 @@ class Starter:
     def _start_control_plane(self, binaries, build, ports, started):
         """etcd, then every API server (waited for), then the controller managers (not waited for)."""
         etcd = labcluster.Etcd(self.paths, binaries['etcd'], ports[0], ports[1])
-        names = ['hub'] + ['member%d' % i for i in range(1, self.members + 1)]
-        clusters = [labcluster.Cluster(self.paths, name, 'hub' if name == 'hub' else 'member', port, etcd.url, binaries)
-                    for name, port in zip(names, ports[2:])]
-        self.state = {'version': labstate.VERSION, 'members': self.members, 'lab_dir': str(self.paths.root),
+        hubs = topology.hub_names(self.hubs)
+        clusters = [labcluster.Cluster(self.paths, name, 'hub' if name in hubs else 'member', port, etcd.url, binaries)
+                    for name, port in zip(topology.cluster_names(self.members, self.hubs), ports[2:])]
+        self.state = {'version': labstate.VERSION, 'members': self.members, 'hubs': self.hubs, 'lab_dir': str(self.paths.root),
                       'kubeconfig': str(self.paths.kubeconfig), 'inventory': str(self.paths.inventory),
                       'controllers': self.with_controllers, 'binaries': binaries,
                       'image_binaries': dict(build.IMAGE_BINARIES) if self.with_controllers else {},
@@ -218,25 +196,26 @@ class Starter:
         self.save()
 
     def _start_controllers(self, clusters, binaries, build):
-        """The agent runner, Fleet and KubeFleet on the hub, member CRDs; waits for the hub's controllers."""
+        """The agent runner, Fleet and KubeFleet on every hub, member CRDs; waits for the hubs' controllers."""
         self.start_runner()
         tools = labhub.Tools(self.paths, binaries)
+        hubs = [c for c in clusters if c.role == 'hub']
+        members = [c for c in clusters if c.role != 'hub']
         errors = []
         threads = [threading.Thread(target=self._guard, args=(errors, labhub.prepare_member, tools, m, build))
-                   for m in clusters[1:]]
+                   for m in members]
         for thread in threads:
             thread.start()
-        self._wait_kcm(clusters[:1])
-        labhub.install_fleet(tools, clusters[0], build)
-        labhub.install_kubefleet_hub(tools, clusters[0], build)
+        self._wait_kcm(hubs)
+        for hub in hubs:
+            labhub.install_hub_controllers(tools, hub, build)
         for thread in threads:
             thread.join()
         if errors:
             raise errors[0]
-        self._wait_kcm(clusters[1:])
-        labhub.wait_deployments(tools, 'hub', [(labhub.FLEET_NAMESPACE, 'fleet-controller'),
-                                               (labhub.KUBEFLEET_NAMESPACE, 'hub-agent')],
-                                APISERVER_TIMEOUT, self._check_all)
+        self._wait_kcm(members)
+        for hub in hubs:
+            labhub.wait_hub_controllers(tools, hub, APISERVER_TIMEOUT, self._check_all)
 
     @staticmethod
     def _guard(errors, func, *args):
@@ -276,23 +255,30 @@ def exclusive(paths):
         os.close(fd)
 
 
-def up(members=2, with_controllers=True, paths=None):
+def up(members=2, with_controllers=True, paths=None, hubs=1):
     """``up``: returns a process exit code (0 also when a lab already runs: nothing is changed then)."""
-    ensure_up(members, with_controllers, paths)
+    ensure_up(members, with_controllers, paths, hubs)
     return 0
 
 
-def ensure_up(members=2, with_controllers=True, paths=None):
-    """Start a lab unless one runs; True if this call started it. Raises LabError."""
+def ensure_up(members=2, with_controllers=True, paths=None, hubs=1):
+    """Start a lab unless one runs (one with fewer hubs gains the missing ones); True if this call started it.
+
+    Raises LabError."""
+    topology.hub_names(hubs)  # 1 or 2
     paths = paths or LabPaths()
     with exclusive(paths):
-        return _up(members, with_controllers, paths)
+        return _up(members, with_controllers, paths, hubs)
 
 
-def _up(members, with_controllers, paths):
+def _describe(hubs, members):
+    return '%s + %d members' % (', '.join(topology.hub_names(hubs)), members)
+
+
+def _up(members, with_controllers, paths, hubs=1):
     status, current, dead = lab_status(paths)
     if status == 'running' or (status == 'partial' and current.get('ready_seconds') is not None):
-        return _heal(paths, current, members)
+        return _heal(paths, current, members, hubs)
     if status == 'partial':
         names = ', '.join(sorted({e['name'] for e in dead}))
         raise LabError('a lab in %s is partially running and never finished starting (not running: %s); '
@@ -300,8 +286,8 @@ def _up(members, with_controllers, paths):
     if status == 'dead':
         say('removing the state of a lab that no longer runs')
         _down(paths, quiet=True)
-    say('starting lab: hub + %d members in %s' % (members, paths.root))
-    starter = Starter(paths, members, with_controllers)
+    say('starting lab: %s in %s' % (_describe(hubs, members), paths.root))
+    starter = Starter(paths, members, with_controllers, hubs)
     try:
         result = starter.up()
     except BaseException:
@@ -315,8 +301,9 @@ def _up(members, with_controllers, paths):
     return True
 
 
-def _heal(paths, current, members):
-    """A lab that started once: start what is down and thaw what is frozen, with the same ports, PKI and data."""
+def _heal(paths, current, members, hubs=1):
+    """A lab that started once: start what is down and thaw what is frozen, with the same ports, PKI and data; then
+    add the hubs it lacks (``--hubs 2`` on a one-hub lab), leaving everything else running."""
     try:
         acted = labcontrol.heal(paths, current, say=say)
     except LabError as exc:
@@ -324,11 +311,27 @@ def _heal(paths, current, members):
                        % (exc, paths.root)) from exc
     if acted:
         say('lab healed (%s) in %s' % (', '.join(acted), paths.root))
-    else:
-        say('lab is already running (hub + %d members) in %s; nothing changed' % (current['members'], paths.root))
+    have = current.get('hubs', 1)
+    added = _add_hubs(paths, hubs) if hubs > have else []
+    if not acted and not added:
+        say('lab is already running (%s) in %s; nothing changed' % (_describe(have, current['members']), paths.root))
     if current['members'] != members:
         say('note: it has %d members, not %d; run "down" first to change that' % (current['members'], members))
+    if hubs < have:
+        say('note: it has %d hubs, not %d; run "down" first to change that' % (have, hubs))
     return False
+
+
+def _add_hubs(paths, hubs):
+    from fleetlab import hubs as labhubs  # pylint: disable=import-outside-toplevel
+    started = time.monotonic()
+    try:
+        added = labhubs.add_hubs(paths, labstate.load(paths), hubs, _build(), say)
+    except (LabError, RuntimeError) as exc:
+        raise LabError('%s\nadding a hub to the lab in %s failed (logs in %s); "up --hubs %d" again finishes it, '
+                       '"down" stops the whole lab' % (exc, paths.root, paths.logs, hubs)) from exc
+    say('lab: %s added in %.1fs (kubeconfig contexts and inventory updated)' % (', '.join(added), time.monotonic() - started))
+    return added
 
 
 def down(paths=None, quiet=False, keep_logs=False):
@@ -401,7 +404,7 @@ def status_report(paths=None):
     report = {'status': status, 'lab_dir': str(paths.root)}
     if current is None:
         return report
-    report.update({'members': current.get('members'), 'kubeconfig': current.get('kubeconfig'),
+    report.update({'members': current.get('members'), 'hubs': current.get('hubs', 1), 'kubeconfig': current.get('kubeconfig'),
                    'inventory': current.get('inventory'), 'ready_seconds': current.get('ready_seconds'), 'clusters': {}})
     shared = []
     for key in ('etcd', 'runner'):
@@ -420,7 +423,7 @@ def status_report(paths=None):
                 procs.append({'name': entry['name'], 'kind': kind[:-2] if kind == 'processes' else 'agent', 'pid': entry['pid'],
                               'alive': up_, 'state': labcontrol.process_state(entry),
                               'rss': processes.rss_bytes(entry['pid']) if up_ else 0})
-        report['clusters'][name] = {'url': cluster['url'], 'context': cluster['context'], 'processes': procs,
+        report['clusters'][name] = {'role': cluster['role'], 'url': cluster['url'], 'context': cluster['context'], 'processes': procs,
                                     'rss': sum(p['rss'] for p in procs)}
     return report
 
@@ -430,7 +433,7 @@ def print_status(report):
     if report['status'] == 'absent':
         say('no lab running (state dir %s)' % report['lab_dir'])
         return
-    say('lab %s: hub + %s members, %s' % (report['status'], report['members'], report['lab_dir']))
+    say('lab %s: %s, %s' % (report['status'], _describe(report.get('hubs', 1), report['members']), report['lab_dir']))
     say('  kubeconfig %s' % report['kubeconfig'])
     rows = [(p['name'], p) for p in report.get('shared', [])]
     rows += [(p['name'], p) for c in report['clusters'].values() for p in c['processes']]

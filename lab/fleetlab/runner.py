@@ -43,6 +43,9 @@ Lifecycle follows the Pod: ``helm upgrade`` that changes the pod template rolls 
 Deployment or uninstalling the release deletes its Pods (garbage collection) and stops them.
 Logs go to ``.lab/logs/<cluster>/<namespace>.<pod>.<container>.log``.
 
+A cluster added to ``state.json`` while the runner runs (a second hub added to a running lab) is watched from then
+on, once the kubeconfig names it; nothing else restarts.
+
 Where each concern lives: ``kubeapi`` (Kubernetes API access), ``podspec`` (pure pod spec ->
 process rules), ``imagepull`` (pure status and Events of a Pod whose image cannot be pulled),
 ``sandbox`` (the pod's directory, tokens, volumes and mounts), ``supervisor`` (start, restart,
@@ -122,6 +125,7 @@ class Runner:
         self.seen = {}         # (cluster, uid) -> pod dict (latest)
         self.unpulled = {}     # (cluster, uid) -> UnpulledPod
         self.stopping = threading.Event()
+        self.next_cluster_check = 0.0
 
     @staticmethod
     def candidate(pod):
@@ -250,6 +254,32 @@ class Runner:
             resp.release_conn()
         return version
 
+    def _start_watch(self, cluster):
+        threading.Thread(target=self.watch_cluster, args=(cluster,), daemon=True, name='watch-%s' % cluster).start()
+
+    def watch_new_clusters(self, interval=2.0):
+        """Watch the clusters added to state.json since the runner started (a hub added to a running lab); checked
+        every ``interval`` seconds. A cluster the kubeconfig does not name yet is tried again at the next check."""
+        if time.monotonic() < self.next_cluster_check:
+            return []
+        self.next_cluster_check = time.monotonic() + interval
+        current = labstate.load(self.paths) or {}
+        added = []
+        for name in current.get('clusters', {}):
+            if name in self.apis:
+                continue
+            try:
+                self.apis[name] = ClusterAPI(name, self.kubeconfig, name)
+            except Exception as exc:  # pylint: disable=broad-except
+                LOG.info('%s: not watched yet (%s)', name, exc)
+                continue
+            with self.lock:
+                self.clusters.append(name)
+            self._start_watch(name)
+            added.append(name)
+            LOG.info('runner watching %s too', name)
+        return added
+
     def record_state(self):
         """Write the agent processes per cluster into state.json."""
         with self.lock:
@@ -270,9 +300,10 @@ class Runner:
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
         self.kill_stale()
         for cluster in self.clusters:
-            threading.Thread(target=self.watch_cluster, args=(cluster,), daemon=True, name='watch-%s' % cluster).start()
+            self._start_watch(cluster)
         LOG.info('runner watching %s', ', '.join(self.clusters))
         while not self.stopping.is_set():
+            self.watch_new_clusters()
             changed = False
             with self.lock:
                 current = list(self.pods.values())

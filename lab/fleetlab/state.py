@@ -2,7 +2,7 @@
 
 Schema (version 1)::
 
-    {"version": 1, "members": N, "lab_dir": ..., "kubeconfig": ..., "inventory": ...,
+    {"version": 1, "members": N, "hubs": 1|2, "lab_dir": ..., "kubeconfig": ..., "inventory": ...,
      "etcd":   {"name", "pid", "pgid", "start", "port", "peer_port"},
      "runner": {"name", "pid", "pgid", "start"},
      "clusters": {"hub": {"role": "hub", "context": "hub", "url": ..., "port": ..., "etcd_prefix": ...,
@@ -10,12 +10,13 @@ Schema (version 1)::
                           "processes": [{"name": "kube-apiserver", "pid", "pgid", "start"}, ...],
                           "agents": [{"name": "<ns>/<pod>/<container>", "pid", "pgid", "start",
                                       "binary", "namespace", "pod", "container"}, ...]},
-                  "member1": {...}}}
+                  "member1": {...}, "hub2": {"role": "hub", ...}}}
 
 ``processes`` are the cluster's control plane, ``agents`` the host processes the agent runner
 realised from that cluster's pods (kept up to date by the runner). Summing the RSS of both per
 cluster gives a cluster's memory; etcd and the runner are shared by all clusters.
-Read-modify-write happens under an exclusive ``flock`` on ``.lab/state.lock``.
+``hubs`` counts the hubs that finished starting (absent: 1); ``hub2`` is in ``clusters`` from the moment it is
+being added (see ``hubs.py``). Read-modify-write happens under an exclusive ``flock`` on ``.lab/state.lock``.
 """
 
 import contextlib
