@@ -144,11 +144,11 @@ def passes(bench, count):
 def record(bench, result, seconds_key, relabel_key=None):
     """Keep a size's figures (refused, with the reason, when a run failed or the hub does not show the relabel)."""
     outcome = hub_figures.hub_passes(result)
-    labels = [run['label'] for run in result['runs']]
+    bench.record([run['label'] for run in result['runs']], **{seconds_key: outcome['seconds']})
     values = {seconds_key: outcome['seconds']}
     if relabel_key:
         values[relabel_key] = outcome['relabel_seconds']
-    bench.record(labels, **values)
+        bench.record([run['label'] for run in result['runs'] if run['label'].endswith('-relabel')], **{relabel_key: outcome['relabel_seconds']})
     if outcome['refused']:
         bench.refuse(outcome['refused'], *values)
 
