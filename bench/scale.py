@@ -18,6 +18,7 @@ Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for deve
   count    module processes, API round trips and Helm runs per member of a no-change re-run
   rotate   a credential rotation of one member in both managers: the longest gap in heartbeats and check-ins
   hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled (playbooks/predefine_clusters.yml) and listed
+  hub1000  the same with 1,000 of each (and 100, when hub100 did not run), the cost per cluster at both sizes
 """
 
 import argparse
@@ -25,24 +26,21 @@ import os
 import sys
 import time
 
-import yaml
 
 import baseline as bench_baseline
 import scale_figures as figures
+import scale_hub as hub_stages
 import scale_lab as labctl
 import scale_timeline as timeline
 
-STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'rotate', 'hub100')
+STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'rotate', 'hub100', 'hub1000')
 JOIN = 'playbooks/join_cluster.yml'
 LEAVE = 'playbooks/leave_cluster.yml'
-HUB100_SELECTOR = 'bench=hub100'
-HUB100_GROUP = 'bench_hub_only'
-PREDEFINE = 'playbooks/predefine_clusters.yml'
 # The raw measurements each stage makes: a stage that raised makes none of them.
 STAGE_KEYS = {'first': ('join_1_seconds', 'checkin_window_seconds', 'checkin_interval_seconds'), 'batch': ('join_batch_seconds',),
               'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',), 'kcore': ('kcore_seconds',),
               'count': (), 'rotate': ('rotation_heartbeat_gap_seconds', 'rotation_checkin_gap_seconds', 'heartbeat_period_seconds'),
-              'hub100': ('hub_100_seconds',)}
+              'hub100': ('hub_100_seconds', 'hub_relabel_100_seconds'), 'hub1000': ('hub_1000_seconds',)}
 
 
 class Bench:
@@ -268,45 +266,9 @@ def stage_count(bench):
     bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc)
 
 
-def hub100_inventory(bench, count, round_):
-    """The 100-host (``count``) inventory of hub-side clusters: the lab's hub host and a group of clusters only the hub
-    knows, labelled as a user's inventory would label them (``bench-round`` changes between the two passes)."""
-    with open(bench.inventory) as handle:
-        lab = yaml.safe_load(handle)
-    hub_group = lab['all']['children']['hub']
-    hosts = {'edge-%03d' % i: {'fleetops_labels': {'bench': 'hub100', 'site': 'site-%d' % (i % 10), 'bench-round': str(round_)}}
-             for i in range(1, count + 1)}
-    data = {'all': {'vars': lab['all'].get('vars', {}), 'children': {'hub': hub_group, HUB100_GROUP: {'hosts': hosts}}}}
-    path = labctl.OUT_DIR / ('hub100-inventory-%d.yml' % round_)
-    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as handle:
-        yaml.safe_dump(data, handle, sort_keys=False)
-    return path
-
-
-def stage_hub100(bench):
-    """100 Fleet Clusters and 100 MemberClusters: predefined with labels, relabelled, listed by cluster_status."""
-    count = bench.args.hub_clusters
-    bench.hub.delete_labelled(HUB100_SELECTOR)
-    group = {'fleetops_predefine_group': HUB100_GROUP}
-    runs = [bench.play('hub100-predefine', PREDEFINE, inv=hub100_inventory(bench, count, 1), extra_vars=group),
-            bench.play('hub100-relabel', PREDEFINE, inv=hub100_inventory(bench, count, 2), extra_vars=group),
-            bench.play('hub100-status', 'playbooks/cluster_status.yml', inv=hub100_inventory(bench, count, 2),
-                       extra_vars={'fleetops_status_label_selector': HUB100_SELECTOR})]
-    listed = (len(bench.hub.fleet_clusters(HUB100_SELECTOR + ',bench-round=2')), len(bench.hub.member_clusters(HUB100_SELECTOR + ',bench-round=2')))
-    ok = all(run.rc == 0 for run in runs) and listed == (count, count)
-    print('   relabelled on the hub: %d Clusters, %d MemberClusters; %s' % (listed + ('all runs ok' if ok else 'NOT all ok',)))
-    seconds = sum(run.seconds for run in runs) if ok else None
-    print('   %d hub-side clusters: %s s (%s)' % (count, 'n/a' if seconds is None else '%.1f' % seconds,
-                                                  ', '.join('%s %.1f s' % (run.label, run.seconds) for run in runs)))
-    bench.record([run.label for run in runs], hub_100_seconds=seconds, hub_100_parts={run.label: run.seconds for run in runs})
-    if not ok:
-        bench.refuse('%s; %d Clusters and %d MemberClusters relabelled of %d'
-                     % ('; '.join(filter(None, (figures.refusal(r.label, r.rc) for r in runs))) or 'every run exited 0', listed[0], listed[1], count),
-                     'hub_100_seconds')
-    elif count != 100:
-        bench.refuse('ran with --hub-clusters %d, the figure is of 100' % count, 'hub_100_seconds')
-    bench.hub.delete_labelled(HUB100_SELECTOR)
+# The hub-side stages live in bench/scale_hub.py.
+stage_hub100 = hub_stages.stage_hub100
+stage_hub1000 = hub_stages.stage_hub1000
 
 
 def parse(argv):
@@ -317,7 +279,7 @@ def parse(argv):
     parser.add_argument('--only', default=','.join(STAGES), help='comma-separated stages (default all: %s)' % ','.join(STAGES))
     parser.add_argument('--forks', type=int, default=12, help='ansible forks for every run, ours and the baseline (default 12)')
     parser.add_argument('--repeat', type=int, default=1, help='runs of each re-run measurement; the fastest counts (default 1)')
-    parser.add_argument('--hub-clusters', type=int, default=100, help='hub-side clusters of the hub100 stage (default 100)')
+    parser.add_argument('--hub-clusters', type=int, default=100, help='hub-side clusters of the hub100 stage (default 100; hub1000 runs 100 and 1,000)')
     parser.add_argument('--keep-lab', action='store_true', help='leave the bench lab running at the end')
     parser.add_argument('--save-baseline', action='store_true',
                         help='write this run\'s figures to bench/baseline.json (on purpose, when a change means to keep them)')

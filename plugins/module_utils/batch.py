@@ -28,11 +28,17 @@ class ListedReads:
     """A KubeClient whose reads of the kinds it listed come from that one LIST, kept current by its own writes.
 
     Anything not listed goes to the server. ``forget()`` drops every list: a wait must see the server change.
+
+    ``get`` and ``list`` hand out copies. What every item of a batch looks through (all Clusters for a client ID, all of
+    Fleet's namespaces for a Cluster's own) would then cost a copy of the whole list per item, O(N^2) over a batch:
+    ``scan`` and ``derived`` give read-only access to the listed objects instead, and ``derived`` keeps what it builds
+    from them (an index) until the listing changes.
     """
 
     def __init__(self, kube):
         self._kube = kube
         self._listed = {}
+        self._derived = {}
         self._lock = threading.Lock()  # the batch's items run in threads
 
     def __getattr__(self, name):
@@ -52,13 +58,39 @@ class ListedReads:
     def forget(self):
         with self._lock:
             self._listed.clear()
+            self._derived.clear()
+
+    def scan(self, resource, namespace=None, label_selector=None):
+        """``list`` without the copies, for a caller that only reads them (never changes what it gets)."""
+        with self._lock:
+            memory = self._memory(resource, namespace, label_selector)
+            items = None if memory is None else list(memory.values())
+        if items is None:
+            return self._kube.list(resource, namespace, label_selector=label_selector)
+        return items
+
+    def derived(self, resource, namespace, label_selector, build):
+        """``build(listed objects)``, kept until the listing of ``resource`` changes; None when it is not listed.
+
+        ``build`` must not change the objects, and the caller must not change what it returns."""
+        key = (resource.path(namespace), label_selector)
+        with self._lock:
+            memory = self._listed.get(key)
+            if memory is None:
+                return None
+            if (key, build) not in self._derived:
+                self._derived[(key, build)] = build(list(memory.values()))
+            return self._derived[(key, build)]
 
     def _memory(self, resource, namespace, label_selector=None):
         return self._listed.get((resource.path(namespace), label_selector))
 
     def _forget_selected(self, resource, namespace):
-        for key in [k for k in self._listed if k[0] == resource.path(namespace) and k[1] is not None]:
+        path = resource.path(namespace)
+        for key in [k for k in self._listed if k[0] == path and k[1] is not None]:
             del self._listed[key]
+        for key in [k for k in self._derived if k[0][0] == path]:
+            del self._derived[key]
 
     def _remember(self, resource, namespace, obj, dry_run):
         with self._lock:

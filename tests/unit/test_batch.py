@@ -164,3 +164,27 @@ def test_an_unexpected_error_in_an_item_still_reports_the_item_and_the_changes()
         batch.run_batch(module, Crash, lambda kube: kube.read_all(THING, "ns"))
     assert err.value.message().startswith("clusters[1] (bad): unexpected error: 'boom'")
     assert err.value.details["changed"] is True and "KeyError" in err.value.details["exception"]
+
+
+def test_scan_and_derived_read_the_listed_objects_without_copies_until_a_write():
+    kube = RecordingKube([thing("a"), thing("b")])
+    listed = batch.ListedReads(kube)
+    assert listed.derived(THING, "ns", None, len) is None  # not listed: nothing derived, nothing read
+    listed.read_all(THING, "ns")
+    scanned = listed.scan(THING, "ns")
+    assert sorted(name_of(o) for o in scanned) == ["a", "b"] and any(o is kube.objects[("ns", "a")] for o in scanned)
+    built = []
+
+    def names(objects):
+        built.append(len(objects))
+        return sorted(name_of(o) for o in objects)
+    assert listed.derived(THING, "ns", None, names) == ["a", "b"] and listed.derived(THING, "ns", None, names) == ["a", "b"]
+    assert built == [2]
+    listed.create(THING, thing("c"), "ns", dry_run=True)  # a dry run changes nothing
+    assert listed.derived(THING, "ns", None, names) == ["a", "b"] and built == [2]
+    listed.create(THING, thing("c"), "ns")
+    assert listed.derived(THING, "ns", None, names) == ["a", "b", "c"] and built == [2, 3]
+    assert [c[0] for c in kube.calls] == ["list", "create", "create"]
+    listed.forget()
+    assert listed.derived(THING, "ns", None, names) is None
+    assert sorted(name_of(o) for o in listed.scan(THING, "ns")) == ["a", "b", "c"] and kube.calls[-1][0] == "list"

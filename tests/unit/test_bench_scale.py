@@ -11,7 +11,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 import scale_figures as sf  # noqa: E402  pylint: disable=wrong-import-position
 
 ISSUE_KEYS = ['rerun_seconds_per_member', 'rerun_vs_kubernetes_core', 'first_join_checkin_intervals', 'parallel_join_ratio',
-              'hub_100_seconds', 'lab_12_members_gib', 'rotation_gap_intervals', 'sliced_runs_ok']
+              'hub_100_seconds', 'hub_relabel_100_seconds', 'hub_1000_seconds', 'lab_12_members_gib', 'rotation_gap_intervals',
+              'sliced_runs_ok']
 
 
 def rec(host, action, start, end, status='ok', task=None, **extra):
@@ -26,12 +27,13 @@ def test_keys_are_exactly_the_issue_keys_and_each_has_a_target():
 def test_compute_figures_from_measurements():
     got = sf.compute_figures({'rerun_seconds': 30.0, 'members': 12, 'kcore_seconds': 60.0, 'checkin_window_seconds': 97.0,
                               'checkin_interval_seconds': 15.0, 'join_1_seconds': 100.0, 'join_batch_seconds': 180.0,
-                              'hub_100_seconds': 123.456, 'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
+                              'hub_100_seconds': 123.456, 'hub_relabel_100_seconds': 3.04, 'hub_1000_seconds': 55.55, 'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
                               'rotation_heartbeat_gap_seconds': 30.0, 'heartbeat_period_seconds': 60,
                               'rotation_checkin_gap_seconds': 21.0})
     assert list(got) == ISSUE_KEYS
     assert got == {'rerun_seconds_per_member': 2.5, 'rerun_vs_kubernetes_core': 2.0, 'first_join_checkin_intervals': 6.47,
-                   'parallel_join_ratio': 1.8, 'hub_100_seconds': 123.5, 'lab_12_members_gib': 6.0, 'rotation_gap_intervals': 1.4,
+                   'parallel_join_ratio': 1.8, 'hub_100_seconds': 123.5, 'hub_relabel_100_seconds': 3.0, 'hub_1000_seconds': 55.5,
+                   'lab_12_members_gib': 6.0, 'rotation_gap_intervals': 1.4,
                    'sliced_runs_ok': True}
     json.dumps(got)  # serialisable as scale.json
 
@@ -85,11 +87,13 @@ def test_figure_report_has_only_this_runs_figures_each_with_its_runs_or_reason()
                               sources={'rerun_seconds': ['rerun-12.2'], 'kcore_seconds': ['kcore-rerun'], 'members': [],
                                        'checkin_interval_seconds': ['hub ConfigMap']})
     assert report['figures'] == {'rerun_seconds_per_member': 0.5, 'rerun_vs_kubernetes_core': 6.67, 'first_join_checkin_intervals': None,
-                                 'parallel_join_ratio': None, 'hub_100_seconds': None, 'lab_12_members_gib': None,
+                                 'parallel_join_ratio': None, 'hub_100_seconds': None, 'hub_relabel_100_seconds': None,
+                                 'hub_1000_seconds': None, 'lab_12_members_gib': None,
                                  'rotation_gap_intervals': None, 'sliced_runs_ok': None}
     assert report['sources'] == {'rerun_seconds_per_member': ['rerun-12.2'], 'rerun_vs_kubernetes_core': ['kcore-rerun', 'rerun-12.2']}
     assert report['reasons'] == {'first_join_checkin_intervals': 'first-join exited 2', 'parallel_join_ratio': sf.NOT_MEASURED,
-                                 'hub_100_seconds': sf.NOT_MEASURED, 'lab_12_members_gib': sf.NOT_MEASURED,
+                                 'hub_100_seconds': sf.NOT_MEASURED, 'hub_relabel_100_seconds': sf.NOT_MEASURED,
+                                 'hub_1000_seconds': sf.NOT_MEASURED, 'lab_12_members_gib': sf.NOT_MEASURED,
                                  'rotation_gap_intervals': sf.NOT_MEASURED, 'sliced_runs_ok': sf.NOT_MEASURED}
 
 
@@ -289,3 +293,4 @@ def test_timeline_from_runner_and_agent_logs():
     assert [line.split()[0] for line in lines] == ['+0.7', '+0.8', '+6.0', '+6.0', '+39.0', '+40.0']
     assert lines[0].endswith('runner: realising pod') and 'holds the leader lease' in lines[4] and 'told to stop' in lines[5]
     assert tl.format_timeline(events, origin, (origin, origin + 10)).count('\n') == 3
+

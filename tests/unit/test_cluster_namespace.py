@@ -168,3 +168,28 @@ def test_read_hub_judges_each_found_cluster_from_one_list_of_fleet_namespaces():
     assert hub.calls == ["Cluster", "Namespace"]
     nothing = HubOf([], [namespace(OWN)])
     assert MANAGER.read_hub(nothing, names=["edge-1"]) == {} and nothing.calls == ["Cluster"]
+
+
+def test_the_namespace_index_finds_what_namespaces_of_finds_in_the_same_order():
+    unannotated = {"metadata": {"name": OWN}}
+    namespaces = [namespace("cluster-fleet-default-edge-2-1", cluster=("fleet-default", "edge-2")), namespace("old-edge-1", deleting=True),
+                  unannotated, namespace(OWN), namespace("cluster-other-edge-1-2", cluster=("other", "edge-1"))]
+    index = cns.NamespaceIndex(namespaces)
+    for args in [("fleet-default", "edge-1"), ("fleet-default", "edge-1", OWN), ("fleet-default", "edge-2", OWN),
+                 ("other", "edge-1"), ("fleet-default", "edge-9"), ("fleet-default", "edge-9", "nothing"), ("fleet-default", "edge-2", None)]:
+        assert index.of(*args) == cns.namespaces_of(namespaces, *args), args
+    assert cns.problem(cluster(), index.of("fleet-default", "edge-1", OWN)) == (cns.TERMINATING, "old-edge-1")
+
+
+def test_a_batch_builds_the_namespace_index_once_per_listing():
+    kube = LabelledKube([namespace(OWN)])
+    listed = batch.ListedReads(kube)
+    listed.read_all(NAMESPACE, label_selector=cns.MANAGED_SELECTOR)
+    first = cns.namespace_index(listed)
+    assert cns.namespace_index(listed) is first and cns.read_problem(listed, cluster(), "fleet-default", "edge-1") is None
+    assert kube.calls == [("Namespace", cns.MANAGED_SELECTOR)]
+    listed.delete(NAMESPACE, OWN)  # a write drops the listing, and the index with it: the next one is read again
+    assert cns.namespace_index(listed) is not first and kube.calls[-1] == ("Namespace", cns.MANAGED_SELECTOR)
+    # without a batch, one LIST per call
+    plain = LabelledKube([namespace(OWN, deleting=True)])
+    assert cns.read_problem(plain, cluster(), "fleet-default", "edge-1") == (cns.TERMINATING, OWN) and len(plain.calls) == 1

@@ -59,6 +59,38 @@ def namespaces_of(namespaces, cluster_namespace, cluster_name, expected=None):
             if belongs_to(ns, cluster_namespace, cluster_name) or (expected and _meta(ns).get("name") == expected)]
 
 
+class NamespaceIndex:
+    """``namespaces_of`` for many Clusters from one list: Fleet's namespaces by the Cluster they belong to and by name,
+    so a batch of N Clusters costs O(N), not N scans of every namespace (read-only: it holds the listed objects)."""
+
+    def __init__(self, namespaces):
+        self._by_cluster = {}
+        self._by_name = {}
+        for position, ns in enumerate(namespaces):
+            annotations = _meta(ns).get("annotations") or {}
+            owner = (annotations.get(CLUSTER_NAMESPACE_ANNOTATION), annotations.get(CLUSTER_ANNOTATION))
+            self._by_cluster.setdefault(owner, []).append((position, ns))
+            self._by_name.setdefault(_meta(ns).get("name"), []).append((position, ns))
+
+    def of(self, cluster_namespace, cluster_name, expected=None):
+        """What ``namespaces_of(namespaces, cluster_namespace, cluster_name, expected)`` returns, in the same order."""
+        found = dict(self._by_cluster.get((cluster_namespace, cluster_name), ())) if cluster_namespace and cluster_name else {}
+        if expected:
+            found.update(self._by_name.get(expected, ()))
+        return [found[position] for position in sorted(found)]
+
+
+def namespace_index(kube):
+    """A ``NamespaceIndex`` of every namespace Fleet manages: built once per listing by a batch's ``ListedReads``
+    (``derived``), else from one LIST; None when the credential may not list namespaces."""
+    derived = getattr(kube, "derived", None)
+    index = derived(NAMESPACE, None, MANAGED_SELECTOR, NamespaceIndex) if derived is not None else None
+    if index is not None:
+        return index
+    namespaces = readable_fleet_namespaces(kube)
+    return None if namespaces is None else NamespaceIndex(namespaces)
+
+
 def expected_namespace(cluster):
     """The cluster namespace Fleet assigned to ``cluster`` (None until Fleet has handled it)."""
     return ((cluster or {}).get("status") or {}).get("namespace") or None
@@ -106,10 +138,10 @@ def readable_fleet_namespaces(kube):
 
 def read_problem(kube, cluster, cluster_namespace, cluster_name):
     """``problem`` of one Cluster as the hub shows it now (None, too, when namespaces cannot be read)."""
-    namespaces = readable_fleet_namespaces(kube)
-    if namespaces is None:
+    index = namespace_index(kube)
+    if index is None:
         return None
-    return problem(cluster, namespaces_of(namespaces, cluster_namespace, cluster_name, expected_namespace(cluster)))
+    return problem(cluster, index.of(cluster_namespace, cluster_name, expected_namespace(cluster)))
 
 
 class NamespaceRepair:

@@ -45,12 +45,11 @@ class RancherFleet(FleetManager):
             name = (obj.get("metadata") or {}).get("name")
             if wanted is None or name in wanted:
                 found[name] = obj
-        fleet_namespaces = cluster_namespace.readable_fleet_namespaces(hub) if found else None
+        fleet_namespaces = cluster_namespace.namespace_index(hub) if found else None
         if fleet_namespaces is not None:
             for obj in found.values():
                 meta = obj.get("metadata") or {}
-                own = cluster_namespace.namespaces_of(fleet_namespaces, meta.get("namespace"), meta.get("name"),
-                                                      cluster_namespace.expected_namespace(obj))
+                own = fleet_namespaces.of(meta.get("namespace"), meta.get("name"), cluster_namespace.expected_namespace(obj))
                 obj[views.NAMESPACE_PROBLEM] = cluster_namespace.problem(obj, own)
         return found
 

@@ -1,0 +1,82 @@
+"""Pure parts of the bench's hub-side stages (``bench/scale_hub.py``): when a size's runs make figures, and the cost
+per cluster at each size. Tested in ``tests/unit/test_bench_hub.py``; the refusal of a failed run is
+``scale_figures.refusal``, as for every other stage.
+"""
+
+from scale_figures import CONTROLLER_ACTIONS, refusal, short_action
+
+HUB_PASSES = ('predefine', 'relabel', 'status')
+
+
+def hub_call_counts(processes):
+    """A counted run's module processes and API requests (the count hook's records): ``{'processes', 'requests',
+    'by_method': {GET: n, ...}, 'by_module': {module: {'processes', 'requests'}}}``."""
+    counts = {'processes': 0, 'requests': 0, 'by_method': {}, 'by_module': {}}
+    for proc in processes:
+        module = counts['by_module'].setdefault(proc.get('module') or '?', {'processes': 0, 'requests': 0})
+        requests = proc.get('requests') or []
+        module['processes'] += 1
+        module['requests'] += len(requests)
+        counts['processes'] += 1
+        counts['requests'] += len(requests)
+        for method, _target, _path in requests:
+            counts['by_method'][method] = counts['by_method'].get(method, 0) + 1
+    return counts
+
+
+def module_seconds(records):
+    """Seconds of each task that ran a module (controller-side actions left out), in run order: ``[(task, s)]``."""
+    return [(rec.get('task'), round(rec['end'] - rec['start'], 2)) for rec in records
+            if rec.get('status') != 'skipped' and short_action(rec.get('action')) not in CONTROLLER_ACTIONS]
+
+
+def hub_passes(result):
+    """The figures of one size of hub-side clusters: ``{'seconds', 'relabel_seconds', 'refused'}``.
+
+    result: ``{'count', 'listed': (Clusters, MemberClusters) carrying the relabel, 'runs': [predefine, relabel, status]}``,
+    each run ``{'label', 'rc', 'seconds'}``. A run that failed, a pass missing, or a hub that does not show every cluster
+    relabelled in both managers is no measurement: both times are None and ``refused`` says why.
+    """
+    runs = result.get('runs') or []
+    count = result.get('count')
+    reasons = [why for why in (refusal(run['label'], run['rc']) for run in runs) if why]
+    if len(runs) != len(HUB_PASSES):
+        reasons.append('%d of the %d runs (%s) ran' % (len(runs), len(HUB_PASSES), ', '.join(HUB_PASSES)))
+    listed = tuple(result.get('listed') or (0, 0))
+    if listed != (count, count):
+        reasons.append('%d Clusters and %d MemberClusters relabelled of %s' % (listed + (count,)))
+    if reasons:
+        return {'seconds': None, 'relabel_seconds': None, 'refused': '; '.join(reasons)}
+    return {'seconds': sum(run['seconds'] for run in runs), 'relabel_seconds': runs[1]['seconds'], 'refused': None}
+
+
+def hub_cost_rows(results):
+    """Per size and pass: seconds, ms per cluster, module processes and API requests per cluster (None when refused)."""
+    rows = []
+    for result in results:
+        count, measured = result['count'], hub_passes(result)['refused'] is None
+        for name, run in zip(HUB_PASSES, result.get('runs') or []):
+            calls = run.get('calls') or {}
+            rows.append({'clusters': count, 'pass': name, 'seconds': run['seconds'] if measured else None,
+                         'ms_per_cluster': 1000.0 * run['seconds'] / count if measured else None,
+                         'processes': calls.get('processes'), 'requests': calls.get('requests'),
+                         'requests_per_cluster': None if calls.get('requests') is None else calls['requests'] / count})
+    return rows
+
+
+def format_hub_costs(results):
+    """The cost per hub-side cluster at each size, so the slope shows (a flat ms/cluster: linear; rising: worse)."""
+    lines = ['%8s  %-9s  %7s  %7s  %9s  %9s  %8s' % ('clusters', 'pass', 'seconds', 'ms/clu', 'processes', 'requests', 'req/clu')]
+
+    def shown(value, fmt):
+        return 'n/a' if value is None else fmt % value
+    for row in hub_cost_rows(results):
+        lines.append('%8d  %-9s  %7s  %7s  %9s  %9s  %8s' % (
+            row['clusters'], row['pass'], shown(row['seconds'], '%.1f'), shown(row['ms_per_cluster'], '%.1f'),
+            shown(row['processes'], '%d'), shown(row['requests'], '%d'), shown(row['requests_per_cluster'], '%.2f')))
+    for result in results:
+        outcome = hub_passes(result)
+        lines.append('%8d  %-9s  %7s  %7s' % (result['count'], 'all', shown(outcome['seconds'], '%.1f'),
+                                              shown(None if outcome['seconds'] is None else 1000.0 * outcome['seconds'] / result['count'], '%.1f'))
+                     + ('' if outcome['refused'] is None else '  refused: ' + outcome['refused']))
+    return '\n'.join(lines)
