@@ -17,6 +17,7 @@ KEYS = (
     'hub_100_seconds',
     'lab_12_members_gib',
     'rotation_gap_intervals',
+    'rerun_50ms_vs_loopback',
     'sliced_runs_ok',
 )
 
@@ -29,6 +30,7 @@ TARGETS = {
     'hub_100_seconds': ('<=', 12.0),
     'lab_12_members_gib': ('<=', 8.0),
     'rotation_gap_intervals': ('<=', 1.0),
+    'rerun_50ms_vs_loopback': ('<=', 1.5),
     'sliced_runs_ok': ('==', True),
 }
 
@@ -75,6 +77,7 @@ FIGURE_INPUTS = {
     'lab_12_members_gib': ('lab_rss_bytes',),
     'rotation_gap_intervals': ('rotation_heartbeat_gap_seconds', 'heartbeat_period_seconds', 'rotation_checkin_gap_seconds',
                                'checkin_interval_seconds'),
+    'rerun_50ms_vs_loopback': ('rerun_50ms_seconds', 'rerun_loopback_seconds'),
     'sliced_runs_ok': ('sliced_ok',),
 }
 NOT_MEASURED = 'not measured in this run'
@@ -115,7 +118,9 @@ def compute_figures(m):
     join_1_seconds / join_batch_seconds: first join of 1 member / of the batch in one run;
     hub_100_seconds; lab_rss_bytes; sliced_ok; rotation_heartbeat_gap_seconds / rotation_checkin_gap_seconds: the
     longest time without a KubeFleet heartbeat / a Fleet check-in around a credential rotation, and
-    heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed).
+    heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed);
+    rerun_50ms_seconds / rerun_loopback_seconds: the no-change re-run with a 50 ms round trip to every API server /
+    the same re-run on the loopback, run in pairs (latency stage).
     """
     def rounded(value, digits=2):
         return None if value is None else round(value, digits)
@@ -129,6 +134,7 @@ def compute_figures(m):
         'lab_12_members_gib': rounded(None if m.get('lab_rss_bytes') is None else m['lab_rss_bytes'] / 2 ** 30),
         'rotation_gap_intervals': rounded(worst_ratio((m.get('rotation_heartbeat_gap_seconds'), m.get('heartbeat_period_seconds')),
                                                       (m.get('rotation_checkin_gap_seconds'), m.get('checkin_interval_seconds')))),
+        'rerun_50ms_vs_loopback': rounded(ratio(m.get('rerun_50ms_seconds'), m.get('rerun_loopback_seconds'))),
         'sliced_runs_ok': m.get('sliced_ok'),
     }
     return {key: figures[key] for key in KEYS}
@@ -428,3 +434,4 @@ def format_calls(summary):
     if summary.get('per_member', {}).get('processes') is not None:
         lines.append(line('per member (total / %d)' % summary['members'], summary['per_member'], '%8.1f'))
     return '\n'.join(lines)
+
