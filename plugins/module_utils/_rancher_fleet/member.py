@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import threading
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
@@ -103,16 +104,18 @@ def fleet_configured_endpoint(hub):
     connection still tell)."""
     if hub is None:
         return None, None
-    if id(hub) not in _FLEET_CONFIG:
-        try:
-            endpoint = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE))
-        except FleetOpsError:
-            endpoint = (None, None)
-        _FLEET_CONFIG[id(hub)] = (hub, endpoint)  # the client kept, so its id is not reused for another
-    return _FLEET_CONFIG[id(hub)][1]
+    with _FLEET_CONFIG_LOCK:  # a batch's members are read side by side: the first reads it, the others wait for it
+        if id(hub) not in _FLEET_CONFIG:
+            try:
+                endpoint = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE))
+            except FleetOpsError:
+                endpoint = (None, None)
+            _FLEET_CONFIG[id(hub)] = (hub, endpoint)  # the client kept, so its id is not reused for another
+        return _FLEET_CONFIG[id(hub)][1]
 
 
 _FLEET_CONFIG = {}
+_FLEET_CONFIG_LOCK = threading.Lock()
 
 
 def expected_endpoint(params, hub):
