@@ -268,7 +268,9 @@ def stage_count(bench):
     print(figures.format_calls(summary))
     per_host = figures.module_processes(run.records)
     print('   module processes per host (callback): %s' % ', '.join('%s %d' % (h, per_host[h]) for h in sorted(per_host)))
-    bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc)
+    tasks = figures.tasks_per_host(run.records)
+    print('   tasks per host (run_once ones on the host they ran on): %s' % ', '.join('%s %d' % (h, tasks[h]) for h in sorted(tasks)))
+    bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc, rerun_tasks_per_host=tasks)
 
 
 # One-way delay of the latency stage: a 50 ms round trip.

@@ -38,6 +38,7 @@ TARGETS = {
 CONTROLLER_ACTIONS = frozenset((
     'set_fact', 'assert', 'debug', 'set_stats', 'include_tasks', 'import_tasks', 'include_role', 'meta', 'fail',
     'include_vars', 'add_host', 'group_by', 'pause', 'validate_argument_spec',
+    'step_args',  # the collection's own: works out the roles' arguments on the controller, runs no module
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
@@ -293,6 +294,15 @@ def load_timings(lines):
 def short_action(action):
     """``fleetops.registration.fleet_agent`` -> ``fleet_agent``; ``ansible.builtin.set_fact`` -> ``set_fact``."""
     return (action or '').rsplit('.', 1)[-1]
+
+
+def tasks_per_host(records):
+    """``{host: tasks}``: the tasks each host went through (skipped ones too: each still costs Ansible a worker), a
+    ``run_once`` task counted for the host it ran on. Meta tasks (``end_role``) run in the strategy and are not counted."""
+    counts = {}
+    for rec in records:
+        counts[rec['host']] = counts.get(rec['host'], 0) + 1
+    return counts
 
 
 def module_processes(records):

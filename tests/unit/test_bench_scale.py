@@ -290,3 +290,10 @@ def test_timeline_from_runner_and_agent_logs():
     assert [line.split()[0] for line in lines] == ['+0.7', '+0.8', '+6.0', '+6.0', '+39.0', '+40.0']
     assert lines[0].endswith('runner: realising pod') and 'holds the leader lease' in lines[4] and 'told to stop' in lines[5]
     assert tl.format_timeline(events, origin, (origin, origin + 10)).count('\n') == 3
+
+
+def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
+    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.member_info', 1, 2),
+               rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
+    assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
+    assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}
