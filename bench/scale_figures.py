@@ -444,4 +444,3 @@ def format_calls(summary):
     if summary.get('per_member', {}).get('processes') is not None:
         lines.append(line('per member (total / %d)' % summary['members'], summary['per_member'], '%8.1f'))
     return '\n'.join(lines)
-

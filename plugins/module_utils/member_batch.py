@@ -141,6 +141,7 @@ def list_hubs(readers):
         for manager, namespace in reader.hub_reads():
             key = (connection_key(reader.params, "hub_"), manager, namespace)
             groups.setdefault(key, []).append(reader)
+
     def read(key):
         try:
             return registry.manager(key[1]).read_hub(groups[key][0].hub(), namespace=key[2])
