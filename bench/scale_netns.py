@@ -38,7 +38,7 @@ class DelayedNetwork:
             self.relay = subprocess.Popen(  # pylint: disable=consider-using-with
                 [sys.executable, str(RELAY), '--netns', self.name, '--delay-ms', str(self.one_way_ms)]
                 + ['%s:%d' % endpoint for endpoint in self.endpoints], stdout=subprocess.PIPE, text=True)
-            ready, _, _ = select.select([self.relay.stdout], [], [], READY_SECONDS)
+            ready = select.select([self.relay.stdout], [], [], READY_SECONDS)[0]
             if not ready or self.relay.stdout.readline().strip() != 'ready':
                 raise RuntimeError('the latency relay did not start within %d s' % READY_SECONDS)
         except BaseException:
