@@ -16,6 +16,8 @@ Stages (``--only first,batch`` runs some; ``--members 4`` a smaller lab for deve
   rerun    no-change re-run over all members, and over 1 and 4 (how the cost grows)
   kcore    the same checks as a plain kubernetes.core playbook (bench/kubernetes_core_rerun.yml)
   count    module processes, API round trips and Helm runs per member of a no-change re-run
+  latency  the no-change re-run with a 50 ms round trip to every API server, in pairs with loopback runs (needs root:
+           it makes a network namespace of its own)
   rotate   a credential rotation of one member in both managers: the longest gap in heartbeats and check-ins
   hub100   100 Fleet Clusters + 100 MemberClusters predefined, relabelled (playbooks/predefine_clusters.yml) and listed
   hub1000  the same with 1,000 of each (and 100, when hub100 did not run), the cost per cluster at both sizes
@@ -31,15 +33,17 @@ import baseline as bench_baseline
 import scale_figures as figures
 import scale_hub as hub_stages
 import scale_lab as labctl
+import scale_netns as netns
 import scale_timeline as timeline
 
-STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'rotate', 'hub100', 'hub1000')
+STAGES = ('first', 'batch', 'sliced', 'memory', 'rerun', 'kcore', 'count', 'latency', 'rotate', 'hub100', 'hub1000')
 JOIN = 'playbooks/join_cluster.yml'
 LEAVE = 'playbooks/leave_cluster.yml'
 # The raw measurements each stage makes: a stage that raised makes none of them.
 STAGE_KEYS = {'first': ('join_1_seconds', 'checkin_window_seconds', 'checkin_interval_seconds'), 'batch': ('join_batch_seconds',),
               'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',), 'kcore': ('kcore_seconds',),
-              'count': (), 'rotate': ('rotation_heartbeat_gap_seconds', 'rotation_checkin_gap_seconds', 'heartbeat_period_seconds'),
+              'count': (), 'latency': ('rerun_50ms_seconds', 'rerun_loopback_seconds'),
+              'rotate': ('rotation_heartbeat_gap_seconds', 'rotation_checkin_gap_seconds', 'heartbeat_period_seconds'),
               'hub100': ('hub_100_seconds', 'hub_relabel_100_seconds'), 'hub1000': ('hub_1000_seconds',)}
 
 
@@ -263,7 +267,42 @@ def stage_count(bench):
     print(figures.format_calls(summary))
     per_host = figures.module_processes(run.records)
     print('   module processes per host (callback): %s' % ', '.join('%s %d' % (h, per_host[h]) for h in sorted(per_host)))
-    bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc)
+    tasks = figures.tasks_per_host(run.records)
+    print('   tasks per host (run_once ones on the host they ran on): %s' % ', '.join('%s %d' % (h, tasks[h]) for h in sorted(tasks)))
+    bench.record([run.label], rerun_calls=summary, rerun_calls_rc=run.rc, rerun_tasks_per_host=tasks)
+
+
+# One-way delay of the latency stage: a 50 ms round trip.
+LATENCY_ONE_WAY_MS = 25
+
+
+def stage_latency(bench):
+    """The no-change re-run over every member with a 50 ms round trip to every API server (ansible-playbook in a
+    network namespace where each API server is one delayed hop away: bench/scale_netns.py), in pairs with the same
+    re-run on the loopback, loopback first; the figure is the fastest delayed run over the fastest loopback run."""
+    keys = STAGE_KEYS['latency']
+    if not bench.joined_or_refuse(*keys):
+        return
+    urls = [entry['url'] for entry in labctl.lab_report().get('clusters', {}).values() if entry.get('url')]
+    pairs = max(2, bench.args.repeat)
+    loopback, delayed = [], []
+    with netns.DelayedNetwork(urls, one_way_ms=LATENCY_ONE_WAY_MS) as network:
+        host, port = network.endpoints[0]
+        print('   namespace %s: %d API servers behind a %d ms one-way relay; a TLS handshake takes %.0f ms there, %.0f ms on the loopback'
+              % (network.name, len(network.endpoints), LATENCY_ONE_WAY_MS, 1000 * network.probe(), 1000 * netns.loopback_probe(host, port)),
+              flush=True)
+        for attempt in range(pairs):
+            loopback.append(bench.play('rerun-loopback.%d' % (attempt + 1)))
+            delayed.append(bench.play('rerun-50ms.%d' % (attempt + 1), wrapper=network.wrapper()))
+            print('   pair %d: %.1f s with 50 ms, %.1f s on the loopback (ratio %.2f)'
+                  % (attempt + 1, delayed[-1].seconds, loopback[-1].seconds, delayed[-1].seconds / loopback[-1].seconds), flush=True)
+    for key, runs in (('rerun_50ms_seconds', delayed), ('rerun_loopback_seconds', loopback)):
+        seconds, label, refused = figures.fastest(
+            [{'label': r.label, 'rc': r.rc, 'seconds': r.seconds, 'changed': figures.changed_tasks(r.records)} for r in runs],
+            expect_no_change=True)
+        bench.record([label] if label else [], **{key: seconds})
+        if refused:
+            bench.refuse(refused, key)
 
 
 # The hub-side stages live in bench/scale_hub.py.

@@ -19,6 +19,7 @@ KEYS = (
     'hub_1000_seconds',
     'lab_12_members_gib',
     'rotation_gap_intervals',
+    'rerun_50ms_vs_loopback',
     'sliced_runs_ok',
 )
 
@@ -33,6 +34,7 @@ TARGETS = {
     'hub_1000_seconds': ('<=', 60.0),
     'lab_12_members_gib': ('<=', 8.0),
     'rotation_gap_intervals': ('<=', 1.0),
+    'rerun_50ms_vs_loopback': ('<=', 1.5),
     'sliced_runs_ok': ('==', True),
 }
 
@@ -40,6 +42,7 @@ TARGETS = {
 CONTROLLER_ACTIONS = frozenset((
     'set_fact', 'assert', 'debug', 'set_stats', 'include_tasks', 'import_tasks', 'include_role', 'meta', 'fail',
     'include_vars', 'add_host', 'group_by', 'pause', 'validate_argument_spec',
+    'step_args',  # the collection's own: works out the roles' arguments on the controller, runs no module
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
@@ -81,6 +84,7 @@ FIGURE_INPUTS = {
     'lab_12_members_gib': ('lab_rss_bytes',),
     'rotation_gap_intervals': ('rotation_heartbeat_gap_seconds', 'heartbeat_period_seconds', 'rotation_checkin_gap_seconds',
                                'checkin_interval_seconds'),
+    'rerun_50ms_vs_loopback': ('rerun_50ms_seconds', 'rerun_loopback_seconds'),
     'sliced_runs_ok': ('sliced_ok',),
 }
 NOT_MEASURED = 'not measured in this run'
@@ -121,7 +125,9 @@ def compute_figures(m):
     join_1_seconds / join_batch_seconds: first join of 1 member / of the batch in one run;
     hub_100_seconds, hub_relabel_100_seconds, hub_1000_seconds (``hub_passes``); lab_rss_bytes; sliced_ok; rotation_heartbeat_gap_seconds / rotation_checkin_gap_seconds: the
     longest time without a KubeFleet heartbeat / a Fleet check-in around a credential rotation, and
-    heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed).
+    heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed);
+    rerun_50ms_seconds / rerun_loopback_seconds: the no-change re-run with a 50 ms round trip to every API server /
+    the same re-run on the loopback, run in pairs (latency stage).
     """
     def rounded(value, digits=2):
         return None if value is None else round(value, digits)
@@ -137,6 +143,7 @@ def compute_figures(m):
         'lab_12_members_gib': rounded(None if m.get('lab_rss_bytes') is None else m['lab_rss_bytes'] / 2 ** 30),
         'rotation_gap_intervals': rounded(worst_ratio((m.get('rotation_heartbeat_gap_seconds'), m.get('heartbeat_period_seconds')),
                                                       (m.get('rotation_checkin_gap_seconds'), m.get('checkin_interval_seconds')))),
+        'rerun_50ms_vs_loopback': rounded(ratio(m.get('rerun_50ms_seconds'), m.get('rerun_loopback_seconds'))),
         'sliced_runs_ok': m.get('sliced_ok'),
     }
     return {key: figures[key] for key in KEYS}
@@ -295,6 +302,15 @@ def load_timings(lines):
 def short_action(action):
     """``fleetops.registration.fleet_agent`` -> ``fleet_agent``; ``ansible.builtin.set_fact`` -> ``set_fact``."""
     return (action or '').rsplit('.', 1)[-1]
+
+
+def tasks_per_host(records):
+    """``{host: tasks}``: the tasks each host went through (skipped ones too: each still costs Ansible a worker), a
+    ``run_once`` task counted for the host it ran on. Meta tasks (``end_role``) run in the strategy and are not counted."""
+    counts = {}
+    for rec in records:
+        counts[rec['host']] = counts.get(rec['host'], 0) + 1
+    return counts
 
 
 def module_processes(records):

@@ -111,7 +111,7 @@ class Playbook:
     """One ansible-playbook run, started now and finished with ``wait()``."""
 
     def __init__(self, label, playbook, inv, limit=None, extra_vars=None,  # pylint: disable=too-many-arguments
-                 forks=12, ansible_playbook=None, env=None, extra_args=()):
+                 forks=12, ansible_playbook=None, env=None, extra_args=(), wrapper=()):
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         logs = OUT_DIR / 'logs'
         logs.mkdir(exist_ok=True)
@@ -120,8 +120,9 @@ class Playbook:
         self.timings = logs / (label + '.timings.jsonl')
         if self.timings.exists():
             self.timings.unlink()
-        argv = [str(ansible_playbook or Path(sys.executable).with_name('ansible-playbook')), '-i', str(inv), str(playbook),
-                '--forks', str(forks)]
+        # wrapper: an argv prefix the run starts under (the latency stage's ``ip netns exec <namespace>``)
+        argv = list(wrapper) + [str(ansible_playbook or Path(sys.executable).with_name('ansible-playbook')), '-i', str(inv),
+                                str(playbook), '--forks', str(forks)]
         if limit:
             argv += ['--limit', ','.join(limit)]
         for key, value in (extra_vars or {}).items():

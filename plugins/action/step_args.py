@@ -7,10 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.plugins import action as ansible_action
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
+from ansible_collections.fleetops.registration.plugins.filter.waves import agent_releases
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
 
 _ARGUMENT_SPEC = dict(
@@ -18,7 +21,24 @@ _ARGUMENT_SPEC = dict(
     entry=dict(type="str", choices=["main", "rollback"], default="main"),
     states=dict(type="dict"),
     served=dict(type="list", elements="str"),
+    set_facts=dict(type="bool", default=False),
+    locked=dict(type="list", elements="str", default=[]),
 )
+
+
+def member_done(state, problem, locked):
+    """Whether a member of member_join's batch is done once read: it needs no step, its state was read and makes sense,
+    and this run locked no member (the release of the locks runs at the role's end, on a host still in the role)."""
+    return not problem and not locked and isinstance(state, dict) and "error" not in state and not state.get("pending")
+
+
+def join_facts(state, host_vars, check_mode, done):
+    """The facts member_join sets once it has read a member: the agent releases it runs before any step, and for a
+    member that is done its summary (the other members get theirs after their steps)."""
+    facts = {"member_join_releases_before": agent_releases(state)}
+    if done:
+        facts["member_join_summary"] = join_summary(state, host_vars, check_mode)
+    return facts
 
 
 class ActionModule(ActionBase):
@@ -50,7 +70,34 @@ class ActionModule(ActionBase):
             result["lift_quarantine"] = role_wiring.lift_quarantine(found, state)
         problem = role_wiring.inventory_problem(role, found, state)
         result["problem"] = inventory_terms(problem, role) if problem else ""
+        if args["set_facts"]:
+            self._note_facts(result, role, state, task_vars, args["locked"])
         return result
+
+    def _note_facts(self, result, role, state, task_vars, locked):
+        """The role's facts, set here rather than by set_fact tasks: a task less per host. Before the batch's read
+        ``<role>__request``; after it (member_join) ``done`` and join_facts, and for a member that is done its line in
+        the job's statistics, as set_stats would add it."""
+        if state is None:
+            self._set_facts(result, {"%s__request" % role: result["request"]})
+            return
+        if role != "member_join":
+            return
+        result["done"] = member_done(state, result["problem"], locked)
+        facts = join_facts(state, task_vars, bool(task_vars.get("ansible_check_mode")), result["done"])
+        self._set_facts(result, facts)
+        if result["done"]:
+            host = task_vars.get("inventory_hostname")
+            result["ansible_stats"] = {"data": {"fleetops_members": {host: facts["member_join_summary"]}},
+                                       "per_host": False, "aggregate": True}
+
+    def _set_facts(self, result, facts):
+        """At set_fact's precedence where ansible-core lets an action say so (2.21 and later), else as host facts."""
+        layer = getattr(ansible_action, "VariableLayer", None)
+        if layer is not None and hasattr(self, "register_host_variables"):
+            self.register_host_variables(facts, layer.EPHEMERAL_FACT)
+        else:
+            result["ansible_facts"] = facts
 
     def _getter(self, task_vars):
         def get(name):

@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+import threading
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
@@ -106,8 +107,9 @@ def warn_of_skew(module, manager, hub, member_view, member_name, hub_key):
     if agent is None:
         return None
     cache = module.__dict__.setdefault("_fleetops_hub_releases", {})
-    if (hub_key, manager.name) not in cache:
-        cache[(hub_key, manager.name)] = controller_version(hub, manager.controller)
+    with module.__dict__.setdefault("_fleetops_hub_releases_lock", threading.Lock()):  # members are read side by side
+        if (hub_key, manager.name) not in cache:
+            cache[(hub_key, manager.name)] = controller_version(hub, manager.controller)
     warning = skew_warning(manager, agent, cache[(hub_key, manager.name)])
     if warning:
         module.warn("%s member %s: %s" % (manager.title, member_name, warning))

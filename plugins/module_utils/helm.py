@@ -317,8 +317,18 @@ def _storage_revision(secret):
 
 def read_releases(kube, namespace, selector="owner=helm"):
     """``{release name: release}`` (each at its newest revision) from Helm's storage Secrets, in one LIST."""
+    return releases_of(kube.list(SECRET, namespace, label_selector=selector), namespace)
+
+
+def helm_storage(secrets):
+    """The Secrets of ``secrets`` that are Helm's storage (label owner=helm): what read_releases' LIST selects."""
+    return [secret for secret in secrets if ((secret.get("metadata") or {}).get("labels") or {}).get("owner") == "helm"]
+
+
+def releases_of(secrets, namespace):
+    """``{release name: release}`` (each at its newest revision) from Helm's storage Secrets of ``namespace``."""
     newest = {}
-    for secret in kube.list(SECRET, namespace, label_selector=selector):
+    for secret in secrets:
         name, revision = _storage_revision(secret)
         if name and revision is not None and (name not in newest or revision > newest[name][0]):
             newest[name] = (revision, secret)

@@ -34,8 +34,9 @@ ITEMS = "members"
 # (only whole options can be no_log), so per-member credentials come as kubeconfig files.
 SECRET_OPTIONS = ("api_key", "hub_api_key")
 SHARED_HINT = "Point each member at its own cluster (its kubeconfig and context); a cluster joins a fleet under one name"
-# Members read at once: each read is a few round trips to the member and to the hub, mostly waiting.
-WORKERS = 8
+# Members read at once: each read is a few round trips to the member and to the hub, mostly waiting (on a 50 ms link,
+# a batch of 12 in one round rather than two).
+WORKERS = 16
 
 
 def item_spec(spec):
@@ -140,13 +141,14 @@ def list_hubs(readers):
         for manager, namespace in reader.hub_reads():
             key = (connection_key(reader.params, "hub_"), manager, namespace)
             groups.setdefault(key, []).append(reader)
-    listed = {}
-    for key, members in groups.items():
+
+    def read(key):
         try:
-            listed[key] = registry.manager(key[1]).read_hub(members[0].hub(), namespace=key[2])
+            return registry.manager(key[1]).read_hub(groups[key][0].hub(), namespace=key[2])
         except FleetOpsError as exc:
-            listed[key] = exc
-    return listed
+            return exc
+    with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(groups)))) as pool:  # the LISTs side by side
+        return dict(zip(groups, pool.map(read, list(groups))))
 
 
 def read_one(reader, listed):

@@ -14,6 +14,8 @@ __metaclass__ = type
 
 import secrets
 import string
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.fleetops.registration.plugins.module_utils import (
     agent_settings, agent_versions, cluster_identity, diagnosis, hub_endpoint, registry)
@@ -107,6 +109,7 @@ class MemberInfo:
         check_distinct_connections(self.params)
         hub_endpoint.check_options(self.params)
         self._identity = None
+        self._identity_lock = threading.Lock()
         self.rebuilt = []
         self.params["labels"] = parse_survey_labels(self.params.get("labels"), "labels")
         hidden = agent_settings.credential_values(agent_settings.validate(self.params.get("agent")))
@@ -158,10 +161,11 @@ class MemberInfo:
             self.module.warn("%s member %s: %s" % (manager.title, self.name, warning))
 
     def identity(self):
-        """The member cluster's identity (read once)."""
-        if self._identity is None:
-            ca_pem = self.module.settings("", self.params if self.item else None).server_and_ca()[1]
-            self._identity = cluster_identity.read_identity(self.member(), ca_pem)
+        """The member cluster's identity (read once, whichever manager's read asks first)."""
+        with self._identity_lock:
+            if self._identity is None:
+                ca_pem = self.module.settings("", self.params if self.item else None).server_and_ca()[1]
+                self._identity = cluster_identity.read_identity(self.member(), ca_pem)
         return self._identity
 
     @property
@@ -173,12 +177,14 @@ class MemberInfo:
         """``listed``: ``{manager name: {member name: hub object} or the error of that LIST}`` the batch read (each
         manager reads its own when None). A manager found by detection whose API the hub does not serve is left out."""
         states, unserved = [], []
-        for name in self.candidates:
+        # The managers' reads and the identity's run side by side: a member's chain of requests is one manager's, not
+        # all of them in a row (on a 50 ms link each request is 50 ms).
+        with ThreadPoolExecutor(max_workers=len(self.candidates) + 1) as pool:
+            identity = pool.submit(self.identity)
+            reads = [(name, pool.submit(self._read_state, name, listed)) for name in self.candidates]
+        for name, read in reads:  # a manager's error first, as when they ran in a row
             try:
-                hub_objects = None if listed is None else listed[name]
-                if isinstance(hub_objects, FleetOpsError):
-                    raise hub_objects
-                states.append(self.state(name, hub_objects))
+                states.append(read.result())
             except ApiNotServed as exc:
                 if name in self.backends:
                     raise ApiNotServed(exc.msg, status=404, reason="ApiNotServed", hint=(
@@ -189,9 +195,17 @@ class MemberInfo:
         if self.candidates and not states:
             raise ApiNotServed("the hub serves no fleet manager's API (%s)" % ", ".join(unserved),
                                hint="Point hub_kubeconfig/hub_context at the fleet manager's hub, or install a fleet manager there")
+        identity.result()
         return dict(changed=False, name=self.name, run_id=new_run_id(), labels=self.params.get("labels") or {},
                     backends=[state.manager for state in states], unserved=unserved, identity=self.identity(),
-                    rebuilt=self.rebuilt, **summarize(states))
+                    rebuilt=[name for name in self.candidates if name in self.rebuilt], **summarize(states))
+
+    def _read_state(self, name, listed):
+        """Manager ``name``'s state (``listed``: as run's); raises what state raises, or the batch's LIST error."""
+        hub_objects = None if listed is None else listed[name]
+        if isinstance(hub_objects, FleetOpsError):
+            raise hub_objects
+        return self.state(name, hub_objects)
 
 
 def member_info_argument_spec():

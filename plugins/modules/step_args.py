@@ -47,6 +47,19 @@ options:
     description: The fleet managers the hub serves (for a member that names none; C(member_leave)).
     type: list
     elements: str
+  set_facts:
+    description:
+      - Set the role's facts for this host instead of leaving that to C(set_fact) tasks (a task less per host).
+      - Without O(states), C(<role>__request) (what RV(request) says). With O(states) and O(role=member_join),
+        C(member_join_releases_before), and for a member that is RV(done) also C(member_join_summary) and its entry of the
+        job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
+    type: bool
+    default: false
+  locked:
+    description: The members this run locked (C(member_lock)'s C(locked)); while any is, no member is RV(done).
+    type: list
+    elements: str
+    default: []
 '''
 
 EXAMPLES = r'''
@@ -75,6 +88,12 @@ args:
       block).
   returned: when O(states) is given, or O(entry=rollback)
   type: dict
+done:
+  description:
+    - Whether the member needs nothing more of this run (C(member_join)) - no step, no problem, no lock taken - so the
+      role can end for it.
+  returned: when O(states) and O(set_facts) are given and O(role=member_join)
+  type: bool
 lift_quarantine:
   description: Whether the KubeFleet member's quarantine is lifted after its steps (C(member_join)).
   returned: when O(states) is given

@@ -12,7 +12,7 @@ import scale_figures as sf  # noqa: E402  pylint: disable=wrong-import-position
 
 ISSUE_KEYS = ['rerun_seconds_per_member', 'rerun_vs_kubernetes_core', 'first_join_checkin_intervals', 'parallel_join_ratio',
               'hub_100_seconds', 'hub_relabel_100_seconds', 'hub_1000_seconds', 'lab_12_members_gib', 'rotation_gap_intervals',
-              'sliced_runs_ok']
+              'rerun_50ms_vs_loopback', 'sliced_runs_ok']
 
 
 def rec(host, action, start, end, status='ok', task=None, **extra):
@@ -29,12 +29,12 @@ def test_compute_figures_from_measurements():
                               'checkin_interval_seconds': 15.0, 'join_1_seconds': 100.0, 'join_batch_seconds': 180.0,
                               'hub_100_seconds': 123.456, 'hub_relabel_100_seconds': 3.04, 'hub_1000_seconds': 55.55, 'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
                               'rotation_heartbeat_gap_seconds': 30.0, 'heartbeat_period_seconds': 60,
-                              'rotation_checkin_gap_seconds': 21.0})
+                              'rotation_checkin_gap_seconds': 21.0, 'rerun_50ms_seconds': 9.0, 'rerun_loopback_seconds': 6.0})
     assert list(got) == ISSUE_KEYS
     assert got == {'rerun_seconds_per_member': 2.5, 'rerun_vs_kubernetes_core': 2.0, 'first_join_checkin_intervals': 6.47,
                    'parallel_join_ratio': 1.8, 'hub_100_seconds': 123.5, 'hub_relabel_100_seconds': 3.0, 'hub_1000_seconds': 55.5,
                    'lab_12_members_gib': 6.0, 'rotation_gap_intervals': 1.4,
-                   'sliced_runs_ok': True}
+                   'rerun_50ms_vs_loopback': 1.5, 'sliced_runs_ok': True}
     json.dumps(got)  # serialisable as scale.json
 
 
@@ -89,12 +89,13 @@ def test_figure_report_has_only_this_runs_figures_each_with_its_runs_or_reason()
     assert report['figures'] == {'rerun_seconds_per_member': 0.5, 'rerun_vs_kubernetes_core': 6.67, 'first_join_checkin_intervals': None,
                                  'parallel_join_ratio': None, 'hub_100_seconds': None, 'hub_relabel_100_seconds': None,
                                  'hub_1000_seconds': None, 'lab_12_members_gib': None,
-                                 'rotation_gap_intervals': None, 'sliced_runs_ok': None}
+                                 'rotation_gap_intervals': None, 'rerun_50ms_vs_loopback': None, 'sliced_runs_ok': None}
     assert report['sources'] == {'rerun_seconds_per_member': ['rerun-12.2'], 'rerun_vs_kubernetes_core': ['kcore-rerun', 'rerun-12.2']}
     assert report['reasons'] == {'first_join_checkin_intervals': 'first-join exited 2', 'parallel_join_ratio': sf.NOT_MEASURED,
                                  'hub_100_seconds': sf.NOT_MEASURED, 'hub_relabel_100_seconds': sf.NOT_MEASURED,
                                  'hub_1000_seconds': sf.NOT_MEASURED, 'lab_12_members_gib': sf.NOT_MEASURED,
-                                 'rotation_gap_intervals': sf.NOT_MEASURED, 'sliced_runs_ok': sf.NOT_MEASURED}
+                                 'rotation_gap_intervals': sf.NOT_MEASURED, 'rerun_50ms_vs_loopback': sf.NOT_MEASURED,
+                                 'sliced_runs_ok': sf.NOT_MEASURED}
 
 
 def test_a_refused_input_nulls_every_figure_it_enters_even_with_a_value_left_in_raw():
@@ -294,3 +295,9 @@ def test_timeline_from_runner_and_agent_logs():
     assert lines[0].endswith('runner: realising pod') and 'holds the leader lease' in lines[4] and 'told to stop' in lines[5]
     assert tl.format_timeline(events, origin, (origin, origin + 10)).count('\n') == 3
 
+
+def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
+    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.member_info', 1, 2),
+               rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
+    assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
+    assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}

@@ -181,3 +181,34 @@ def test_every_option_with_a_literal_default_documents_it(role):
             if literal and "default" not in spec:
                 undocumented.append(name)
     assert not undocumented, "roles/%s/meta/argument_specs.yml: no default: for %s" % (role, undocumented)
+
+
+# -- member_join's no-change path: which member is done after the batch's read, and the facts it gets -----------------
+
+def _state(pending=(), **extra):
+    release = {"name": "member-agent", "namespace": "default", "revision": 3, "status": "deployed", "chart": "member-agent",
+               "chart_version": "0.14.0", "values": {"token": "secret"}}
+    managers = {"kubefleet": {"action": "none" if not pending else "install", "reasons": [], "member": {"release": release},
+                              "hub": {"joined": True, "healthy": True}}}
+    return dict({"name": "edge-1", "managers": managers, "pending": list(pending), "healthy": not pending}, **extra)
+
+
+def test_a_member_is_done_only_when_it_needs_no_step_has_no_problem_and_the_run_locked_nothing():
+    from ansible_collections.fleetops.registration.plugins.action.step_args import member_done
+    assert member_done(_state(), "", [])
+    assert not member_done(_state(pending=["kubefleet"]), "", [])
+    assert not member_done(_state(), "member_join_hub_host: no hub", [])
+    assert not member_done({"name": "edge-1", "error": "unreachable"}, "", [])
+    assert not member_done({}, "", ["edge-2"]) and not member_done(_state(), "", ["edge-2"])  # the release runs at the role's end
+    assert not member_done(None, "", [])
+
+
+def test_a_done_member_gets_its_releases_and_summary_the_others_their_releases_only():
+    from ansible_collections.fleetops.registration.plugins.action.step_args import join_facts
+    done = join_facts(_state(), {}, False, True)
+    assert done["member_join_releases_before"]["kubefleet"]["revision"] == 3
+    assert "values" not in done["member_join_releases_before"]["kubefleet"]
+    assert done["member_join_summary"]["kubefleet"]["agent"] == "unchanged"
+    assert "secret" not in str(done)
+    pending = join_facts(_state(pending=["kubefleet"]), {}, False, False)
+    assert set(pending) == {"member_join_releases_before"}

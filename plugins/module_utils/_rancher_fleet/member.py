@@ -13,12 +13,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import threading
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_releases, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import helm_storage, release_view, releases_of
 from ansible_collections.fleetops.registration.plugins.module_utils import leases
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
@@ -41,22 +42,21 @@ def split_releases(releases):
     return releases.get(AGENT_RELEASE), adopted
 
 
-def read_member(kube):
+def read_member(kube, namespace_object=True):
     """What cattle-fleet-system on the member holds: releases (with values: secret-bearing), credential, bootstrap, Deployment.
 
-    Four reads: the namespace, one LIST of Helm's storage Secrets, the credential Secret, the bootstrap Secret and the
-    Deployment (the last three skipped when the namespace does not exist).
+    Two reads where the agent is installed: one LIST of the namespace's Secrets (Helm's storage, the credential, the
+    bootstrap) and the Deployment; the namespace itself only when neither shows it exists, or with ``namespace_object``
+    (its labels and deletion state, for a leave). Without ``namespace_object`` an existing namespace is ``{}``.
     """
-    namespace = kube.get(NAMESPACE, AGENT_NAMESPACE)
-    facts = {"namespace": namespace, "releases": {}, "release": None, "adopted": [], "credential": None, "bootstrap": None,
-             "deployment": None}
-    if namespace is None:
-        return facts
-    facts["releases"] = read_releases(kube, AGENT_NAMESPACE)
+    secrets = kube.list(SECRET, AGENT_NAMESPACE)
+    deployment = kube.get(DEPLOYMENT, AGENT_DEPLOYMENT, AGENT_NAMESPACE)
+    namespace = {} if (secrets or deployment is not None) and not namespace_object else kube.get(NAMESPACE, AGENT_NAMESPACE)
+    by_name = dict(((secret.get("metadata") or {}).get("name"), secret) for secret in secrets)
+    facts = {"namespace": namespace, "releases": releases_of(helm_storage(secrets), AGENT_NAMESPACE), "release": None, "adopted": [],
+             "credential": by_name.get(AGENT_CREDENTIAL_SECRET), "bootstrap": by_name.get(AGENT_BOOTSTRAP_SECRET),
+             "deployment": deployment}
     facts["release"], facts["adopted"] = split_releases(facts["releases"])
-    facts["credential"] = kube.get(SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE)
-    facts["bootstrap"] = kube.get(SECRET, AGENT_BOOTSTRAP_SECRET, AGENT_NAMESPACE)
-    facts["deployment"] = kube.get(DEPLOYMENT, AGENT_DEPLOYMENT, AGENT_NAMESPACE)
     return facts
 
 
@@ -104,16 +104,18 @@ def fleet_configured_endpoint(hub):
     connection still tell)."""
     if hub is None:
         return None, None
-    if id(hub) not in _FLEET_CONFIG:
-        try:
-            endpoint = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE))
-        except FleetOpsError:
-            endpoint = (None, None)
-        _FLEET_CONFIG[id(hub)] = (hub, endpoint)  # the client kept, so its id is not reused for another
-    return _FLEET_CONFIG[id(hub)][1]
+    with _FLEET_CONFIG_LOCK:  # a batch's members are read side by side: the first reads it, the others wait for it
+        if id(hub) not in _FLEET_CONFIG:
+            try:
+                endpoint = fleet_config_endpoint(hub.get(CONFIG_MAP, FLEET_CONFIG_MAP, AGENT_NAMESPACE))
+            except FleetOpsError:
+                endpoint = (None, None)
+            _FLEET_CONFIG[id(hub)] = (hub, endpoint)  # the client kept, so its id is not reused for another
+        return _FLEET_CONFIG[id(hub)][1]
 
 
 _FLEET_CONFIG = {}
+_FLEET_CONFIG_LOCK = threading.Lock()
 
 
 def expected_endpoint(params, hub):
