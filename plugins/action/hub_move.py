@@ -111,6 +111,9 @@ class ActionModule(ActionBase):
         return reading
 
     def _check(self, task_vars, current):
+        if self._task.check_mode:
+            # Nothing was joined: there is no takeover to wait for.
+            return {"changed": False, "settled": None, "msg": "check mode: the new hub's takeover is checked in a real run"}
         get = self._getter(task_vars)
         found = role_wiring.settings("member_join", get, lambda host, name: role_wiring.MISSING, backend_request)
         found["backends"] = current["before"]["join"]

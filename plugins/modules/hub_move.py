@@ -32,7 +32,7 @@ author:
 attributes:
   check_mode:
     support: full
-    description: Reads only.
+    description: Reads only; in check mode V(check) does not wait (nothing was joined).
   diff_mode:
     support: none
     description: Changes nothing.
