@@ -68,6 +68,9 @@ class ActionModule(ActionBase):
             result["state"] = state
             result["args"] = role_wiring.module_args(role_wiring.MODULE_ARGS[role], found)
             result["lift_quarantine"] = role_wiring.lift_quarantine(found, state)
+        if role == "member_leave":
+            # Which member-side steps run: the agents stay when they serve another hub now (move_hub.yml).
+            result.update(agents=not found["keep_agents"], identity=found["kubefleet_remove_identity"])
         problem = role_wiring.inventory_problem(role, found, state)
         result["problem"] = inventory_terms(problem, role) if problem else ""
         if args["set_facts"]:

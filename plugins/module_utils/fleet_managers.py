@@ -93,8 +93,16 @@ class MemberState:
             "reasons": self.reasons,
             "diagnosis": self.diagnosis,
             "findings": [item for item in self.findings if item.get("cause")],
-            "steps": dict((step, step in STEPS[self.action]) for step in STEP_NAMES),
+            "steps": dict((step, step in self.steps) for step in STEP_NAMES),
         }
+
+    @property
+    def steps(self) -> Tuple[str, ...]:
+        """The steps of the action; a join whose agent must register again too (registered with another hub: a move
+        to a new hub, playbook move_hub) takes the re-registration's steps as well."""
+        if self.action == "join" and any(item.get("action") == "reregister" for item in self.findings):
+            return tuple(dict.fromkeys(STEPS["join"] + STEPS["reregister"]))
+        return STEPS[self.action]
 
 
 def object_key(obj: Optional[View]) -> str:

@@ -98,6 +98,16 @@ lift_quarantine:
   description: Whether the KubeFleet member's quarantine is lifted after its steps (C(member_join)).
   returned: when O(states) is given
   type: bool
+agents:
+  description:
+    - Whether the leave uninstalls the member's agents (C(member_leave)) - false with C(member_leave_keep_agents), for
+      agents that serve another hub now.
+  returned: with O(role=member_leave), unless O(entry=rollback)
+  type: bool
+identity:
+  description: Whether the leave deletes the member's KubeFleet hub identity (C(member_leave_kubefleet_remove_identity)).
+  returned: with O(role=member_leave), unless O(entry=rollback)
+  type: bool
 problem:
   description:
     - Why the member cannot go on - no hub; with O(states), also no agent chart for a fleet manager it joins, its

@@ -22,7 +22,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 # Variables a credential or survey injects: named after the host's own in an error.
 _INJECTED = {"fleetops_member_kubeconfig": "the member credential's", "fleetops_hub_kubeconfig": "the hub credential's",
              "fleetops_hub_context": "the hub credential's", "fleetops_survey_backends": "the survey's"}
-_BOOLEAN = ("replace_rebuilt", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force")
+_BOOLEAN = ("replace_rebuilt", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force", "keep_agents",
+            "kubefleet_remove_identity")
 
 
 def _setting(*sources, default=""):
@@ -84,8 +85,13 @@ SETTINGS = {
         hub_host=_setting(),
         kubefleet_force=_setting(),
         kubefleet_force_grace_period=_setting(),
+        keep_agents=_setting(),
+        kubefleet_remove_identity=_setting(),
     ),
 }
+# What the current step of playbook move_hub.yml gives each role (the action hub_move registers it under this name):
+# the hub it acts on, with that hub host's connection, and the fleet managers - set over everything else.
+MOVE_STEP = "fleetops_hub_move"
 # Settings that are no role variable: the inventory's alone.
 INVENTORY_ONLY = {"kubefleet_token_lifetime": _setting("fleetops_kubefleet_token_lifetime")}
 # Settings worked out from others (and the member's state), named in errors after the setting they come from.
@@ -264,16 +270,25 @@ def _hub_host(role, get):
     return group[0] if len(group) == 1 else ""
 
 
+def _move_step(role, get):
+    step = get(MOVE_STEP)
+    return dict((step.get("roles") or {}).get(role) or {}) if isinstance(step, dict) else {}
+
+
 def settings(role, get, hub_get, backend_request, served=None):
     """Every setting of ``role``: ``get(name)`` reads a variable of the play (MISSING when it has none),
     ``hub_get(host, name)`` one of the hub host; ``backend_request`` is the filter of that name."""
-    found = {"hub_host": _hub_host(role, get)}
+    moving = _move_step(role, get)
+    found = {"hub_host": moving.get("hub_host") or _hub_host(role, get)}
     for name, spec in SETTINGS[role].items():
         own = get("%s_%s" % (role, name))
-        if own is not MISSING:
+        if name in moving:
+            found[name] = moving[name]
+        elif own is not MISSING:
             found[name] = own
         elif name not in _WORKED_OUT:
             found[name] = _from_inventory(spec, get, hub_get, found["hub_host"])
+    found.update(moving)
     for name in set(_BOOLEAN) & set(found):
         found[name] = as_bool(found[name])
     if "backends" not in found or "detect_backends" not in found:

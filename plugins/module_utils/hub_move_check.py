@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""hub_move_info's runner: what the old and the new hub have of a member in each fleet manager, and whether the new hub
+has taken it over - it judges the member healthy and reports its own placements applied on it (Rancher Fleet: the
+member's BundleDeployments ready with their current deployment; KubeFleet: each ClusterResourcePlacement's status for
+the member ``Applied``). The decisions are hub_move.py's."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, registry
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+
+BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
+PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
+                     namespaced=False)
+CLUSTER_NAMESPACE_LABEL = "fleet.cattle.io/cluster-namespace"
+CLUSTER_LABEL = "fleet.cattle.io/cluster"
+# Fleet's own per-cluster agent bundle (manageAgent): each hub has its own, it is not a workload that moves.
+FLEET_AGENT_BUNDLE_PREFIX = "fleet-agent-"
+
+
+def fleet_placements(bundle_deployments):
+    """``[{name, applied, message}]`` of a Fleet cluster namespace's BundleDeployments (the agent's own left out): applied
+    when the agent reports it ready with the deployment the hub asks for (``appliedDeploymentID == deploymentID``)."""
+    found = []
+    for item in bundle_deployments:
+        name = item["metadata"]["name"]
+        if name.startswith(FLEET_AGENT_BUNDLE_PREFIX):
+            continue
+        status, spec = item.get("status") or {}, item.get("spec") or {}
+        current = bool(spec.get("deploymentID")) and status.get("appliedDeploymentID") == spec.get("deploymentID")
+        applied = current and bool(status.get("ready"))
+        message = None if applied else ("not deployed with its current content yet" if not current else
+                                        "deployed, not ready: %s" % ((status.get("display") or {}).get("message") or status.get("state") or "?"))
+        found.append({"name": name, "applied": applied, "message": message})
+    return sorted(found, key=lambda item: item["name"])
+
+
+def kubefleet_placements(placements, member):
+    """``[{name, applied, message}]`` of the ClusterResourcePlacements whose status names ``member``: applied when that
+    status has ``Applied`` true."""
+    found = []
+    for crp in placements:
+        for status in (crp.get("status") or {}).get("placementStatuses") or []:
+            if status.get("clusterName") != member:
+                continue
+            cond = next((item for item in status.get("conditions") or [] if item.get("type") == "Applied"), {})
+            applied = cond.get("status") == "True"
+            found.append({"name": crp["metadata"]["name"], "applied": applied,
+                          "message": None if applied else (cond.get("message") or cond.get("reason") or "not applied yet")})
+    return sorted(found, key=lambda item: item["name"])
+
+
+class HubMove:
+    """Read both hubs for one member; with ``wait``, wait until the new hub has taken it over in every manager."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.name = self.params["name"]
+        self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
+        if not any(self.params.get("old_hub_" + key) for key in ("kubeconfig", "context", "host")):
+            raise ParameterError("old_hub_kubeconfig", "is required: the hub the member moves from",
+                                 "Give old_hub_kubeconfig (and old_hub_context), the connection of the hub the member is in now")
+
+    def placements(self, manager_name, hub, obj):
+        if obj is None:
+            return []
+        if manager_name == "rancher_fleet":
+            # Fleet labels each BundleDeployment with its Cluster (they live in the Cluster's own cluster namespace).
+            selector = "%s=%s,%s=%s" % (CLUSTER_NAMESPACE_LABEL, obj["metadata"].get("namespace"), CLUSTER_LABEL, self.name)
+            return fleet_placements(hub.list(BUNDLE_DEPLOYMENT, label_selector=selector))
+        return kubefleet_placements(hub.list(PLACEMENT), self.name)
+
+    def read_one(self, manager_name, hub):
+        manager = registry.manager(manager_name)
+        obj = manager.read_hub(hub, names=[self.name], namespace=self.params["fleet_namespace"]).get(self.name)
+        if obj is None:
+            return None, None, []
+        found = manager.hub_findings(manager.hub_view(obj))
+        problem = first(problems(found))
+        return obj, {"healthy": healthy(found), "problem": problem and problem.get("evidence")}, self.placements(manager_name, hub, obj)
+
+    def read_manager(self, manager_name):
+        old_obj, dummy, old_placements = self.read_one(manager_name, self.module.kube("old_hub_"))
+        new_obj, health, new_placements = self.read_one(manager_name, self.module.kube())
+        health = health or {"healthy": False, "problem": None}
+        found = hub_move.takeover_problems(new_obj is not None, health["healthy"], health["problem"], new_placements,
+                                           [item["name"] for item in old_placements])
+        return {"old_present": old_obj is not None, "new_present": new_obj is not None, "new_healthy": health["healthy"],
+                "placements": new_placements, "old_placements": [item["name"] for item in old_placements],
+                "settled": not found, "problems": found}
+
+    def read(self):
+        managers = dict((name, self.read_manager(name)) for name in self.backends)
+        result = hub_move.plan(managers)
+        result["managers"] = managers
+        for name, phase in result["phases"].items():
+            managers[name]["phase"] = phase
+        result["settled"] = all(managers[name]["settled"] for name in result["join"])
+        return result
+
+    def run(self):
+        result = self.read()
+        if self.params["wait"] and result["join"] and not result["settled"]:
+            try:
+                result = self.module.waiter.until(self.read, lambda value: value["settled"],
+                                                  "the new hub to take member %s over" % self.name)
+            except WaitTimeout as exc:
+                last = exc.last or result
+                why = "; ".join("%s: %s" % (name, "; ".join(item["problems"])) for name, item in sorted(last["managers"].items())
+                                if item["problems"] and name in last["join"])
+                raise FleetOpsError("member %s: the new hub has not taken it over within %ss - %s" % (self.name, self.params["wait_timeout"], why),
+                                    "Look at the member's agents and at the new hub's placements; the move moves it back")
+        result["changed"] = False
+        return result

@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: hub_move_info
+short_description: Where a member's move to a new hub stands, and whether the new hub has taken it over
+version_added: 0.1.0
+description:
+  - Reads, for one member and each fleet manager in O(backends), what the hub it moves from (O(old_hub_kubeconfig))
+    and the hub it moves to (O(kubeconfig)) have of it, and whether the new hub has taken it over - the new hub judges
+    the member healthy (the same judgement as M(fleetops.registration.fleet_status_info)), reports each of its own
+    placements applied on the member (Rancher Fleet - the member's C(BundleDeployments) ready with their current
+    deployment, Fleet's own agent bundle left out; KubeFleet - each C(ClusterResourcePlacement)'s status for the member
+    C(Applied)), and places everything the old hub still places there, by the same names (what lets the new hub's
+    objects adopt what the old hub's put on the member).
+  - With O(wait), waits until the new hub has taken the member over in every manager it is moving in, and fails
+    naming what is missing when it has not within O(wait_timeout).
+  - The playbook C(fleetops.registration.move_hub) uses it before and after each member's move.
+  - Changes nothing.
+author:
+  - fleetops.registration contributors (@fleetops)
+extends_documentation_fragment:
+  - fleetops.registration.k8s_auth
+attributes:
+  check_mode:
+    support: full
+    description: Read-only.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+options:
+  name:
+    description:
+      - The member's name on both hubs (its Fleet C(Cluster), its KubeFleet C(MemberCluster)).
+    type: str
+    required: true
+  backends:
+    description:
+      - The fleet managers to read.
+    type: list
+    elements: str
+    default: [kubefleet, rancher_fleet]
+  fleet_namespace:
+    description:
+      - The namespace of the Rancher Fleet C(Cluster)s, on both hubs.
+    type: str
+    default: fleet-default
+  old_hub_kubeconfig:
+    description:
+      - The kubeconfig (a path, or the kubeconfig as a mapping) of the hub the member moves from. O(kubeconfig) and
+        O(context) are the new hub's.
+    type: raw
+  old_hub_context:
+    description:
+      - The context of O(old_hub_kubeconfig) to use.
+    type: str
+  wait:
+    description:
+      - Wait until the new hub has taken the member over in every manager the member is in; fail when it has not
+        within O(wait_timeout).
+    type: bool
+    default: false
+  wait_timeout:
+    description:
+      - Seconds the wait may take.
+    type: int
+    default: 300
+  wait_sleep:
+    description:
+      - Seconds between reads while waiting.
+    type: int
+    default: 2
+seealso:
+  - module: fleetops.registration.member_info
+'''
+
+EXAMPLES = r'''
+- name: Wait until hub2 has taken member1 over
+  fleetops.registration.hub_move_info:
+    name: member1
+    kubeconfig: ~/.kube/hub2.yaml
+    old_hub_kubeconfig: ~/.kube/hub.yaml
+    wait: true
+  register: move
+'''
+
+RETURN = r'''
+phase:
+  description:
+    - C(not_member) (neither hub has the member in any manager of O(backends)), C(moved) (only the new hub has it, and
+      has taken it over, in each manager it is in) or C(move) (something is left to do).
+  returned: always
+  type: str
+  sample: move
+join:
+  description: The fleet managers the member is in on either hub (those it joins on the new hub).
+  returned: always
+  type: list
+  elements: str
+leave:
+  description: The fleet managers whose old hub still has the member (those it leaves there, hub-side).
+  returned: always
+  type: list
+  elements: str
+settled:
+  description: Whether the new hub has taken the member over in every manager of RV(join).
+  returned: always
+  type: bool
+managers:
+  description:
+    - Per fleet manager - C(phase) (C(not_member), C(move), C(finish) - both hubs have it, C(verify) - only the new hub,
+      not yet taken over, C(moved)), C(old_present), C(new_present), C(new_healthy), C(placements) (the new hub's, each
+      C(name), C(applied), C(message)), C(old_placements) (the names the old hub places on the member), C(settled) and
+      C(problems) (why not settled).
+  returned: always
+  type: dict
+'''
+
+from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import HubMove
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+
+
+def argument_spec():
+    """The module's own options (the shared ones come from argspec)."""
+    return dict(
+        name=dict(type="str", required=True),
+        backends=dict(type="list", elements="str", default=list(registry.NAMES)),
+        fleet_namespace=dict(type="str", default="fleet-default"),
+        old_hub_kubeconfig=dict(type="raw", no_log=False),
+        old_hub_context=dict(type="str"),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=300),
+        wait_sleep=dict(type="int", default=2),
+    )
+
+
+def main():
+    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
+    run_module(module, lambda m: HubMove(m).run())
+
+
+if __name__ == "__main__":
+    main()
