@@ -22,8 +22,14 @@ _ARGUMENT_SPEC = dict(
     states=dict(type="dict"),
     served=dict(type="list", elements="str"),
     set_facts=dict(type="bool", default=False),
-    locked=dict(type="list", elements="str", default=[]),
+    locks=dict(type="dict", default={}),
 )
+
+
+def after_locks(states, locks):
+    """The batch's states and the members this run locked, given member_lock's result (empty or skipped when the run
+    locked nothing): a member another run was changing was read again under the lock, so its state is the lock's."""
+    return locks.get("members", states), list(locks.get("locked") or [])
 
 
 def member_done(state, problem, locked):
@@ -62,8 +68,9 @@ class ActionModule(ActionBase):
         request = "member_info" if role == "member_join" else "member_lock"
         result["request"] = role_wiring.module_args({request: role_wiring.MODULE_ARGS[role][request]}, found)[request]
         state = None
-        if args["states"] is not None:
-            state = args["states"].get(found["cluster_name"]) or {}
+        states, locked = after_locks(args["states"], args["locks"])
+        if states is not None:
+            state = states.get(found["cluster_name"]) or {}
             found = role_wiring.with_state(role, found, state)
             result["state"] = state
             result["args"] = role_wiring.module_args(role_wiring.MODULE_ARGS[role], found)
@@ -74,7 +81,7 @@ class ActionModule(ActionBase):
         problem = role_wiring.inventory_problem(role, found, state)
         result["problem"] = inventory_terms(problem, role) if problem else ""
         if args["set_facts"]:
-            self._note_facts(result, role, state, task_vars, args["locked"])
+            self._note_facts(result, role, state, task_vars, locked)
         return result
 
     def _note_facts(self, result, role, state, task_vars, locked):

@@ -55,11 +55,12 @@ options:
         job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
     type: bool
     default: false
-  locked:
-    description: The members this run locked (C(member_lock)'s C(locked)); while any is, no member is RV(done).
-    type: list
-    elements: str
-    default: []
+  locks:
+    description:
+      - The result of this run's C(member_lock) task, skipped or not. Its C(members) (the states read again under the
+        lock) replace O(states); while it C(locked) any member, no member is RV(done).
+    type: dict
+    default: {}
 '''
 
 EXAMPLES = r'''

@@ -203,6 +203,16 @@ def test_a_member_is_done_only_when_it_needs_no_step_has_no_problem_and_the_run_
     assert not member_done(None, "", [])
 
 
+def test_the_states_read_again_under_the_lock_replace_the_batch_s_and_a_skipped_lock_locked_nothing():
+    from ansible_collections.fleetops.registration.plugins.action.step_args import after_locks
+    batch = {"edge-1": _state()}
+    assert after_locks(batch, {}) == (batch, [])
+    assert after_locks(batch, {"skipped": True, "changed": False}) == (batch, [])
+    again = {"edge-1": _state(pending=["kubefleet"])}
+    assert after_locks(batch, {"members": again, "locked": ["edge-1"]}) == (again, ["edge-1"])
+    assert after_locks(None, {}) == (None, [])
+
+
 def test_a_done_member_gets_its_releases_and_summary_the_others_their_releases_only():
     from ansible_collections.fleetops.registration.plugins.action.step_args import join_facts
     done = join_facts(_state(), {}, False, True)
