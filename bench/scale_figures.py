@@ -123,7 +123,8 @@ def compute_figures(m):
     kcore_seconds: the kubernetes.core baseline over the same members; checkin_window_seconds: a first join's
     agent install to check-in; checkin_interval_seconds: the hub's agentCheckinInterval;
     join_1_seconds / join_batch_seconds: first join of 1 member / of the batch in one run;
-    hub_100_seconds, hub_relabel_100_seconds, hub_1000_seconds (``hub_passes``); lab_rss_bytes; sliced_ok; rotation_heartbeat_gap_seconds / rotation_checkin_gap_seconds: the
+    hub_100_seconds, hub_relabel_100_seconds, hub_1000_seconds (``hub_passes``); lab_rss_bytes; sliced_ok;
+    rotation_heartbeat_gap_seconds / rotation_checkin_gap_seconds: the
     longest time without a KubeFleet heartbeat / a Fleet check-in around a credential rotation, and
     heartbeat_period_seconds, the MemberCluster's heartbeatPeriodSeconds (1.0 or less: no interval missed);
     rerun_50ms_seconds / rerun_loopback_seconds: the no-change re-run with a 50 ms round trip to every API server /

@@ -27,7 +27,8 @@ def test_keys_are_exactly_the_issue_keys_and_each_has_a_target():
 def test_compute_figures_from_measurements():
     got = sf.compute_figures({'rerun_seconds': 30.0, 'members': 12, 'kcore_seconds': 60.0, 'checkin_window_seconds': 97.0,
                               'checkin_interval_seconds': 15.0, 'join_1_seconds': 100.0, 'join_batch_seconds': 180.0,
-                              'hub_100_seconds': 123.456, 'hub_relabel_100_seconds': 3.04, 'hub_1000_seconds': 55.55, 'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
+                              'hub_100_seconds': 123.456, 'hub_relabel_100_seconds': 3.04, 'hub_1000_seconds': 55.55,
+                              'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
                               'rotation_heartbeat_gap_seconds': 30.0, 'heartbeat_period_seconds': 60,
                               'rotation_checkin_gap_seconds': 21.0, 'rerun_50ms_seconds': 9.0, 'rerun_loopback_seconds': 6.0})
     assert list(got) == ISSUE_KEYS
