@@ -62,6 +62,8 @@ class ActionModule(ActionBase):
         found = role_wiring.settings(role, self._getter(task_vars), self._hub_getter(task_vars), backend_request,
                                      served=args.get("served"))
         result.update(changed=False, settings=found)
+        if role == "member_leave":
+            result["task_files"] = role_wiring.leave_task_files(found)
         if args.get("entry") == "rollback":
             result["args"] = role_wiring.module_args(role_wiring.ROLLBACK_ARGS, found)
             return result

@@ -202,6 +202,19 @@ options:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
     type: bool
     default: false
+  workloads:
+    description:
+      - With O(state=absent), what happens to the Helm releases Fleet's agent deployed for its bundle deployments (charts
+        annotated C(fleet.cattle.io/bundle-id)), read on the member before the agent goes.
+      - V(keep) leaves them in place, no longer managed by any hub, and returns them in RV(workloads).
+      - V(remove) waits (within O(wait_timeout)) until the agent has uninstalled them before the agent itself is
+        uninstalled. The agent does so when their BundleDeployments go, so delete the member's Cluster first
+        (M(fleetops.registration.fleet_cluster) with O(state=absent); the C(member_leave) role does this in that order).
+        Fleet leaves the namespaces it created for them.
+      - In check mode both report the releases they would keep or wait for.
+    type: str
+    choices: [keep, remove]
+    default: keep
   chart_ref:
     description:
       - Required with state C(present). For example C(fleet-agent) with O(chart_repo_url=https://rancher.github.io/fleet-helm-charts/),
@@ -356,6 +369,13 @@ removed_credential:
   description: Whether the agent's credential Secret C(fleet-agent) was deleted.
   returned: when state is absent
   type: bool
+workloads:
+  description:
+    - The releases of Fleet's bundle deployments on the member when O(state=absent) began (C(namespace/name (bundle b))),
+      their namespaces, and C(action) (O(workloads)) - kept, or waited for until the agent had removed them.
+  returned: when state is absent
+  type: dict
+  sample: {"action": "keep", "releases": ["web/web (bundle web)"], "namespaces": ["web"]}
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
@@ -382,6 +402,7 @@ def argument_spec():
         keep_failed_install=dict(type="bool", default=False),
         release_departed_lease=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
+        workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         rollback_to_revision=dict(type="int"),
         previous_agent_fields=dict(type="dict"),
     )

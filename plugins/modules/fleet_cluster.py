@@ -254,6 +254,15 @@ removed_registrations:
   returned: when state is absent, without O(clusters)
   type: list
   elements: str
+bundle_deployments:
+  description:
+    - The bundles Fleet had deployed to the Cluster (its BundleDeployments on the hub, the agent's own bundle left out)
+      when O(state=absent) deleted it. Fleet's agent, while it still runs, uninstalls their releases on the member
+      when they go; without an agent they stay on the member.
+  returned: when state is absent, without O(clusters)
+  type: list
+  elements: str
+  sample: [web]
 removed_cluster_namespaces:
   description: The Cluster's namespaces on the hub whose deletion by Fleet this run waited for (with O(wait)).
   returned: when state is absent, without O(clusters)

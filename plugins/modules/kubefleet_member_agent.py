@@ -145,6 +145,19 @@ options:
         other Helm releases keep their records in it.
     type: bool
     default: false
+  workloads:
+    description:
+      - With O(state=absent), what happens to the objects KubeFleet applied on the member (the C(AppliedWork) objects
+        the member agent recorded, and what each of them owns).
+      - V(keep) leaves them in place, no longer managed by any hub, and returns them in RV(workloads).
+      - V(remove) deletes each C(AppliedWork) after the agent is uninstalled and waits (within O(wait_timeout)) until
+        kube-controller-manager's garbage collector has deleted the objects it owned (through the owner references
+        KubeFleet sets). Make the member leave first (M(fleetops.registration.kubefleet_member_cluster) with
+        O(state=absent)), so that no hub places them again.
+      - In check mode both report what they would keep or remove.
+    type: str
+    choices: [keep, remove]
+    default: keep
   agent_namespace:
     description:
       - Namespace the chart creates for the agent (the chart's C(namespace) value).
@@ -404,6 +417,13 @@ removed_leases:
   type: list
   elements: str
   sample: [136224848560.member.fleet.azure.com, 136224848560.hub.fleet.azure.com]
+workloads:
+  description:
+    - What KubeFleet had applied on the member when O(state=absent) ran, and what became of it - C(action) is
+      O(workloads); C(applied_works) lists each C(AppliedWork) with the objects it applied (C(Kind namespace/name)).
+  returned: with O(state=absent)
+  type: dict
+  sample: {"action": "keep", "applied_works": [{"name": "web-work", "resources": ["Namespace web", "ConfigMap web/web"]}]}
 diff:
   description: Secret (token hidden) and release before and after.
   returned: in diff mode
@@ -433,6 +453,7 @@ def argument_spec():
         release_name=dict(type="str", default="member-agent"),
         release_namespace=dict(type="str", default="default"),
         keep_release_namespace=dict(type="bool", default=False),
+        workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),
         image_repository=dict(type="str"),
         image_tag=dict(type="str"),

@@ -75,6 +75,13 @@ settings:
   description: Each setting of the role by name (without the role's prefix), as the role's steps use it.
   returned: always
   type: dict
+task_files:
+  description:
+    - C(member_leave) only - its task files in the order they run (which fleet managers, and for Rancher Fleet the
+      agent or the C(Cluster) first, by C(member_leave_workloads)).
+  returned: when O(role=member_leave)
+  type: list
+  elements: str
 request:
   description: What C(member_info) (C(member_join)) or C(member_lock) (C(member_leave)) is asked about this member.
   returned: unless O(entry=rollback)

@@ -82,6 +82,7 @@ SETTINGS = {
     "member_leave": dict(
         _CONNECTION,
         backends=_setting("fleetops_backends", "fleetops_survey_backends"),
+        workloads=_setting("fleetops_leave_workloads", default="keep"),
         hub_host=_setting(),
         kubefleet_force=_setting(),
         kubefleet_force_grace_period=_setting(),
@@ -147,9 +148,9 @@ MODULE_ARGS = {
     },
     "member_leave": {
         "fleet_agent": {"kubeconfig": "kubeconfig", "context": "context", "helm_binary": "helm_binary",
-                        "wait_timeout": "wait_timeout"},
+                        "wait_timeout": "wait_timeout", "workloads": "workloads"},
         "kubefleet_member_agent": {"kubeconfig": "kubeconfig", "context": "context", "helm_binary": "helm_binary",
-                                   "wait_timeout": "wait_timeout", "name": "cluster_name"},
+                                   "wait_timeout": "wait_timeout", "name": "cluster_name", "workloads": "workloads"},
         "fleet_registration_token": {"kubeconfig": "hub_kubeconfig", "context": "hub_context",
                                      "member_lock": "state_lock", "namespace": "fleet_namespace",
                                      "cluster": "cluster_name"},
@@ -344,6 +345,28 @@ def lift_quarantine(found, state):
     return bool(found.get("kubefleet_quarantine") or (kubefleet.get("hub") or {}).get("quarantined", False))
 
 
+LEAVE_WORKLOADS = ("keep", "remove")
+
+
+def leave_task_files(found):
+    """member_leave's task files in the order they run: KubeFleet first (its agent acknowledges the leave); for Rancher
+    Fleet the agent before its Cluster (it cannot register again, and keeps the bundles' releases), or - when the
+    workloads go - the Cluster first, so the agent removes its bundle deployments' releases before it is uninstalled."""
+    backends = found.get("backends") or []
+    files = ["kubefleet.yml"] if "kubefleet" in backends else []
+    if "rancher_fleet" in backends:
+        fleet = ["rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]
+        files += fleet[::-1] if found.get("workloads") == "remove" else fleet
+    return files
+
+
+def _workloads_problem(role, found):
+    if role != "member_leave" or found.get("workloads") in LEAVE_WORKLOADS:
+        return None
+    return "%s: %r is not one of %s. Set it to keep (the fleet's workloads stay on the member) or remove." % (
+        words(role, "workloads"), found.get("workloads"), ", ".join(LEAVE_WORKLOADS))
+
+
 def inventory_problem(role, found, state=None):
     """Why the member cannot go on (no hub, no agent chart for a manager it joins, its state unreadable or locked by
     another run), or None."""
@@ -352,6 +375,9 @@ def inventory_problem(role, found, state=None):
         return state["error"]
     if not (found["hub_host"] or found["hub_kubeconfig"] or found["hub_context"]):
         return INVENTORY_HINT[role]
+    workloads = _workloads_problem(role, found)
+    if workloads:
+        return workloads
     managers = state.get("managers") or {}
     for manager, chart in (("rancher_fleet", "fleet_agent_chart_ref"), ("kubefleet", "kubefleet_agent_chart_ref")):
         if manager in managers and not found[chart]:

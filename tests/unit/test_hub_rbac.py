@@ -30,7 +30,7 @@ METHODS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delet
 MEMBER_SIDE = {"module_utils/_kubefleet/agent.py", "module_utils/_rancher_fleet/agent.py", "module_utils/_rancher_fleet/member.py",
                "module_utils/_rancher_fleet/leave.py", "module_utils/_rancher_fleet/preflight.py", "module_utils/agent_flow.py",
                "module_utils/diagnosis.py", "module_utils/helm.py", "module_utils/leases.py", "module_utils/cluster_identity.py",
-               "module_utils/_kubefleet/hub_access.py"}
+               "module_utils/_kubefleet/hub_access.py", "module_utils/_kubefleet/workloads.py"}
 # Files whose hub calls in a namespace go to the collection's own namespace (identities, their token Secrets, locks); the registration
 # namespace for Rancher Fleet's; hub.py's namespaced reads go to the controllers' own objects (granted by name).
 OWN = ("module_utils/_kubefleet/", "module_utils/member_lock", "module_utils/fleet_status.py")
@@ -156,6 +156,8 @@ def _where(relative, resource, namespace):
         return "all"
     if "member_namespace" in text:
         return "member"
+    if text == "cluster_namespace":
+        return "fleet_cluster"  # a Fleet Cluster's own namespace (cluster-<...>, named by Fleet): granted cluster-wide
     if "LEGACY_IDENTITY_NAMESPACE" in text:
         return "legacy"
     for prefixes, kind in ((OWN, "own"), (REGISTRATION, "registration"), (CONTROLLERS, "controllers")):
@@ -206,7 +208,8 @@ def _calls_of(path):
                     resource = Resource(resource.api_version, resource.kind, "%s/%s" % (resource.plural, ast.literal_eval(path_args[2])))
                 found.append((resource, verb, path_args[0] if path_args else None))
         if not found and isinstance(func, ast.Attribute) and func.attr in VERBS and \
-                CLIENT.search(ast.unparse(func.value)) and not isinstance(call.args[0], ast.Constant):
+                CLIENT.search(ast.unparse(func.value)) and not isinstance(call.args[0], ast.Constant) and \
+                _side(relative, ast.unparse(func.value)) == "hub":  # a member-side call is no hub RBAC's business
             UNRESOLVED.append("%s:%d %s" % (relative, call.lineno, ast.unparse(call)[:100]))
         for resource, verb, namespace in found:
             if _side(relative, receiver) != "hub":
@@ -260,6 +263,7 @@ def allowed(rules, call):
 # Where each kind of namespace is granted: the collection's own by a RoleBinding there, the registration namespace by
 # one in fleet-default (the default; one more RoleBinding per further namespace), the rest only cluster-wide.
 SCOPES = {"cluster": ["cluster-wide"], "all": ["cluster-wide"], "controllers": ["cluster-wide"], "member": ["cluster-wide"],
+          "fleet_cluster": ["cluster-wide"],
           "own": [HUB_NAMESPACE], "registration": ["fleet-default"]}
 
 

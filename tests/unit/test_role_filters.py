@@ -250,3 +250,30 @@ def test_join_summary_of_a_reconfigured_agent():
     assert "agent reconfigured, joined, healthy" in line and "cause" not in line
     assert "agent would be reconfigured" in join_summary(info, {}, check_mode=True)["line"]
     assert "agent unchanged" in join_summary(info, {"member_join__kf_agent": {"skipped": True}})["line"]
+
+
+def test_leave_summary_lists_the_kept_workloads_per_manager():
+    host_vars = {"inventory_hostname": "member1", "member_leave_cluster_name": "member1",
+                 "member_leave__kf_agent": {"changed": True, "workloads": {"action": "keep", "applied_works": [
+                     {"name": "web-work", "resources": ["Namespace web", "ConfigMap web/web"]}]}},
+                 "member_leave__fleet_agent": {"changed": True, "workloads": {
+                     "action": "keep", "releases": ["shop/shop (bundle shop)"], "namespaces": ["shop"]}},
+                 "member_leave__fleet_cluster": {"changed": True, "bundle_deployments": ["shop"]}}
+    summary = leave_summary(host_vars, ["kubefleet", "rancher_fleet"])
+    assert summary["kubefleet"]["kept"] == ["AppliedWork web-work (Namespace web, ConfigMap web/web)"]
+    assert summary["rancher_fleet"]["kept"] == ["release shop/shop (bundle shop)", "namespace shop"]
+    assert summary["line"] == ("member1: kubefleet removed: agent; kept: AppliedWork web-work (Namespace web, ConfigMap web/web) | "
+                               "rancher_fleet removed: agent, Cluster; kept: release shop/shop (bundle shop), namespace shop")
+
+
+def test_leave_summary_names_the_removed_workloads_per_manager():
+    host_vars = {"inventory_hostname": "member1", "member_leave_cluster_name": "member1",
+                 "member_leave__kf_agent": {"changed": True, "workloads": {"action": "remove", "applied_works": [
+                     {"name": "web-work", "resources": ["Namespace web"]}]}},
+                 "member_leave__fleet_agent": {"changed": True, "workloads": {"action": "remove", "releases": [], "namespaces": []}},
+                 "member_leave__fleet_cluster": {"changed": True, "bundle_deployments": ["shop", "web"]}}
+    summary = leave_summary(host_vars, ["kubefleet", "rancher_fleet"])
+    assert summary["kubefleet"]["kept"] == [] and summary["rancher_fleet"]["kept"] == []
+    assert summary["line"] == ("member1: kubefleet removed: agent, AppliedWork web-work (Namespace web) | "
+                               "rancher_fleet removed: agent, Cluster, the releases of bundle(s) shop, web")
+    assert summary["rancher_fleet"]["workloads"]["bundles"] == ["shop", "web"]

@@ -222,3 +222,31 @@ def test_a_done_member_gets_its_releases_and_summary_the_others_their_releases_o
     assert "secret" not in str(done)
     pending = join_facts(_state(pending=["kubefleet"]), {}, False, False)
     assert set(pending) == {"member_join_releases_before"}
+
+
+@pytest.mark.parametrize("host, expected", [
+    ({}, ["kubefleet.yml", "rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+    ({"fleetops_leave_workloads": "keep"}, ["kubefleet.yml", "rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+    ({"fleetops_leave_workloads": ""}, ["kubefleet.yml", "rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+    ({"fleetops_leave_workloads": "remove"}, ["kubefleet.yml", "rancher_fleet_cluster.yml", "rancher_fleet_agent.yml"]),
+    ({"member_leave_workloads": "remove", "fleetops_leave_workloads": "keep"},
+     ["kubefleet.yml", "rancher_fleet_cluster.yml", "rancher_fleet_agent.yml"]),
+    ({"fleetops_leave_workloads": "remove", "fleetops_backends": ["kubefleet"]}, ["kubefleet.yml"]),
+    ({"fleetops_backends": ["rancher_fleet"]}, ["rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+])
+def test_the_leave_keeps_the_workloads_by_default_and_deletes_the_fleet_cluster_before_its_agent_to_remove_them(host, expected):
+    found = _settings("member_leave", host, served=["rancher_fleet", "kubefleet"])
+    assert wiring.leave_task_files(found) == expected
+    args = wiring.module_args(wiring.MODULE_ARGS["member_leave"], found)
+    workloads = "remove" if "remove" in (host.get("member_leave_workloads"), host.get("fleetops_leave_workloads")) else "keep"
+    assert args["fleet_agent"]["workloads"] == args["kubefleet_member_agent"]["workloads"] == workloads
+
+
+def test_leave_task_files_exist_and_a_bad_workloads_value_is_refused_naming_the_variables():
+    tasks = REPO / "roles" / "member_leave" / "tasks"
+    found = _settings("member_leave", {"fleetops_leave_workloads": "remove"}, served=["rancher_fleet", "kubefleet"])
+    assert all((tasks / name).is_file() for name in wiring.leave_task_files(found))
+    assert wiring.inventory_problem("member_leave", found) is None
+    bad = _settings("member_leave", {"fleetops_leave_workloads": "delete"}, served=["kubefleet"])
+    problem = wiring.inventory_problem("member_leave", bad)
+    assert problem.startswith("fleetops_leave_workloads (member_leave_workloads): 'delete' is not one of keep, remove"), problem

@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
@@ -359,6 +359,7 @@ class MemberAgent(AgentFlow, Runner):
                           "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
         prior = self._release()
         release = public_release(prior)
+        applied = workloads.read_applied_works(self.kube)
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         moved = self._moved_token(prior)
         if release is not None and not self.check_mode:
@@ -379,9 +380,16 @@ class MemberAgent(AgentFlow, Runner):
             except FleetOpsError as exc:
                 raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
         removed_leases = self._remove_agent_leases()
-        result = {"changed": release is not None or secret is not None or bool(moved) or bool(removed) or bool(removed_leases),
+        removing = applied if self.params.get("workloads") == "remove" else []
+        try:
+            workloads.remove_applied_works(self.kube, self.module.waiter, removing, self.check_mode)
+        except FleetOpsError as exc:
+            raise self.changed_before_failure(exc, "uninstalled the agent and deleted its AppliedWorks")
+        result = {"changed": release is not None or secret is not None or bool(moved or removed or removed_leases or removing),
                   "release": None, "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
-                  "removed_namespaces": removed, "removed_leases": removed_leases}
+                  "removed_namespaces": removed, "removed_leases": removed_leases,
+                  "workloads": {"action": self.params.get("workloads") or "keep",
+                                "applied_works": [workloads.work_view(work) for work in applied]}}
         before = {"secret": clean(secret, hide_data=True), "release": release_view(release, None)}
         return self.finish(result, before, {"secret": {}, "release": {}})
 

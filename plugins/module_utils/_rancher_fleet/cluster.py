@@ -25,7 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import (
     PREVIOUS_FIELDS_ANNOTATION, change_record, fields_setting, fleet_setting, recorded_fields, spec_update,
 )
@@ -295,6 +295,7 @@ class ClusterRunner(Runner):
             registrations = [r for r in self.kube.list(REGISTRATION, self.namespace)
                              if (r.get("spec") or {}).get("clientID") == spec["clientID"]]
         changed = current is not None or secret is not None
+        placed = workloads.bundle_deployments(self.kube, ((current or {}).get("status") or {}).get("namespace"), self.name)
         if current is not None:
             self.kube.delete(CLUSTER, self.name, self.namespace, dry_run=self.check_mode)
         if not self.check_mode:
@@ -314,6 +315,7 @@ class ClusterRunner(Runner):
             "kubeconfig_secret": secret_name if secret is not None else None,
             "removed_registrations": sorted(r["metadata"]["name"] for r in registrations),
             "removed_cluster_namespaces": namespaces_waited,
+            "bundle_deployments": placed,
             "cluster": {},
         }
         before = {"cluster": clean(current) if current else {}}

@@ -16,6 +16,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import namespace_keepers
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workloads
 
 # What may be worth keeping a namespace for (Pods follow their controllers; Leases and Events never are).
 VALUABLE = (
@@ -36,6 +37,7 @@ class AgentRemoval:
         facts = read_member(kube)
         releases = ([self.release] if facts["release"] else []) + facts["adopted"]
         credential = facts["credential"]
+        placed = self._settle_workloads(kube)
         if releases and not self.check_mode:
             helm = self.module.helm()
             for name in releases:
@@ -51,11 +53,25 @@ class AgentRemoval:
             "removed_credential": credential is not None,
             "removed_namespace": namespace["removed"],
             "namespace_kept_for": namespace["kept_for"],
+            "workloads": {"action": self.params.get("workloads") or "keep",
+                          "releases": [workloads.release_text(r) for r in placed],
+                          "namespaces": sorted(set(r["namespace"] for r in placed))},
         }
         before = {"chart_version": facts["release"].get("chart_version"), "namespace": self.namespace} if facts["release"] else {}
         if not before and facts["namespace"] is not None and namespace["removed"]:
             before = {"namespace": self.namespace}
         return self.finish(result, before, {})
+
+    def _settle_workloads(self, kube):
+        """The bundle releases on the member; with workloads=remove, wait (before the agent goes) until the agent has
+        uninstalled them - their Cluster was deleted first. Returns the releases found at the start."""
+        placed = workloads.bundle_releases(kube)
+        if self.params.get("workloads") != "remove" or self.check_mode or not placed:
+            return placed
+        self.module.waiter.until(lambda: workloads.bundle_releases(kube) or None, "absent",
+                                 "Fleet's agent to uninstall the releases of its bundle deployments (%s)"
+                                 % ", ".join(workloads.release_text(r) for r in placed), "wait_timeout: " + workloads.REMOVE_HINT)
+        return placed
 
     def _remove_namespace(self, kube, current, changed):
         """Delete cattle-fleet-system when the collection created it or nothing of value is left in it (unless kept)."""

@@ -187,18 +187,37 @@ def _kept(agent_result):
                                             ", ".join(kept_for))] if kept_for else []
 
 
+def leave_workloads(agent_result, cluster_result):
+    """What became of the releases Fleet's agent deployed for the Cluster's bundles: ``{'action', 'bundles',
+    'releases', 'namespaces'}`` (keep: the releases and their namespaces stay on the member; remove: the agent
+    uninstalled them). ``action`` is None when the agent's step did not run."""
+    workloads = agent_result.get("workloads") or {}
+    return {"action": workloads.get("action"), "bundles": cluster_result.get("bundle_deployments") or [],
+            "releases": workloads.get("releases") or [], "namespaces": workloads.get("namespaces") or []}
+
+
+def _kept_workloads(workloads):
+    if workloads["action"] != "keep":
+        return []
+    return ["release %s" % r for r in workloads["releases"]] + ["namespace %s" % n for n in workloads["namespaces"]]
+
+
 def leave_summary(results):
     """``(summary, line)`` of a leave from the role's step results (``LEAVE_RESULTS``)."""
     agent, cluster_result = results.get("agent") or {}, results.get("cluster") or {}
+    workloads = leave_workloads(agent, cluster_result)
+    removed_bundles = workloads["bundles"] if workloads["action"] == "remove" else []
     managed = agent.get("fleet_managed_releases") or []
     registrations = len(cluster_result.get("removed_registrations") or [])
     tokens = len((results.get("tokens") or {}).get("pruned") or [])
     summary = {"agent_removed": bool(agent.get("changed")), "agent_credential_removed": bool(agent.get("removed_credential")),
                "managed_agent_releases_removed": managed, "cluster_removed": bool(cluster_result.get("changed")),
-               "removed_registrations": registrations, "removed_tokens": tokens, "kept": _kept(agent)}
+               "removed_registrations": registrations, "removed_tokens": tokens, "workloads": workloads,
+               "kept": _kept(agent) + _kept_workloads(workloads)}
     line = "rancher_fleet removed: " + removed_text([
         ("agent", agent.get("changed")), ("agent credential", agent.get("removed_credential")),
         ("Fleet-managed agent release " + ", ".join(managed), managed), ("Cluster", cluster_result.get("changed")),
         ("%d ClusterRegistration(s)" % registrations, registrations),
-        ("%d registration token(s) of a failed join" % tokens, tokens)])
+        ("%d registration token(s) of a failed join" % tokens, tokens),
+        ("the releases of bundle(s) " + ", ".join(removed_bundles), removed_bundles)])
     return summary, line + ("; kept: %s" % ", ".join(summary["kept"]) if summary["kept"] else "")

@@ -1,0 +1,56 @@
+"""What a leave does to the workloads the fleet managers placed on the member (fleetops_leave_workloads, issue 34).
+
+Both members join; a Rancher Fleet Bundle and a KubeFleet ClusterResourcePlacement, selecting them by the inventory's
+label env=lab, put a ConfigMap on each. Then both leave in one run - member1 with fleetops_leave_workloads=remove (a host
+variable of a second inventory source), member2 with the default (keep) - check mode first, which only predicts. Kept:
+both workloads stay on member2, unmanaged, and its summary lists them. Removed: they are gone from member1. Neither
+keeps anything of the agents. The members end as the other tests expect to find them: not joined, with nothing of this
+test on them or on the hub.
+"""
+
+import pytest
+
+import fleet_workloads as workloads
+from kube_helpers import unique
+from test_playbooks import Hub, assert_left, playbook
+
+pytestmark = pytest.mark.lab
+
+REMOVING, KEEPING = "member1", "member2"
+
+
+def _summary(run, member):
+    """The leave's summary line for ``member`` (the play's last debug message)."""
+    return next(line for line in run.output.splitlines() if '"msg": "%s: ' % member in line)
+
+
+def test_a_leave_keeps_the_fleet_s_workloads_by_default_and_removes_them_when_asked(lab_controllers, tmp_path):
+    lab, hub = lab_controllers, Hub(lab_controllers)
+    members = [REMOVING, KEEPING]
+    playbook(lab, "join_cluster.yml", "--limit", ",".join(["fleet-hub"] + members), tmp_path=tmp_path)
+    removing = tmp_path / "removing.yml"
+    removing.write_text("all:\n  hosts:\n    %s:\n      fleetops_leave_workloads: remove\n" % REMOVING)
+    leave = ("leave_cluster.yml", "-i", str(removing), "--limit", ",".join(members))
+    with workloads.placements(lab, unique("wl"), {"env": "lab"}, members=members) as placed:
+        fleet, kubefleet = placed["rancher_fleet"], placed["kubefleet"]
+        on = {(m, p.manager): workloads.wait_on_member(lab, m, p) for m in members for p in (fleet, kubefleet)}
+        (release,), (work,) = on[KEEPING, "rancher_fleet"]["releases"], on[KEEPING, "kubefleet"]["applied_works"]
+        kept = "kept: AppliedWork %s (Namespace %s, ConfigMap %s/%s)" % (work, kubefleet.name, kubefleet.name, kubefleet.name)
+        kept_fleet = "kept: release %s/%s (bundle %s), namespace %s" % (fleet.namespace, release, fleet.name, fleet.namespace)
+        removed = ("AppliedWork %s (Namespace" % work, "the releases of bundle(s) %s" % fleet.name)
+
+        predicted = playbook(lab, *leave, "--check", tmp_path=tmp_path)
+        assert kept in _summary(predicted, KEEPING) and kept_fleet in _summary(predicted, KEEPING)
+        assert all(text in _summary(predicted, REMOVING) for text in removed) and "kept:" not in _summary(predicted, REMOVING)
+        assert all(hub.fleet_cluster(m) is not None and hub.member_cluster(m) is not None for m in members)
+        assert all(workloads.on_member(lab, m, p) == on[m, p.manager] for m in members for p in (fleet, kubefleet))
+
+        left = playbook(lab, *leave, tmp_path=tmp_path)
+        assert kept in _summary(left, KEEPING) and kept_fleet in _summary(left, KEEPING)
+        assert all(text in _summary(left, REMOVING) for text in removed) and "kept:" not in _summary(left, REMOVING)
+        assert_left(hub, members)
+        for one in (fleet, kubefleet):
+            assert workloads.on_member(lab, KEEPING, one) == on[KEEPING, one.manager], "the kept %s workload changed" % one.manager
+        assert workloads.on_member(lab, REMOVING, kubefleet) == {"configmap": None, "namespace": False, "applied_works": []}
+        # Fleet's agent uninstalls the release and leaves the namespace it created for the bundle.
+        assert workloads.on_member(lab, REMOVING, fleet) == {"configmap": None, "namespace": True, "releases": []}
