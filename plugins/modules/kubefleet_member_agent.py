@@ -149,7 +149,10 @@ options:
     description:
       - With O(state=absent), what happens to the objects KubeFleet applied on the member (the C(AppliedWork) objects
         the member agent recorded, and what each of them owns).
-      - V(keep) leaves them in place, no longer managed by any hub, and returns them in RV(workloads).
+      - V(keep) leaves them in place, no longer managed by any hub, and returns them in RV(workloads). Before the agent is
+        uninstalled, each applied object loses its C(AppliedWork) owner reference, because the C(member-agent) chart carries the
+        C(AppliedWork) CRD, so its uninstall deletes every C(AppliedWork), and the garbage collector would delete what
+        they own.
       - V(remove) deletes each C(AppliedWork) after the agent is uninstalled and waits (within O(wait_timeout)) until
         kube-controller-manager's garbage collector has deleted the objects it owned (through the owner references
         KubeFleet sets). Make the member leave first (M(fleetops.registration.kubefleet_member_cluster) with

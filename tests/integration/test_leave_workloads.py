@@ -8,7 +8,10 @@ keeps anything of the agents. The members end as the other tests expect to find 
 test on them or on the hub.
 """
 
+import time
+
 import pytest
+from kubernetes import client
 
 import fleet_workloads as workloads
 from kube_helpers import unique
@@ -17,6 +20,14 @@ from test_playbooks import Hub, assert_left, playbook
 pytestmark = pytest.mark.lab
 
 REMOVING, KEEPING = "member1", "member2"
+
+
+def _owned_by_applied_work(lab, member, placed):
+    """The kept KubeFleet objects (the placement's Namespace and ConfigMap) that still name an AppliedWork as owner."""
+    core = client.CoreV1Api(lab.api_client(member))
+    objects = {"Namespace %s" % placed.namespace: core.read_namespace(placed.namespace),
+               "ConfigMap %s/%s" % (placed.namespace, placed.name): core.read_namespaced_config_map(placed.name, placed.namespace)}
+    return [what for what, obj in objects.items() if any(ref.kind == "AppliedWork" for ref in obj.metadata.owner_references or [])]
 
 
 def _summary(run, member):
@@ -51,6 +62,14 @@ def test_a_leave_keeps_the_fleet_s_workloads_by_default_and_removes_them_when_as
         assert_left(hub, members)
         for one in (fleet, kubefleet):
             assert workloads.on_member(lab, KEEPING, one) == on[KEEPING, one.manager], "the kept %s workload changed" % one.manager
+        # The member-agent chart carries the AppliedWork CRD (not in the lab's copy), so a real uninstall deletes every
+        # AppliedWork: what the leave kept must not belong to it any more, and outlive it.
+        owned = _owned_by_applied_work(lab, KEEPING, kubefleet)
+        assert not owned, "kept objects still owned by their AppliedWork: %s" % owned
+        custom = client.CustomObjectsApi(lab.api_client(KEEPING))
+        custom.delete_cluster_custom_object("placement.kubernetes-fleet.io", "v1beta1", "appliedworks", work)
+        time.sleep(5)  # the garbage collector acts within a second or two on an owner that is gone
+        assert workloads.on_member(lab, KEEPING, kubefleet)["configmap"] == kubefleet.data, "a kept object went with its AppliedWork"
         assert workloads.on_member(lab, REMOVING, kubefleet) == {"configmap": None, "namespace": False, "applied_works": []}
         # Fleet's agent uninstalls the release and leaves the namespace it created for the bundle.
         assert workloads.on_member(lab, REMOVING, fleet) == {"configmap": None, "namespace": True, "releases": []}

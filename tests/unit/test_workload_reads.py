@@ -82,3 +82,11 @@ def test_kubefleet_applied_works_are_none_without_their_crd():
     works = kubefleet.read_applied_works(Listing([{"metadata": {"name": "b", "uid": "2"}, "spec": {"workNamespace": "fleet-member-m"}},
                                                   {"metadata": {"name": "a", "uid": "1"}, "status": {"appliedResources": [{"kind": "X"}]}}]))
     assert [(w["name"], w["uid"], len(w["resources"])) for w in works] == [("a", "1", 1), ("b", "2", 0)]
+
+
+def test_a_kept_object_loses_only_its_applied_work_s_owner_reference():
+    obj = {"metadata": {"ownerReferences": [{"uid": "w1", "kind": "AppliedWork"}, {"uid": "o2", "kind": "Deployment"}]}}
+    assert kubefleet.without_owner(obj, "w1") == [{"uid": "o2", "kind": "Deployment"}]
+    assert kubefleet.without_owner({"metadata": {"ownerReferences": [{"uid": "w1"}]}}, "w1") == []
+    assert kubefleet.without_owner(obj, "other") is None  # nothing to take off: no patch
+    assert kubefleet.without_owner({"metadata": {}}, "w1") is None

@@ -362,6 +362,11 @@ class MemberAgent(AgentFlow, Runner):
         applied = workloads.read_applied_works(self.kube)
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         moved = self._moved_token(prior)
+        keeping = applied if self.params.get("workloads") != "remove" else []
+        owned = workloads.release_applied_objects(self.kube, keeping, self.check_mode) if release is not None else []
+        if owned:
+            self.warn("The credential may not patch %s: they still belong to their AppliedWork, and go with it if the "
+                      "agent's chart deletes the AppliedWork CRD. Grant patch on them to keep them" % ", ".join(owned))
         if release is not None and not self.check_mode:
             self.module.helm().uninstall(self.release_name, self.release_namespace)
         if secret is not None:

@@ -7,6 +7,9 @@ KubeFleet's member agent records each Work it applies as a cluster-scoped ``Appl
 the owner (ownerReferences) of every object it applied; a member that leaves keeps both. Removing them: delete each
 AppliedWork and wait for kube-controller-manager's garbage collector to delete what it owned (KubeFleet sets
 ``blockOwnerDeletion: false``, so a foreground deletion would not wait for them: the wait is on the objects).
+Keeping them: the member-agent chart carries the AppliedWork CRD as a normal template, so uninstalling the agent deletes
+every AppliedWork and, through the garbage collector, what each owned. Before the uninstall, each applied object loses
+its AppliedWork owner reference, so it stays on the member, unmanaged, whatever becomes of the AppliedWork.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -75,6 +78,36 @@ def still_owned(member, works):
             if obj is not None and (not uid or (obj.get("metadata") or {}).get("uid") == uid) and _owned_by(obj, work["uid"]):
                 left.append(describe(entry))
     return left
+
+
+def without_owner(obj, uid):
+    """The owner references of ``obj`` without the one to ``uid`` (None when it has none to ``uid``)."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    kept = [ref for ref in refs if ref.get("uid") != uid]
+    return kept if len(kept) != len(refs) else None
+
+
+def release_applied_objects(member, works, check_mode):
+    """Take each AppliedWork's owner reference off the objects it applied (the same objects, made again, excepted), so
+    they outlive the AppliedWork. Returns the objects that still have it because the credential may not patch them."""
+    refused = []
+    for work in works:
+        for entry in work["resources"]:
+            resource, name, namespace, uid = applied_resource(entry)
+            obj = member.get(resource, name, namespace)
+            if obj is None or (uid and (obj.get("metadata") or {}).get("uid") != uid):
+                continue
+            owners = without_owner(obj, work["uid"])
+            if owners is None:
+                continue
+            patch = {"metadata": {"ownerReferences": owners, "resourceVersion": obj["metadata"].get("resourceVersion")}}
+            try:
+                member.patch(resource, name, patch, namespace, dry_run=check_mode)
+            except ApiError as exc:
+                if exc.status != 403:
+                    raise
+                refused.append(describe(entry))
+    return refused
 
 
 def remove_applied_works(member, waiter, works, check_mode):
