@@ -185,7 +185,8 @@ LAB_FIXTURES = ('lab', 'lab_controllers', 'prepared_hub', 'lab_hub2')
 # The slowest test files, slowest first (make test's --durations, serial: 600 s down to 110 s). They are collected first,
 # so pytest-xdist (--dist loadfile, in collection order) starts them first and its workers finish at about one time.
 SLOWEST_FILES = (
-    'tests/faults/test_faults.py', 'tests/integration/test_playbooks.py', 'tests/integration/test_kubefleet_modules.py',
+    'tests/faults/test_faults.py', 'tests/integration/test_move_hub.py', 'tests/integration/test_playbooks.py',
+    'tests/integration/test_kubefleet_modules.py',
     'tests/integration/test_member_lock.py', 'tests/integration/test_fleet_reliability.py',
     'tests/integration/test_cluster_identity.py', 'tests/lab/test_rancher_fleet.py', 'tests/integration/test_upgrade_waves.py',
     'tests/integration/test_fleet_modules.py',
