@@ -27,13 +27,7 @@ author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
-attributes:
-  check_mode:
-    support: full
-    description: Read-only.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
+  - fleetops.registration.read_only
 options:
   name:
     description:
