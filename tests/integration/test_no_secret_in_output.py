@@ -229,7 +229,7 @@ def joined_member2(lab, tmp_path):
     for module in ("fleet_agent", "kubefleet_member_agent", "member_info"):
         assert "ansible-fleetops.registration.%s: Invoked with" % module in logged, "no syslog line from %s" % module
     assert stdout.count("...ignoring") == 2
-    assert "Note what the member's state is judged against" in stdout
+    assert "and note what its state is judged against" in stdout  # step_args sets the request fact (no_log)
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout and "********" in stdout
     helm = lab.run_helm("member2", "get", "values", "member-agent", "--namespace", "default", "--output", "json")
     assert json.loads(helm.stdout)["fleetopsAudit"] == {
