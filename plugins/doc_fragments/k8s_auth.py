@@ -204,3 +204,6 @@ options:
     type: list
     elements: str
 '''
+
+    # The hub a member moves from (hub_move_info): HUB's options under old_hub_.
+    OLD_HUB = HUB.replace("hub_", "old_hub_").replace("the hub", "the old hub")

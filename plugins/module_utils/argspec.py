@@ -58,6 +58,8 @@ def auth_options(prefix="", env=True):
 AUTH = auth_options()
 # The hub, for modules that act on a member but read from the hub (fleetops.registration.k8s_auth.HUB).
 HUB_AUTH = auth_options("hub_", env=False)
+# The hub a member moves from, for hub_move_info (fleetops.registration.k8s_auth.OLD_HUB).
+OLD_HUB_AUTH = auth_options("old_hub_", env=False)
 # One wait budget per task (fleetops.registration.wait).
 WAIT = {
     "wait": dict(type="bool", default=True),

@@ -90,7 +90,8 @@ class FleetModule(AnsibleModule):
         super()._log_invocation()
 
     def settings(self, prefix="", params=None):
-        return ConnectionSettings(self.params if params is None else params, prefix, label="hub" if prefix == "hub_" else "cluster")
+        label = {"hub_": "hub", "old_hub_": "old hub"}.get(prefix, "cluster")
+        return ConnectionSettings(self.params if params is None else params, prefix, label=label)
 
     def kube(self, prefix="", params=None):
         """A KubeClient for the target cluster, or for the hub with ``prefix='hub_'``; built once.

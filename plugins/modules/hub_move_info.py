@@ -12,7 +12,7 @@ module: hub_move_info
 short_description: Where a member's move to a new hub stands, and whether the new hub has taken it over
 version_added: 0.1.0
 description:
-  - Reads, for one member and each fleet manager in O(backends), what the hub it moves from (O(old_hub_kubeconfig))
+  - Reads, for one member and each fleet manager in O(backends), what the hub it moves from (O(old_hub_kubeconfig), O(old_hub_context) and the other C(old_hub_) options)
     and the hub it moves to (O(kubeconfig)) have of it, and whether the new hub has taken it over - the new hub judges
     the member healthy (the same judgement as M(fleetops.registration.fleet_status_info)), reports each of its own
     placements applied on the member (Rancher Fleet - the member's C(BundleDeployments) ready with their current
@@ -27,6 +27,7 @@ author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
+  - fleetops.registration.k8s_auth.OLD_HUB
   - fleetops.registration.read_only
 options:
   name:
@@ -45,15 +46,6 @@ options:
       - The namespace of the Rancher Fleet C(Cluster)s, on both hubs.
     type: str
     default: fleet-default
-  old_hub_kubeconfig:
-    description:
-      - The kubeconfig (a path, or the kubeconfig as a mapping) of the hub the member moves from. O(kubeconfig) and
-        O(context) are the new hub's.
-    type: raw
-  old_hub_context:
-    description:
-      - The context of O(old_hub_kubeconfig) to use.
-    type: str
   wait:
     description:
       - Wait until the new hub has taken the member over in every manager the member is in; fail when it has not
@@ -117,7 +109,7 @@ managers:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import HubMove
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, OLD_HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 
@@ -128,8 +120,6 @@ def argument_spec():
         name=dict(type="str", required=True),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
         fleet_namespace=dict(type="str", default="fleet-default"),
-        old_hub_kubeconfig=dict(type="raw", no_log=False),
-        old_hub_context=dict(type="str"),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),
@@ -137,7 +127,7 @@ def argument_spec():
 
 
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
+    module = FleetModule(argument_spec=merge(AUTH, OLD_HUB_AUTH, argument_spec()))
     run_module(module, lambda m: HubMove(m).run())
 
 

@@ -6,7 +6,7 @@ import pytest
 from ansible.module_utils.common.parameters import PASS_VARS
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import HELM, HUB_AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import HELM, HUB_AUTH, OLD_HUB_AUTH, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import check_storage_driver
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule
@@ -41,6 +41,14 @@ def test_kubeconfig_mappings_are_masked_before_the_invocation_is_logged(logged):
     for number in range(1, 5):
         assert "SECRET-%d" % number not in logged[0]
         assert any(value.endswith("SECRET-%d" % number) for value in module.no_log_values)
+
+
+def test_the_old_hub_of_a_move_takes_the_same_connection_options_masked_the_same_way(logged):
+    module = start({"old_hub_kubeconfig": KUBECONFIG, "old_hub_api_key": "old-SECRET-6", "old_hub_host": "https://old.example:6443"},
+                   OLD_HUB_AUTH)
+    assert "SECRET" not in logged[0] and "https://old.example:6443" in logged[0]
+    settings = module.settings("old_hub_")
+    assert settings.label == "old hub" and settings.param("kubeconfig") == "old_hub_kubeconfig"
 
 
 def test_credentials_in_batch_items_are_masked_before_the_invocation_is_logged(logged):
