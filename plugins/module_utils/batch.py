@@ -17,7 +17,7 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, ParameterError
 
 ITEMS = "clusters"
 # Items in flight at once: an item's time is mostly the API server's round trip, so a few run side by side.
@@ -38,22 +38,33 @@ class ListedReads:
     def __init__(self, kube):
         self._kube = kube
         self._listed = {}
+        self._refused = {}  # listing key: the 403 a read_all(forbidden_ok=True) got
         self._derived = {}
         self._lock = threading.Lock()  # the batch's items run in threads
 
     def __getattr__(self, name):
         return getattr(self._kube, name)
 
-    def read_all(self, resource, namespace=None, label_selector=None):
+    def read_all(self, resource, namespace=None, label_selector=None, forbidden_ok=False):
         """List ``resource`` in ``namespace`` once; later get/list calls for it are answered from memory.
 
         With ``label_selector``, only list calls with that same selector are (until a write of the resource, which
         drops them: memory cannot tell whether the written object still matches).
+
+        With ``forbidden_ok``, a 403 is kept instead of raised: each item's ``list`` and ``scan`` of it then get that
+        same 403 without asking the server again, and handle it as they would a 403 of their own request.
         """
         key = (resource.path(namespace), label_selector)
-        if key not in self._listed:
+        if key in self._listed or key in self._refused:
+            return
+        try:
             items = self._kube.list(resource, namespace, label_selector=label_selector)
-            self._listed[key] = dict((item["metadata"]["name"], item) for item in items)
+        except ApiError as exc:
+            if not forbidden_ok or exc.status != 403:
+                raise
+            self._refused[key] = exc
+            return
+        self._listed[key] = dict((item["metadata"]["name"], item) for item in items)
 
     def forget(self):
         with self._lock:
@@ -83,7 +94,12 @@ class ListedReads:
             return self._derived[(key, build)]
 
     def _memory(self, resource, namespace, label_selector=None):
-        return self._listed.get((resource.path(namespace), label_selector))
+        """What the listing holds; raises the 403 it got, if it was refused."""
+        key = (resource.path(namespace), label_selector)
+        if key in self._refused:
+            refused = self._refused[key]
+            raise ApiError(refused.msg, status=refused.status, reason=refused.reason, hint=refused.hint)
+        return self._listed.get(key)
 
     def _forget_selected(self, resource, namespace):
         path = resource.path(namespace)

@@ -140,3 +140,20 @@ def test_predefine_clusters_playbook_from_an_inventory_group(lab, hub, tmp_path)
             ignore_404(lambda: hub.custom.delete_namespaced_custom_object(
                 "fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", name))
         delete_member_clusters(lab, names)
+
+
+def test_fleet_cluster_batch_works_with_a_credential_that_may_not_list_namespaces(lab, hub, hub_ns):  # pylint: disable=redefined-outer-name
+    """Fleet's cluster namespaces are only read to spot a blocked registration: a credential that may manage Clusters
+    but not list namespaces gets what the one-cluster path gives it (no namespace check), not a failed batch."""
+    user = unique("fo-clusters-only")
+    rbac = client.RbacAuthorizationV1Api(lab.api_client("hub"))
+    rbac.create_namespaced_role(hub_ns, client.V1Role(metadata=client.V1ObjectMeta(name=user), rules=[
+        client.V1PolicyRule(api_groups=["fleet.cattle.io"], resources=["clusters"], verbs=["*"])]))
+    rbac.create_namespaced_role_binding(hub_ns, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name=user), subjects=[client.RbacV1Subject(kind="User", name=user)],
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=user)))
+    args = dict(hub_args(lab), namespace=hub_ns, impersonate_user=user,
+                clusters=[{"name": "narrow-%d" % i, "labels": {"site": "s%d" % i}} for i in range(3)])
+    made = ok(run_module("fleet_cluster", args))
+    assert made.changed and sorted(clusters_of(hub, hub_ns)) == ["narrow-0", "narrow-1", "narrow-2"]
+    assert not ok(run_module("fleet_cluster", args)).changed

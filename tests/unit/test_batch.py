@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import batch
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET, Resource
 
 THING = Resource("example.io/v1", "Thing", "things")
@@ -86,6 +86,30 @@ def test_listed_reads_go_to_the_server_for_what_was_not_listed_and_after_forget(
     listed.forget()
     listed.get(THING, "a", "ns")
     assert [c[0] for c in kube.calls] == ["list", "get", "get", "list", "get"]
+
+
+class RefusingKube(RecordingKube):
+    """A credential that may not list things with a label selector (403)."""
+
+    def list(self, resource, namespace=None, label_selector=None):
+        if label_selector:
+            self.calls.append(("list", resource.kind, namespace, label_selector))
+            raise ApiError("things is forbidden", status=403, reason="Forbidden")
+        return super().list(resource, namespace, label_selector)
+
+
+def test_a_listing_refused_with_forbidden_ok_gives_each_reader_the_403_without_asking_again():
+    kube = RefusingKube([thing("a")])
+    listed = batch.ListedReads(kube)
+    listed.read_all(THING, "ns", label_selector="x=y", forbidden_ok=True)
+    for read in (listed.list, listed.scan, listed.list):
+        with pytest.raises(ApiError) as refused:
+            read(THING, "ns", label_selector="x=y")
+        assert refused.value.status == 403 and "forbidden" in refused.value.msg
+    assert listed.derived(THING, "ns", "x=y", len) is None
+    assert kube.calls == [("list", "Thing", "ns", "x=y")]
+    with pytest.raises(ApiError):
+        batch.ListedReads(kube).read_all(THING, "ns", label_selector="x=y")
 
 
 def test_item_params_override_the_task_and_leave_unset_keys_alone():

@@ -45,7 +45,7 @@ def run_fleet_cluster(module):
 
     def prefetch(kube):
         kube.read_all(CLUSTER, namespace)
-        kube.read_all(NAMESPACE, label_selector=cluster_namespace.MANAGED_SELECTOR)
+        kube.read_all(NAMESPACE, label_selector=cluster_namespace.MANAGED_SELECTOR, forbidden_ok=True)
     return run_batch(module, ClusterRunner, prefetch, check_items=_client_ids_once)
 
 
