@@ -21,7 +21,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 
 # Variables a credential or survey injects: named after the host's own in an error.
 _INJECTED = {"fleetops_member_kubeconfig": "the member credential's", "fleetops_hub_kubeconfig": "the hub credential's",
-             "fleetops_hub_context": "the hub credential's", "fleetops_survey_backends": "the survey's"}
+             "fleetops_hub_context": "the hub credential's", "fleetops_survey_backends": "the survey's",
+             "fleetops_survey_leave_workloads": "the survey's"}
 _BOOLEAN = ("replace_rebuilt", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force", "keep_agents",
             "kubefleet_remove_identity")
 
@@ -82,7 +83,8 @@ SETTINGS = {
     "member_leave": dict(
         _CONNECTION,
         backends=_setting("fleetops_backends", "fleetops_survey_backends"),
-        workloads=_setting("fleetops_leave_workloads", default="keep"),
+        # A job's survey answer, when not blank, over the host's (as the survey's fleet managers are).
+        workloads=_setting("fleetops_survey_leave_workloads", "fleetops_leave_workloads", default="keep"),
         hub_host=_setting(),
         kubefleet_force=_setting(),
         kubefleet_force_grace_period=_setting(),

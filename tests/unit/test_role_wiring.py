@@ -233,12 +233,18 @@ def test_a_done_member_gets_its_releases_and_summary_the_others_their_releases_o
      ["kubefleet.yml", "rancher_fleet_cluster.yml", "rancher_fleet_agent.yml"]),
     ({"fleetops_leave_workloads": "remove", "fleetops_backends": ["kubefleet"]}, ["kubefleet.yml"]),
     ({"fleetops_backends": ["rancher_fleet"]}, ["rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+    ({"fleetops_survey_leave_workloads": "", "fleetops_leave_workloads": "remove"},
+     ["kubefleet.yml", "rancher_fleet_cluster.yml", "rancher_fleet_agent.yml"]),
+    ({"fleetops_survey_leave_workloads": "keep", "fleetops_leave_workloads": "remove"},
+     ["kubefleet.yml", "rancher_fleet_agent.yml", "rancher_fleet_cluster.yml"]),
+    ({"fleetops_survey_leave_workloads": "remove"}, ["kubefleet.yml", "rancher_fleet_cluster.yml", "rancher_fleet_agent.yml"]),
 ])
 def test_the_leave_keeps_the_workloads_by_default_and_deletes_the_fleet_cluster_before_its_agent_to_remove_them(host, expected):
     found = _settings("member_leave", host, served=["rancher_fleet", "kubefleet"])
     assert wiring.leave_task_files(found) == expected
     args = wiring.module_args(wiring.MODULE_ARGS["member_leave"], found)
-    workloads = "remove" if "remove" in (host.get("member_leave_workloads"), host.get("fleetops_leave_workloads")) else "keep"
+    workloads = host.get("member_leave_workloads") or host.get("fleetops_survey_leave_workloads") or \
+        host.get("fleetops_leave_workloads") or "keep"
     assert args["fleet_agent"]["workloads"] == args["kubefleet_member_agent"]["workloads"] == workloads
 
 
@@ -249,4 +255,5 @@ def test_leave_task_files_exist_and_a_bad_workloads_value_is_refused_naming_the_
     assert wiring.inventory_problem("member_leave", found) is None
     bad = _settings("member_leave", {"fleetops_leave_workloads": "delete"}, served=["kubefleet"])
     problem = wiring.inventory_problem("member_leave", bad)
-    assert problem.startswith("fleetops_leave_workloads (member_leave_workloads): 'delete' is not one of keep, remove"), problem
+    assert problem.startswith("fleetops_leave_workloads, or the survey's fleetops_survey_leave_workloads (member_leave_workloads): "
+                              "'delete' is not one of keep, remove"), problem
