@@ -206,4 +206,80 @@ options:
 '''
 
     # The hub a member moves from (hub_move_info): HUB's options under old_hub_.
-    OLD_HUB = HUB.replace("hub_", "old_hub_").replace("the hub", "the old hub")
+    OLD_HUB = r'''
+options:
+  old_hub_kubeconfig:
+    description:
+      - Path to a kubeconfig file for the old hub (the fleet manager), or the kubeconfig itself as a mapping.
+      - Where the module connects to the old hub and neither this nor O(old_hub_host) is given, the old hub is found as the
+        target cluster is - the files E(K8S_AUTH_KUBECONFIG) lists, else those E(KUBECONFIG) lists (merged as kubectl
+        merges them), else C(~/.kube/config) - with O(old_hub_context); O(old_hub_context) alone is enough to reach the old hub.
+    type: raw
+  old_hub_context:
+    description:
+      - The context in O(old_hub_kubeconfig) that reaches the old hub.
+    type: str
+  old_hub_host:
+    description:
+      - URL of the old hub's API server, overriding the old hub kubeconfig's.
+    type: str
+  old_hub_api_key:
+    description:
+      - Bearer token for the old hub. Never logged.
+    type: str
+  old_hub_validate_certs:
+    description:
+      - Whether to verify the old hub API server's certificate.
+    type: bool
+    aliases: [old_hub_verify_ssl]
+  old_hub_ca_cert:
+    description:
+      - Path to a CA bundle that verifies the old hub's API server.
+    type: path
+    aliases: [old_hub_ssl_ca_cert]
+  old_hub_client_cert:
+    description:
+      - Path to a client certificate for the old hub.
+    type: path
+    aliases: [old_hub_cert_file]
+  old_hub_client_key:
+    description:
+      - Path to the key of O(old_hub_client_cert).
+    type: path
+    aliases: [old_hub_key_file]
+  old_hub_proxy:
+    description:
+      - HTTP(S) proxy URL to reach the old hub through. Without it, the environment's proxy applies as for O(proxy).
+      - A password in it is masked in output.
+    type: str
+  old_hub_no_proxy:
+    description:
+      - Hosts to reach without the proxy, as O(no_proxy), for the old hub connection.
+    type: str
+  old_hub_proxy_headers:
+    description:
+      - Headers sent to the old hub's proxy, as O(proxy_headers).
+    type: dict
+    suboptions:
+      proxy_basic_auth:
+        description:
+          - C(user:password) for the proxy's basic authentication. Never logged.
+        type: str
+      basic_auth:
+        description:
+          - C(user:password) for a basic C(Authorization) header sent to the proxy. Never logged.
+        type: str
+      user_agent:
+        description:
+          - The C(User-Agent) header sent to the proxy.
+        type: str
+  old_hub_impersonate_user:
+    description:
+      - The user to act as on the old hub, as O(impersonate_user).
+    type: str
+  old_hub_impersonate_groups:
+    description:
+      - The groups to act as on the old hub, as O(impersonate_groups); needs O(old_hub_impersonate_user).
+    type: list
+    elements: str
+'''

@@ -12,13 +12,14 @@ module: hub_move_info
 short_description: Where a member's move to a new hub stands, and whether the new hub has taken it over
 version_added: 0.1.0
 description:
-  - Reads, for one member and each fleet manager in O(backends), what the hub it moves from (O(old_hub_kubeconfig), O(old_hub_context) and the other C(old_hub_) options)
-    and the hub it moves to (O(kubeconfig)) have of it, and whether the new hub has taken it over - the new hub judges
-    the member healthy (the same judgement as M(fleetops.registration.fleet_status_info)), reports each of its own
-    placements applied on the member (Rancher Fleet - the member's C(BundleDeployments) ready with their current
-    deployment, Fleet's own agent bundle left out; KubeFleet - each C(ClusterResourcePlacement)'s status for the member
-    C(Applied)), and places everything the old hub still places there, by the same names (what lets the new hub's
-    objects adopt what the old hub's put on the member).
+  - Reads, for one member and each fleet manager in O(backends), what the hub it moves from (O(old_hub_kubeconfig) and
+    the other C(old_hub_) options) and the hub it moves to (O(kubeconfig)) have of it, and whether the new hub has
+    taken it over - the new hub judges the member healthy (the same judgement as
+    M(fleetops.registration.fleet_status_info)), reports each of its own placements applied on the member (Rancher
+    Fleet - the member's C(BundleDeployments) ready with their current deployment, Fleet's own agent bundle left out;
+    KubeFleet - each C(ClusterResourcePlacement)'s status for the member C(Applied)), and places everything the old
+    hub still places there, by the same names (what lets the new hub's objects adopt what the old hub's put on the
+    member).
   - With O(wait), waits until the new hub has taken the member over in every manager it is moving in, and fails
     naming what is missing when it has not within O(wait_timeout).
   - The playbook C(fleetops.registration.move_hub) uses it before and after each member's move.
