@@ -86,14 +86,17 @@ def _manager_summary(manager, state, results):
     summary = {object_key: name_of(state, view), "action": state.get("action"), "reasons": state.get("reasons") or [],
                "agent": outcome, contact_key: view.get(contact_key), health_key: view.get(health_key),
                "labels": _label_drift([cluster_result])}
+    spec = cluster_result.get("spec_changes") if _ran(cluster_result) else None
+    if spec:
+        summary["spec"] = spec
     summary.update(shape["extra"](view))
     summary["release"] = _agent_release(state, agent_result)
     summary["healthy"] = _healthy(state, view, health_key, [cluster_result, agent_result])
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
-    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s" % (
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
-        ", " + health if summary["healthy"] else "", summary["labels"],
+        ", " + health if summary["healthy"] else "", summary["labels"], "; %s" % ", ".join(spec) if spec else "",
         "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
         if cause else "")
     return summary

@@ -25,6 +25,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import validate_heartbeat
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import normalize_taints
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME, lifetime_seconds
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
@@ -69,7 +71,15 @@ def desired_for(name, params):
         "agent": agent_settings.validate(params.get("agent")),
         "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
         "token_lifetime": _token_lifetime(params) if name == "kubefleet" else None,
+        "heartbeat_period_seconds": _heartbeat(params) if name == "kubefleet" else None,
+        "taints": normalize_taints(params.get("taints")) if name == "kubefleet" else None,
     }
+
+
+def _heartbeat(params):
+    """The KubeFleet heartbeat period asked for (None: not judged), checked whatever the member's state."""
+    value = params.get("heartbeat_period_seconds")
+    return None if value is None else validate_heartbeat(value)
 
 
 def _token_lifetime(params):
@@ -219,6 +229,8 @@ def member_info_argument_spec():
         stale_after=dict(type="int"),
         fleet_namespace=dict(type="str", default="fleet-default"),
         identity_namespace=dict(type="str"),
+        heartbeat_period_seconds=dict(type="int"),
+        taints=dict(type="list", elements="dict"),
         **hub_endpoint.options(url_aliases=["hub_url"]),
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),

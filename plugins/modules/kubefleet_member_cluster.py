@@ -243,6 +243,15 @@ label_changes:
   returned: when O(state=present)
   type: dict
   sample: {"added": {"env": "prod"}, "changed": {}, "removed": []}
+spec_changes:
+  description:
+    - What this run changed (or would, in check mode) of the MemberCluster's C(heartbeatPeriodSeconds) and of the
+      user's taints (the quarantine is RV(quarantine)), as C(field before -> after); empty when it created the
+      MemberCluster or changed neither.
+  returned: when O(state=present)
+  type: list
+  elements: str
+  sample: ["heartbeatPeriodSeconds 60 -> 30"]
 member_cluster:
   description: The MemberCluster as the API returned it (empty after a leave).
   returned: always

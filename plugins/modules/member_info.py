@@ -103,6 +103,19 @@ options:
         another namespace (C(fleet-system), earlier versions' default) needs the action C(rotate), which moves it there.
       - Unset, the identity's namespace is not judged.
     type: str
+  heartbeat_period_seconds:
+    description:
+      - The C(heartbeatPeriodSeconds) the member's KubeFleet C(MemberCluster) should have (as
+        M(fleetops.registration.kubefleet_member_cluster) sets it). Another value is the finding C(spec_drift) (action
+        C(relabel)). Unset, it is not judged.
+    type: int
+  taints:
+    description:
+      - The taints (C(key), C(value), C(effect)) the member's KubeFleet C(MemberCluster) should have (as
+        M(fleetops.registration.kubefleet_member_cluster) sets them; the collection's quarantine taint is judged on its
+        own). Others are the finding C(spec_drift) (action C(relabel)). Unset, they are not judged; V([]) means none.
+    type: list
+    elements: dict
   hub_api_server_url:
     description:
       - The hub API server URL as the member's agents reach it, when it differs from the hub connection's URL (and,
@@ -311,7 +324,7 @@ managers:
       C(hub_unreachable), C(credential_rejected), C(wrong_identity), C(not_joined), C(agent_config_drift),
       C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(agent_unavailable),
       C(not_rolled_out), C(hub_reports), C(never_checked_in), C(silent), C(forced), C(chart_version), C(values_drift), C(image_drift),
-      C(rotation_due), C(identity_moves), C(settings_drift), C(labels_drift), C(quarantined), C(identity_unrecorded).
+      C(rotation_due), C(identity_moves), C(settings_drift), C(labels_drift), C(spec_drift), C(quarantined), C(identity_unrecorded).
     - It is read from the agent's pods (container states), the Warning Events of its objects, the credential check made
       as the agent connects (its hub URL, CA and token - so from the controller, which may reach the hub by another
       route than the member), the token's C(exp), and the hub's conditions. The agent's pods and events are read only

@@ -141,6 +141,7 @@ MODULE_ARGS = {
             name="cluster_name", kubeconfig="kubeconfig", context="context", hub_kubeconfig="hub_kubeconfig",
             hub_context="hub_context", backends="backends", detect_backends="detect_backends", labels="labels",
             labels_mode="labels_mode", fleet_namespace="fleet_namespace", identity_namespace="kubefleet_identity_namespace",
+            heartbeat_period_seconds="kubefleet_heartbeat_period_seconds", taints="kubefleet_taints",
             stale_after="fleet_agent_stale_after", hub_api_server_url="hub_api_server_url", hub_api_server_ca="hub_ca_file",
             agent_chart_versions="agent_chart_versions", agent_values="agent_values", agent_images="agent_images",
             agent_secret_values="agent_secret_values", force="force", replace_rebuilt="replace_rebuilt",

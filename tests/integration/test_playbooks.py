@@ -213,6 +213,17 @@ def test_join_rerun_status_and_leave(lab_controllers, hub, tmp_path):  # pylint:
         assert hub.fleet_cluster(member)["metadata"]["labels"]["env"] == "lab"
         assert hub.member_cluster(member)["metadata"]["labels"]["env"] == "lab"
 
+    # The MemberCluster's heartbeat period is judged as its labels are: a re-run that asks for another sets it (a
+    # healthy member's re-run passes no other step that would), and one with the default puts it back.
+    only_kubefleet = ("--limit", "member1", "-e", '{"fleetops_survey_backends": ["kubefleet"]}')
+    faster = playbook(lab, "join_cluster.yml", *only_kubefleet, "-e", "member_join_kubefleet_heartbeat_period_seconds=30",
+                      tmp_path=tmp_path)
+    assert "kubefleet member1: agent unchanged, joined, healthy; labels in sync; heartbeatPeriodSeconds 60 -> 30" in faster.output, \
+        faster.output[-3000:]
+    assert hub.member_cluster("member1")["spec"]["heartbeatPeriodSeconds"] == 30
+    back = playbook(lab, "join_cluster.yml", *only_kubefleet, tmp_path=tmp_path)
+    assert "heartbeatPeriodSeconds 30 -> 60" in back.output and hub.member_cluster("member1")["spec"]["heartbeatPeriodSeconds"] == 60
+
     # An agent silent for longer than allowed (here: any) is removed with its credential and registers again with a
     # new token; the token is revoked only after the hub granted the new registration and the agent checked in.
     before = hub.fleet_cluster("member1")["status"]["agent"]["lastSeen"]

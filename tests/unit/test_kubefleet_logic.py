@@ -599,3 +599,22 @@ def test_the_endpoint_a_member_is_checked_against_comes_from_the_options_and_the
     assert endpoint is None and "not known, so its token was not checked" in why and "hub_api_server_url" in why
     endpoint, why = configured_endpoint({"hub_api_server_url": "https://hub:6443"})
     assert endpoint is None and "hub_api_server_ca" in why
+
+
+def test_spec_drift_compares_the_heartbeat_period_and_the_user_s_taints_leaving_the_quarantine_alone():
+    gpu = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+    quarantine = dict(rules.QUARANTINE_TAINT)
+    hub = {"heartbeat_period_seconds": 60, "taints": [gpu, quarantine]}
+    assert rules.spec_drift(hub, 60, [gpu]) == []
+    assert rules.spec_drift(hub, None, None) == []
+    assert rules.spec_drift({"heartbeat_period_seconds": None, "taints": []}, 60, []) == []  # the API's default period
+    assert rules.spec_drift(hub, 30, [gpu]) == ["heartbeatPeriodSeconds is 60, the inventory asks for 30"]
+    assert rules.spec_drift(hub, 60, []) == ["taints are gpu=yes:NoSchedule, the inventory asks for none"]
+
+
+def test_spec_changes_lists_what_a_write_changed():
+    gpu = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+    before = {"spec": {"heartbeatPeriodSeconds": 60, "taints": [dict(rules.QUARANTINE_TAINT)]}}
+    after = {"spec": {"heartbeatPeriodSeconds": 30, "taints": [gpu]}}
+    assert rules.spec_changes(before, after) == ["heartbeatPeriodSeconds 60 -> 30", "taints none -> gpu=yes:NoSchedule"]
+    assert rules.spec_changes(None, after) == [] and rules.spec_changes(after, after) == []

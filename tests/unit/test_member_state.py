@@ -26,7 +26,8 @@ def test_desired_state_per_manager():
     assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
                                                 "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
                                                 "rotate": False, "credential_max_age": None, "agent": None,
-                                                "identity_namespace": None, "token_lifetime": None, "images": {}}
+                                                "identity_namespace": None, "token_lifetime": None, "images": {},
+                                                "heartbeat_period_seconds": None, "taints": None}
     fleet = desired_for("rancher_fleet", params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
     rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))
@@ -40,6 +41,11 @@ def test_desired_state_per_manager():
     assert setting["agent"] == {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
     with pytest.raises(ParameterError, match="agent.image_registry"):
         desired_for("kubefleet", dict(params, agent={"image_registry": "https://mirror.example"}))
+    spec = desired_for("kubefleet", dict(params, heartbeat_period_seconds=30, taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}]))
+    assert spec["heartbeat_period_seconds"] == 30 and spec["taints"] == [{"key": "gpu", "effect": "NoSchedule"}]
+    assert desired_for("rancher_fleet", dict(params, heartbeat_period_seconds=30))["heartbeat_period_seconds"] is None
+    with pytest.raises(ParameterError, match="heartbeat_period_seconds"):
+        desired_for("kubefleet", dict(params, heartbeat_period_seconds=0))
 
 
 @pytest.mark.parametrize("action, steps", [

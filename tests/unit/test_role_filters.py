@@ -89,6 +89,17 @@ def test_join_summary_in_check_mode_predicts_and_shows_label_drift():
     assert summary["line"] == "edge-07: kubefleet edge-07: agent would register, not joined; labels +env=prod ~tier=1 -old"
 
 
+def test_join_summary_says_what_the_member_object_step_changed_of_the_spec():
+    state = dict(_state("kubefleet", "relabel", HEALTHY_KUBEFLEET, ["heartbeatPeriodSeconds is 60, the inventory asks for 30"]),
+                 healthy=True)
+    changed = {"changed": True, "label_changes": {}, "spec_changes": ["heartbeatPeriodSeconds 60 -> 30"]}
+    summary = join_summary(_info(kubefleet=state), {"member_join__kf_cluster": changed, "member_join__kf_agent": {"skipped": True}})
+    assert summary["line"] == "edge-07: kubefleet edge-07: agent unchanged, joined, healthy; labels in sync; heartbeatPeriodSeconds 60 -> 30"
+    assert summary["kubefleet"]["spec"] == ["heartbeatPeriodSeconds 60 -> 30"]
+    untouched = join_summary(_info(kubefleet=state), {"member_join__kf_cluster": {"skipped": True}})
+    assert "spec" not in untouched["kubefleet"] and "heartbeat" not in untouched["line"]
+
+
 def test_join_summary_names_the_first_cause_found_before_the_run_or_predicted_in_check_mode():
     state = _state("kubefleet", "reregister", HEALTHY_KUBEFLEET, ["the hub rejects the member agent's token"])
     state["diagnosis"] = [{"cause": "token_expired", "evidence": "the agent's token expired at 2026-11-21T09:00:00Z", "fix": "re-run"},

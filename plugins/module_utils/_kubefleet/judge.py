@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet i
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import image_drift
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import QUARANTINE_TAINT
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import configuration_drift, identity_username, wanted_labels
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import configuration_drift, identity_username, spec_drift, wanted_labels
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import heartbeat_problem
 
 AGENT_LOG = "The member agent's log says more: kubectl logs -n fleet-system deployment/member-agent on the member."
@@ -217,6 +217,9 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
     Rule("settings_drift", "reconfigure", lambda hub, member, desired: agent_settings.drift(desired.get("agent"), member.get("agent_pod")),
          "A re-run puts the agent setting on the agent again."),
     Rule("labels_drift", "relabel", _labels_drift, "A re-run sets the MemberCluster's labels."),
+    Rule("spec_drift", "relabel",
+         lambda hub, member, desired: spec_drift(hub, desired.get("heartbeat_period_seconds"), desired.get("taints")) if hub else None,
+         "A re-run sets them on the MemberCluster."),
     Rule("quarantined", "relabel", _quarantined, "A re-run lifts the quarantine once the member is verified."),
     Rule("agent_unavailable", "install", _agent_unavailable, lambda hub, member, desired: rollout_fix(
         (member.get("deployment") or {}).get("rollout_problem"), (member.get("deployment") or {}).get("namespace"))),

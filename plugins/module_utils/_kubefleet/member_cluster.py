@@ -22,7 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    for_diff, identity_subject, member_cluster_changes, normalize_taints, quarantined, taints_with_quarantine,
+    for_diff, identity_subject, member_cluster_changes, normalize_taints, quarantined, spec_changes, taints_with_quarantine,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     describe_member, joined_with_heartbeat, label_selector, member_ready_to_join, quarantine_problems, utcnow,
@@ -125,6 +125,7 @@ class MemberCluster(Runner):
                 raise
         result = {"changed": changed, "member_cluster": clean(after), "member": describe_member(after),
                   "label_changes": label_changes(_labels_of(current), _labels_of(after)),
+                  "spec_changes": spec_changes(current, after),
                   "quarantine": {"held": quarantined(after), "problems": problems}}
         if problems and self.check_mode:
             self.warn("check mode: MemberCluster %s would stay quarantined: %s" % (self.name, "; ".join(problems)))

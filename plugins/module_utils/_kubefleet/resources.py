@@ -50,6 +50,8 @@ DEFAULT_HUB_SECRET_NAMESPACE = "fleet-hub-credentials"
 # The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).
 MAX_MEMBER_NAME = 63 - len(MEMBER_NAMESPACE_PREFIX)
 HEARTBEAT_MIN, HEARTBEAT_MAX = 1, 600
+# The MemberCluster API's default heartbeatPeriodSeconds.
+DEFAULT_HEARTBEAT_PERIOD = 60
 
 
 def validate_member_name(name, param="name"):

@@ -19,7 +19,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, deep_merge, unb64, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
-    QUARANTINE_TAINT,
+    DEFAULT_HEARTBEAT_PERIOD, QUARANTINE_TAINT,
     CONTROLLER_LABEL_PREFIXES, DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE,
     KUBEFLEET_SYSTEM_NAMESPACE, MANAGED_BY, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
 )
@@ -140,6 +140,42 @@ def normalize_taints(taints, param="taints"):
 
 def _normal_taints(taints):
     return [dict((k, v) for k, v in t.items() if v not in (None, "")) for t in taints or []]
+
+
+def spec_drift(hub, heartbeat, taints):
+    """What of the MemberCluster's spec differs from the inventory's (pure): ``hub`` is its hub view; ``heartbeat``
+    and ``taints`` (normalised, the quarantine taint left out) None when not judged. The quarantine taint is the
+    collection's own and judged apart (``quarantined``)."""
+    found = []
+    live_period = hub.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
+    if heartbeat is not None and live_period != heartbeat:
+        found.append("heartbeatPeriodSeconds is %s, the inventory asks for %s" % (live_period, heartbeat))
+    if taints is not None:
+        live = [taint for taint in _normal_taints(hub.get("taints")) if taint.get("key") != QUARANTINE_TAINT["key"]]
+        wanted = [taint for taint in taints if taint.get("key") != QUARANTINE_TAINT["key"]]
+        if live != wanted:
+            found.append("taints are %s, the inventory asks for %s" % (_taint_words(live), _taint_words(wanted)))
+    return found
+
+
+def spec_changes(before, after):
+    """``["heartbeatPeriodSeconds 60 -> 30", ...]``: what a write changed of the MemberCluster's heartbeat period and
+    its user's taints (pure; the quarantine taint is reported apart). None ``before``: created, nothing listed."""
+    if not before or not after:
+        return []
+    old, new = (obj.get("spec") or {} for obj in (before, after))
+    changes = []
+    periods = [spec.get("heartbeatPeriodSeconds") or DEFAULT_HEARTBEAT_PERIOD for spec in (old, new)]
+    if periods[0] != periods[1]:
+        changes.append("heartbeatPeriodSeconds %s -> %s" % tuple(periods))
+    taints = [[t for t in _normal_taints(spec.get("taints")) if t.get("key") != QUARANTINE_TAINT["key"]] for spec in (old, new)]
+    if taints[0] != taints[1]:
+        changes.append("taints %s -> %s" % (_taint_words(taints[0]), _taint_words(taints[1])))
+    return changes
+
+
+def _taint_words(taints):
+    return ", ".join("%s=%s:%s" % (t.get("key"), t.get("value", ""), t.get("effect")) for t in taints) or "none"
 
 
 def quarantined(obj):

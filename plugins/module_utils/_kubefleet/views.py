@@ -12,7 +12,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import condition_true
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import member_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import DEFAULT_HEARTBEAT_PERIOD, member_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import quarantined
 
 
@@ -55,7 +55,6 @@ def member_healthy(obj):
 
 # A heartbeat older than this many periods means the member agent has gone quiet.
 STALE_HEARTBEAT_PERIODS = 3
-DEFAULT_HEARTBEAT_PERIOD = 60
 
 
 def heartbeat_problem(view, stale_after=None):
