@@ -41,6 +41,12 @@ description:
     result, a log or the diff.
   - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
     and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
+  - When the hub already has the Cluster (predefined with M(fleetops.registration.fleet_cluster), or joined before) and
+    Fleet's agent bundle C(fleet-agent-<cluster>) for it, the chart's agent Deployment is installed with the Deployment
+    spec that bundle holds (a Helm post-renderer), so Fleet's adoption replaces no pod and the agent that registered
+    checks in one C(agentCheckinInterval) later. Not when that pod needs what only the adoption creates (image pull
+    secrets, a priority class) or lacks the chart's proxy variables; then, or without the bundle (or C(get) on it), the
+    chart's Deployment is installed and the adoption replaces its pod (see O(release_departed_lease)). RV(fleet_spec_installed).
   - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback) and waits for the agent's
     check-in as after an upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new
     agent does not come back.
@@ -359,6 +365,12 @@ released_lease:
   returned: when wait is true, the hub is reachable (hub_kubeconfig, hub_context or hub_host) and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1
+fleet_spec_installed:
+  description: Whether this run installed the agent Deployment with the spec of Fleet's agent bundle C(fleet-agent-<cluster>),
+    so that Fleet's adoption replaces no pod; false when Helm did not run or installed the chart's Deployment.
+  returned: when state is present, without O(rollback_to_revision)
+  type: bool
+  sample: true
 fleet_managed_releases:
   description: Releases Fleet created to manage the agent itself (C(fleet-agent-<cluster>)); removed too with state C(absent).
   returned: always
