@@ -39,9 +39,9 @@ FLEET_SPEC = {
 }
 OTHERS = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "fleet-agent"}},
           {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "default-allow-all"}}]
-AGENT_YAML = yaml.safe_dump_all(OTHERS + [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                          "metadata": {"name": "fleet-agent", "namespace": "cattle-fleet-system"},
-                                          "spec": FLEET_SPEC}])
+FLEET_DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "fleet-agent", "namespace": "cattle-fleet-system"}, "spec": FLEET_SPEC}
+AGENT_YAML = yaml.safe_dump_all(OTHERS + [FLEET_DEPLOYMENT])
 
 
 def _bundle(content=AGENT_YAML, encoding=None, name="agent.yaml"):

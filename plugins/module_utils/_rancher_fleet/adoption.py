@@ -29,8 +29,7 @@ import gzip
 import hashlib
 import json
 
-import yaml
-
+from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import API_VERSION, AGENT_DEPLOYMENT

@@ -219,7 +219,8 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         silent = stale_problem(hub_view(previous)) if previous else None
         repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, plan.changes or setting["patched"],
                               dry_run=self.check_mode)
-        result.update(fleet_spec_installed=bool(state.get("fleet_spec_installed")), agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
+        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
+                      fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
         if find_cluster is not None:
             # The previous agent's check-in must not count as the new one's (a re-registration would look done).
