@@ -174,9 +174,10 @@ options:
       - While O(wait) waits for the check-in after this task installed or upgraded the agent, delete the agent's
         leader-election Lease (C(cattle-fleet-system/fleet-agent)) once its holder is gone, that is when every
         C(app=fleet-agent) pod was created after the holder acquired the Lease (3 s of clock skew allowed).
-      - Fleet adopts the agent it registered (as its release C(fleet-agent-<cluster>)) by replacing its pod right after
-        registration, and Fleet's agent does not release the Lease when it stops, so the adopted agent would wait a
-        whole lease duration (30 s, then up to one retry period) for a holder that no longer exists. Only the version
+      - Fleet adopts the agent it registered (as its release C(fleet-agent-<cluster>)); when the chart's Deployment was
+        installed (see RV(fleet_spec_installed)), the adoption replaces its pod right after registration, and Fleet's agent
+        does not release the Lease when it stops, so the adopted agent would wait a whole lease duration (30 s, then up
+        to one retry period) for a holder that no longer exists. Only the version
         of the Lease that was read is deleted; one renewed or taken meanwhile stays.
       - Needs C(get), C(list) and C(delete) on Leases and Pods in that namespace; without them the agent's own lease
         expiry applies, as with V(false).
