@@ -173,3 +173,11 @@ def test_post_renderer_keeps_a_chart_deployment_with_environment_fleets_lacks(tm
     docs = _post_render(tmp_path, CHART_RENDERED % PROXY_ENV)
     env = docs[1]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert [entry["name"] for entry in env] == ["NAMESPACE", "HTTP_PROXY"]
+
+
+def test_only_the_clusters_variables_are_marked_secret():
+    assert adoption.cluster_env_values(FLEET_SPEC) == []
+    spec = json.loads(json.dumps(FLEET_SPEC))
+    spec["template"]["spec"]["containers"][0]["env"] += [{"name": "HTTPS_PROXY", "value": "http://u:pw@proxy:3128"},
+                                                         {"name": "EMPTY", "value": ""}]
+    assert adoption.cluster_env_values(spec) == ["http://u:pw@proxy:3128"]

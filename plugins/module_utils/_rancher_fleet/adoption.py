@@ -83,6 +83,19 @@ def _env_names(pod):
     return set(entry.get("name") for container in pod.get("containers") or [] for entry in container.get("env") or [])
 
 
+# The variables agent.Manifest always sets (manifest.go agentApp); the rest are the Cluster's agentEnvVars.
+MANIFEST_ENV = ("BUNDLEDEPLOYMENT_RECONCILER_WORKERS", "DRIFT_RECONCILER_WORKERS", "NAMESPACE", "AGENT_SCOPE", "CHECKIN_INTERVAL",
+                "CATTLE_ELECTION_LEASE_DURATION", "CATTLE_ELECTION_RETRY_PERIOD", "CATTLE_ELECTION_RENEW_DEADLINE")
+
+
+def cluster_env_values(spec):
+    """The values of the variables ``spec`` has from the Cluster's ``agentEnvVars`` (a proxy's credentials, say): masked
+    like the registration token, should Helm quote the Deployment in a message."""
+    pod = ((spec or {}).get("template") or {}).get("spec") or {}
+    return [entry["value"] for container in pod.get("containers") or [] for entry in container.get("env") or []
+            if entry.get("name") not in MANIFEST_ENV and entry.get("value")]
+
+
 def startable(spec, values):
     """Whether the pod of ``spec`` starts and registers before the adoption deployed what it needs, with what the
     chart's ``values`` would give it (the chart sets the proxy variables from ``proxy``)."""

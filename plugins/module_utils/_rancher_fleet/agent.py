@@ -271,6 +271,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         spec = adoption.read_spec(self.module.kube("hub_"), cluster, state["values"]) if cluster else None
         if spec is None:
             return ()
+        self.module.hide(*adoption.cluster_env_values(spec))
         script, spec_file = adoption.post_renderer_files(self.module.tmpdir, spec, write_private_file)
         state["fleet_spec_installed"] = True
         return (sys.executable, script, spec_file, AGENT_DEPLOYMENT)
