@@ -41,7 +41,8 @@ description:
     result, a log or the diff.
   - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
     and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
-  - When the hub already has the Cluster (predefined with M(fleetops.registration.fleet_cluster), or joined before) and
+  - When the hub (given by the C(hub_*) options) already has the Cluster of the agent's client ID (predefined with
+    M(fleetops.registration.fleet_cluster), or joined before) and
     Fleet's agent bundle C(fleet-agent-<cluster>) for it, the chart's agent Deployment is installed with the Deployment
     spec that bundle holds (a Helm post-renderer), so Fleet's adoption replaces no pod and the agent that registered
     checks in one C(agentCheckinInterval) later. Not when that pod needs what only the adoption creates (image pull

@@ -213,7 +213,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
             find_cluster = self._agent_cluster_finder(state["values"])
             previous = find_cluster()
         if plan.changes and not self.check_mode:
-            self.apply(state, previous)
+            self.apply(state, previous if find_cluster is not None else self._known_cluster(state["values"]))
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         silent = stale_problem(hub_view(previous)) if previous else None
@@ -264,6 +264,15 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
                 raise self.failed_after_change(exc, " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release))
             raise
         state["release"] = helm.release(self.release, self.namespace)
+
+    def _known_cluster(self, values):
+        """The hub's Cluster for the agent's client ID without a wait (for ``adoption``), or None."""
+        if not self.hub_configured:
+            return None
+        try:
+            return self._agent_cluster_finder(values)()
+        except FleetOpsError:
+            return None  # no client ID to tell it by, or no access to the hub's Clusters: the chart's Deployment
 
     def _adoption_post_renderer(self, state, cluster):
         """Helm's post-renderer giving the agent Deployment the spec Fleet's adoption deploys (``adoption``), when the
