@@ -22,7 +22,7 @@ AGENT_EVENTS = (
     ('Successfully acquired lease', 'holds the leader lease'),
     ('running registration', 'registration starts (no credential yet)'),
     ('successfully registered with upstream cluster', 'registered with the hub'),
-    ('Starting cluster status ticker', 'check-in ticker started (first check-in one interval later)'),
+    ('Starting cluster status ticker', 'check-in ticker started (first check-in 15 s or one interval later, whichever is first)'),
     ('Deployed bundle', 'deployed a bundle (Fleet\'s own agent release: adoption)'),
     ('signal received', 'told to stop (its pod was replaced)'),
 )

@@ -31,9 +31,11 @@ from ansible.plugins.callback import CallbackBase
 SAFE_ARGS = ('name', 'state', 'namespace')
 
 
-def _safe_args(result):
-    args = (result.get('invocation') or {}).get('module_args') or {}
-    return {key: args[key] for key in SAFE_ARGS if isinstance(args.get(key), (str, bool, int))}
+def _safe_args(result, task_args=None):
+    """The recorded arguments: the module's invocation, else (a module that returns none) the task's own literal ones,
+    so a fleet_agent state=absent is not taken for an install."""
+    args = (result.get('invocation') or {}).get('module_args') or task_args or {}
+    return {key: args[key] for key in SAFE_ARGS if isinstance(args.get(key), (str, bool, int)) and '{{' not in str(args[key])}
 
 
 class CallbackModule(CallbackBase):
@@ -70,7 +72,7 @@ class CallbackModule(CallbackBase):
             status = 'changed'
         record = {'host': host, 'task': task.get_name(), 'action': task.action, 'start': start, 'end': time.time(),
                   'status': status, 'items': len(items) if items is not None else 0, 'attempts': data.get('attempts') or 0,
-                  'args': _safe_args(data)}
+                  'args': _safe_args(data, task.args)}
         if items is not None:
             record['item_args'] = [_safe_args(item) for item in items if not item.get('skipped')]
         self._write(record)

@@ -230,9 +230,14 @@ class Helm:
         return ["%s/%s" % (REPOSITORY_NAME, chart.ref), "--repository-config", config] + chart.version_args()
 
     def upgrade_install(self, name, chart, namespace, values, create_namespace=True, wait=False, timeout=300,
-                        dry_run=False):
-        """``helm upgrade --install`` with ``values`` given on Helm's standard input."""
+                        dry_run=False, post_renderer=()):
+        """``helm upgrade --install`` with ``values`` given on Helm's standard input; ``post_renderer``: the executable
+        and its arguments, when the collection post-renders the chart."""
         args = ["upgrade", name] + self.chart_args(chart) + ["--install", "--namespace", namespace, "--values", "-"]
+        if post_renderer:
+            args += ["--post-renderer", post_renderer[0]]
+            for arg in post_renderer[1:]:
+                args += ["--post-renderer-args", arg]
         if create_namespace:
             args.append("--create-namespace")
         if wait:

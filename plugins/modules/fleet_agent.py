@@ -41,6 +41,13 @@ description:
     result, a log or the diff.
   - With Fleet's C(manageAgent) on (its default), Fleet adopts a registered agent as its own release C(fleet-agent-<cluster>)
     and upgrades it itself. The module then leaves the agent alone (it warns instead of fighting Fleet over the objects).
+  - When the hub (given by the C(hub_*) options) already has the Cluster of the agent's client ID (predefined with
+    M(fleetops.registration.fleet_cluster), or joined before) and
+    Fleet's agent bundle C(fleet-agent-<cluster>) for it, the chart's agent Deployment is installed with the Deployment
+    spec that bundle holds (a Helm post-renderer), so Fleet's adoption replaces no pod and the agent that registered
+    checks in one C(agentCheckinInterval) later. Not when that pod needs what only the adoption creates (image pull
+    secrets, a priority class) or lacks the chart's proxy variables; then, or without the bundle (or C(get) on it), the
+    chart's Deployment is installed and the adoption replaces its pod (see O(release_departed_lease)). RV(fleet_spec_installed).
   - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback) and waits for the agent's
     check-in as after an upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new
     agent does not come back.
@@ -168,9 +175,10 @@ options:
       - While O(wait) waits for the check-in after this task installed or upgraded the agent, delete the agent's
         leader-election Lease (C(cattle-fleet-system/fleet-agent)) once its holder is gone, that is when every
         C(app=fleet-agent) pod was created after the holder acquired the Lease (3 s of clock skew allowed).
-      - Fleet adopts the agent it registered (as its release C(fleet-agent-<cluster>)) by replacing its pod right after
-        registration, and Fleet's agent does not release the Lease when it stops, so the adopted agent would wait a
-        whole lease duration (30 s, then up to one retry period) for a holder that no longer exists. Only the version
+      - Fleet adopts the agent it registered (as its release C(fleet-agent-<cluster>)); when the chart's Deployment was
+        installed (see RV(fleet_spec_installed)), the adoption replaces its pod right after registration, and Fleet's agent
+        does not release the Lease when it stops, so the adopted agent would wait a whole lease duration (30 s, then up
+        to one retry period) for a holder that no longer exists. Only the version
         of the Lease that was read is deleted; one renewed or taken meanwhile stays.
       - Needs C(get), C(list) and C(delete) on Leases and Pods in that namespace; without them the agent's own lease
         expiry applies, as with V(false).
@@ -359,6 +367,12 @@ released_lease:
   returned: when wait is true, the hub is reachable (hub_kubeconfig, hub_context or hub_host) and state is present
   type: str
   sample: fleet-agent-6b8464b499-lvc22-1
+fleet_spec_installed:
+  description: Whether this run installed the agent Deployment with the spec of Fleet's agent bundle C(fleet-agent-<cluster>),
+    so that Fleet's adoption replaces no pod; false when Helm did not run or installed the chart's Deployment.
+  returned: when state is present, without O(rollback_to_revision)
+  type: bool
+  sample: true
 fleet_managed_releases:
   description: Releases Fleet created to manage the agent itself (C(fleet-agent-<cluster>)); removed too with state C(absent).
   returned: always

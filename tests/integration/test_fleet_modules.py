@@ -250,6 +250,12 @@ def test_predefined_client_id_claimed_by_the_agent(lab, hub, hub_ns, fresh_membe
     assert result.changed
     assert result["sources"] == {"api_server_url": "hub_kubeconfig", "api_server_ca": "hub_kubeconfig"}
     assert result["cluster"]["name"] == "predefined" and result["cluster"]["checked_in"]
+    # The Deployment was installed with the spec of Fleet's bundle fleet-agent-predefined: Fleet's adoption (done before
+    # the check-in) rolled out no second pod template, so the agent that registered checked in; no Lease was released.
+    assert result["fleet_spec_installed"] and result["released_lease"] is None
+    assert "fleet-agent-predefined" in [r["name"] for r in releases(lab, member)]
+    replica_sets = client.AppsV1Api(lab.api_client(member)).list_namespaced_replica_set(AGENT_NS, label_selector="app=fleet-agent")
+    assert len(replica_sets.items) == 1, [rs.metadata.name for rs in replica_sets.items]
     assert result["cluster"]["labels"]["env"] == "lab"
     assert [c["metadata"]["name"] for c in hub.items("clusters", hub_ns)] == ["predefined"]
     live = helm_values(lab, member)

@@ -302,3 +302,16 @@ def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
                rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
     assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
     assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}
+
+
+def test_timer_records_a_tasks_literal_state_when_the_module_returns_no_invocation():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'bench',
+                                    'callback_plugins'))
+    import bench_timer  # pylint: disable=import-outside-toplevel
+    assert bench_timer._safe_args({}, {'state': 'absent', 'token_name': 'secret'}) == {'state': 'absent'}
+    assert bench_timer._safe_args({}, {'state': '{{ wanted }}'}) == {}
+    invoked = {'invocation': {'module_args': {'state': 'present', 'values': {'token': 't'}}}}
+    assert bench_timer._safe_args(invoked, {'state': 'absent'}) == {'state': 'present'}
+    # the first join's window starts at the install, not at the role's state=absent fleet_agent task before it
+    records = [rec('m1', sf.FLEET_AGENT, 0, 1, args={'state': 'absent'}), rec('m1', sf.FLEET_AGENT, 1, 22, 'changed', args={})]
+    assert sf.checkin_windows(records) == {'m1': 21}

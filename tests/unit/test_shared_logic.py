@@ -131,6 +131,20 @@ def test_values_reach_helm_on_its_stdin_never_in_a_file_or_argv(tmp_path):
     assert not any("s3cr3t-token" in arg for arg in call["argv"]) and list(tmp_path.iterdir()) == []
 
 
+def test_a_post_renderer_reaches_helm_with_each_argument_its_own_flag():
+    recorder = RecordingHelm()
+    runner = helm.Helm(recorder, "/bin/helm")
+    runner.upgrade_install("fleet-agent", helm.ChartSource("oci://charts.example/fleet-agent", version="0.16.0"), "ns", {},
+                           post_renderer=("/no/such/python3", "/t/render.py", "/t/spec.json", "fleet-agent"))
+    (call,) = recorder.calls
+    argv = call["argv"]
+    start = argv.index("--post-renderer")
+    assert argv[start:start + 8] == ["--post-renderer", "/no/such/python3", "--post-renderer-args", "/t/render.py",
+                                     "--post-renderer-args", "/t/spec.json", "--post-renderer-args", "fleet-agent"]
+    runner.upgrade_install("fleet-agent", helm.ChartSource("oci://charts.example/fleet-agent", version="0.16.0"), "ns", {})
+    assert not any(arg.startswith("--post-renderer") for arg in recorder.calls[-1]["argv"])
+
+
 def test_chart_repository_credentials_never_reach_helms_argv(tmp_path):
     recorder = RecordingHelm()
     runner = helm.Helm(recorder, "/bin/helm", workdir=str(tmp_path))

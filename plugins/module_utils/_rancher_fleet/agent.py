@@ -8,18 +8,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import sys
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.files import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import adoption, cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import ManagedAgentRollback
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
@@ -211,13 +213,14 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
             find_cluster = self._agent_cluster_finder(state["values"])
             previous = find_cluster()
         if plan.changes and not self.check_mode:
-            self.apply(state)
+            self.apply(state, previous if find_cluster is not None else self._known_cluster(state["values"]))
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         silent = stale_problem(hub_view(previous)) if previous else None
         repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, plan.changes or setting["patched"],
                               dry_run=self.check_mode)
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
+                      fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
         if find_cluster is not None:
             # The previous agent's check-in must not count as the new one's (a re-registration would look done).
@@ -246,11 +249,12 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         if current is None:
             kube.create(NAMESPACE, {"metadata": {"name": self.namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
 
-    def apply(self, state):
+    def apply(self, state, cluster=None):
         helm = self.module.helm(secrets=self._hide_values(state["values"]))
         try:
             self._ensure_namespace()
-            helm.upgrade_install(self.release, state["chart"], self.namespace, state["values"], create_namespace=True)
+            helm.upgrade_install(self.release, state["chart"], self.namespace, state["values"], create_namespace=True,
+                                 post_renderer=self._adoption_post_renderer(state, cluster))
         except FleetOpsError as exc:
             if state["plan"].action == ReleasePlan.INSTALL and helm.release(self.release, self.namespace):
                 # A first install that failed leaves a failed release behind; remove it so a re-run starts clean.
@@ -260,6 +264,26 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
                 raise self.failed_after_change(exc, " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release))
             raise
         state["release"] = helm.release(self.release, self.namespace)
+
+    def _known_cluster(self, values):
+        """The hub's Cluster for the agent's client ID without a wait (for ``adoption``), or None."""
+        if not self.hub_configured:
+            return None
+        try:
+            return self._agent_cluster_finder(values)()
+        except FleetOpsError:
+            return None  # no client ID to tell it by, or no access to the hub's Clusters: the chart's Deployment
+
+    def _adoption_post_renderer(self, state, cluster):
+        """Helm's post-renderer giving the agent Deployment the spec Fleet's adoption deploys (``adoption``), when the
+        hub's Cluster (predefined, or joined before) has its agent Bundle; else none (the chart's Deployment)."""
+        spec = adoption.read_spec(self.module.kube("hub_"), cluster, state["values"]) if cluster else None
+        if spec is None:
+            return ()
+        self.module.hide(*adoption.cluster_env_values(spec))
+        script, spec_file = adoption.post_renderer_files(self.module.tmpdir, spec, write_private_file)
+        state["fleet_spec_installed"] = True
+        return (sys.executable, script, spec_file, AGENT_DEPLOYMENT)
 
     def _agent_cluster_finder(self, values):
         """A function returning the hub's Cluster this agent registers as (by client ID), or None."""
