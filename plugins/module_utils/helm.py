@@ -204,6 +204,11 @@ class Helm:
             self._version = tuple(int(x) for x in match.groups())
         return self._version
 
+    @property
+    def runs_post_renderer_executables(self):
+        """Whether ``--post-renderer`` takes an executable: Helm 3's does; Helm 4 takes only a post-renderer plugin's name."""
+        return self.version[0] < 4
+
     def release(self, name, namespace):
         """The deployed release as ``{chart, version, app_version, status, revision}``, or None."""
         _rc, out, _err = self.run(["list", "--namespace", namespace, "--filter", "^%s$" % re.escape(name), "--all", "--output", "json"])

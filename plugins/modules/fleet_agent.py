@@ -46,8 +46,9 @@ description:
     Fleet's agent bundle C(fleet-agent-<cluster>) for it, the chart's agent Deployment is installed with the Deployment
     spec that bundle holds (a Helm post-renderer), so Fleet's adoption replaces no pod and the agent that registered
     checks in one C(agentCheckinInterval) later. Not when that pod needs what only the adoption creates (image pull
-    secrets, a priority class) or lacks the chart's proxy variables; then, or without the bundle (or C(get) on it), the
-    chart's Deployment is installed and the adoption replaces its pod (see O(release_departed_lease)). RV(fleet_spec_installed).
+    secrets, a priority class) or lacks the chart's proxy variables, and not with Helm 4 (whose C(--post-renderer) takes
+    only a plugin); then, or without the bundle (or C(get) on it), the chart's Deployment is installed and the adoption
+    replaces its pod (see O(release_departed_lease)). RV(fleet_spec_installed).
   - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback) and waits for the agent's
     check-in as after an upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new
     agent does not come back.

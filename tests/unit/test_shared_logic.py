@@ -109,13 +109,14 @@ def test_helm_scrubs_secrets_from_errors():
 class RecordingHelm:
     """A run_command that records each Helm call (argv, what went to its stdin, the files it could read)."""
 
-    def __init__(self):
+    def __init__(self, version="v3.21.4"):
         self.calls = []
+        self.version = version
 
     def __call__(self, argv, environ_update=None, data=None):
         files = dict((arg, open(arg).read()) for arg in argv if arg.startswith("/") and os.path.isfile(arg))
         self.calls.append({"argv": list(argv), "data": data, "files": files})
-        return 0, "v3.21.4" if argv[1:2] == ["version"] else "", ""
+        return 0, self.version if argv[1:2] == ["version"] else "", ""
 
 
 def test_values_reach_helm_on_its_stdin_never_in_a_file_or_argv(tmp_path):
@@ -143,6 +144,11 @@ def test_a_post_renderer_reaches_helm_with_each_argument_its_own_flag():
                                      "--post-renderer-args", "/t/spec.json", "--post-renderer-args", "fleet-agent"]
     runner.upgrade_install("fleet-agent", helm.ChartSource("oci://charts.example/fleet-agent", version="0.16.0"), "ns", {})
     assert not any(arg.startswith("--post-renderer") for arg in recorder.calls[-1]["argv"])
+
+
+@pytest.mark.parametrize("version, executable", [("v3.21.4+g1234", True), ("v3.9.0", True), ("v4.0.1+gabc", False)])
+def test_only_helm_3_takes_an_executable_post_renderer(version, executable):
+    assert helm.Helm(RecordingHelm(version), "/bin/helm").runs_post_renderer_executables is executable
 
 
 def test_chart_repository_credentials_never_reach_helms_argv(tmp_path):

@@ -254,7 +254,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         try:
             self._ensure_namespace()
             helm.upgrade_install(self.release, state["chart"], self.namespace, state["values"], create_namespace=True,
-                                 post_renderer=self._adoption_post_renderer(state, cluster))
+                                 post_renderer=self._adoption_post_renderer(state, cluster, helm))
         except FleetOpsError as exc:
             if state["plan"].action == ReleasePlan.INSTALL and helm.release(self.release, self.namespace):
                 # A first install that failed leaves a failed release behind; remove it so a re-run starts clean.
@@ -274,10 +274,13 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         except FleetOpsError:
             return None  # no client ID to tell it by, or no access to the hub's Clusters: the chart's Deployment
 
-    def _adoption_post_renderer(self, state, cluster):
+    def _adoption_post_renderer(self, state, cluster, helm):
         """Helm's post-renderer giving the agent Deployment the spec Fleet's adoption deploys (``adoption``), when the
-        hub's Cluster (predefined, or joined before) has its agent Bundle; else none (the chart's Deployment)."""
-        spec = adoption.read_spec(self.module.kube("hub_"), cluster, state["values"]) if cluster else None
+        hub's Cluster (predefined, or joined before) has its agent Bundle; else none (the chart's Deployment). Not
+        with Helm 4, whose post-renderers are plugins only: the adoption then replaces the pod, as before."""
+        if cluster is None or not helm.runs_post_renderer_executables:
+            return ()
+        spec = adoption.read_spec(self.module.kube("hub_"), cluster, state["values"])
         if spec is None:
             return ()
         self.module.hide(*adoption.cluster_env_values(spec))
