@@ -6,8 +6,8 @@
 The old agent keeps checking in while the new token is put in place (the bootstrap Secret, from the hub's token); then,
 right after one of its check-ins when waiting for it shortens the gap (rotation.switch_wait), its credential Secret and
 its pods are deleted together. The Deployment's new pod registers with the token (Fleet grants the new registration and
-deletes the older ones, and with them the old credential) and checks in; the departed pod's Lease is released so the
-new one need not wait a lease duration for it. Success needs a check-in after the switch by an agent holding a
+deletes the older ones, and with them the old credential) and checks in; the old agent's Lease is deleted with its pods
+so the new one takes it at its first try instead of waiting for the holder. Success needs a check-in after the switch by an agent holding a
 credential made after it: the old agent's word does not count."""
 
 from __future__ import absolute_import, division, print_function
@@ -20,11 +20,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils import rotat
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
-from ansible_collections.fleetops.registration.plugins.module_utils.leases import POD
+from ansible_collections.fleetops.registration.plugins.module_utils.leases import LEASE, POD, delete_read_version
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE, AGENT_POD_SELECTOR, AGENT_RELEASE,
+    AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_SECRET, AGENT_LEASE, AGENT_NAMESPACE, AGENT_POD_SELECTOR, AGENT_RELEASE,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import checked_in_since
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary
@@ -66,12 +66,29 @@ class CredentialRotation:
         if waited:
             before = self._next_checkin(find_cluster, before, waited)
         old_credential = member.delete(SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE)
-        for pod in member.list(POD, AGENT_NAMESPACE, label_selector=AGENT_POD_SELECTOR):
+        pods = member.list(POD, AGENT_NAMESPACE, label_selector=AGENT_POD_SELECTOR)
+        released = self._release_lease_of(member, pods)
+        for pod in pods:
             member.delete(POD, pod["metadata"]["name"], AGENT_NAMESPACE)
         old_uid = ((old_credential or {}).get("metadata") or {}).get("uid")
         cluster, lease = self._wait_registered(find_cluster, _last_seen(before), old_uid)
-        return {"cluster": cluster, "released_lease": lease,
+        return {"cluster": cluster, "released_lease": lease or released,
                 "rotation": {"checkin_interval": interval, "waited_for_checkin": bool(waited)}}
+
+    def _release_lease_of(self, member, pods):
+        """Delete the leader Lease of the agent whose ``pods`` are about to be deleted (the version read), so the
+        Deployment's new pod finds none at its first try and takes it at once, not at its next retry (10 s by default)
+        after the departed holder's Lease is released. Fleet's agent re-creates a missing Lease only when it renews
+        (every retry period), and its pod is deleted right after. Best effort, as release_departed_lease; the holder."""
+        if not pods or not self.params.get("release_departed_lease", True):
+            return None
+        try:
+            lease = member.get(LEASE, AGENT_LEASE, AGENT_NAMESPACE)
+            if lease is None or not (lease.get("spec") or {}).get("holderIdentity"):
+                return None
+            return lease["spec"]["holderIdentity"] if delete_read_version(member, lease) else None
+        except FleetOpsError:
+            return None
 
     def _put_bootstrap(self, member, state):
         body = bootstrap_secret(state["values"], bool(state["facts"]["release"]))
