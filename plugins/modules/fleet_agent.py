@@ -203,9 +203,10 @@ options:
         without uninstalling it, so it gets a new hub credential (a rotation, or a credential the hub no longer accepts).
       - The old agent keeps checking in while the new token is put on the member (the bootstrap Secret
         C(fleet-agent-bootstrap)); then, right after one of its check-ins when waiting for it keeps the gap shorter, its
-        credential Secret C(fleet-agent) and its pods are deleted and the Deployment's new pod registers. Fleet's agent
-        registers only once it holds the leader Lease and checks in first 15 s after registering, so one check-in
-        interval of the old agent is replaced by that (see the collection's docs/day2.md).
+        credential Secret C(fleet-agent), its leader Lease and its pods are deleted and the Deployment's new pod registers.
+        Fleet's agent registers only once it holds the leader Lease and checks in first 15 s after registering, so the
+        member goes about 20 s without a check-in (see the collection's docs/day2.md).
+      - Needs C(delete) on Pods in C(cattle-fleet-system) on the member.
       - Needs O(wait) and hub access; succeeds only when the hub saw a check-in after the switch by an agent holding a
         credential made after it. Fleet deletes the older registrations of the client ID, and their credential, when it
         grants the new one.
@@ -239,8 +240,9 @@ options:
       - May not begin with C(-) (Helm would read it as an option) nor hold a password.
 notes:
   - A re-run repairs a member whose release was uninstalled or failed, or whose agent Deployment is gone. A member whose
-    credential Secret was deleted or is refused by the hub needs a new registration (a new token, O(state=absent) then
-    O(state=present)), which the C(member_join) role does when the C(member_info) decision says C(reregister).
+    credential Secret was deleted or is refused by the hub needs a new registration (a new token and
+    O(rotate_credential=true)), which the C(member_join) role does when the C(member_info) decision says C(reregister)
+    or C(rotate).
   - A registered agent keeps its own hub credential and does not re-register when upgraded; the registration token only
     matters for the first registration (and after the credential is removed with C(state=absent)).
 seealso:
