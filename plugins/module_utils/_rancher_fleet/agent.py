@@ -218,8 +218,8 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         silent = stale_problem(hub_view(previous)) if previous else None
-        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, plan.changes or setting["patched"],
-                              dry_run=self.check_mode)
+        rolling = plan.changes or setting["patched"] or bool(self.params.get("rotate_credential"))  # a rotation replaces the pods
+        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode)
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
                       reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
         if self.params.get("rotate_credential") and not self.check_mode:
