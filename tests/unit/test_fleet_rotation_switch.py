@@ -6,7 +6,7 @@ import datetime
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import rotation
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import BOOTSTRAP_KEYS, bootstrap_secret
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import BOOTSTRAP_KEYS, bootstrap_secret, new_credential_checkin
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -69,3 +69,25 @@ def test_the_bootstrap_secret_has_the_charts_keys_and_helms_ownership_only_when_
     assert owned["metadata"]["annotations"]["meta.helm.sh/release-name"] == "fleet-agent"
     plain = bootstrap_secret({"token": "t0k"}, False)
     assert "annotations" not in plain["metadata"] and plain["data"]["apiServerCA"] == ""
+
+
+def cluster_seen(stamp):
+    return {"status": {"agent": {"lastSeen": stamp}}}
+
+
+def credential(uid, created):
+    return {"metadata": {"uid": uid, "creationTimestamp": created}}
+
+
+@pytest.mark.parametrize("cluster,secret,proven", [
+    (cluster_seen("2026-11-26T12:00:20Z"), credential("new", "2026-11-26T12:00:05Z"), True),
+    (cluster_seen("2026-11-26T12:00:05Z"), credential("new", "2026-11-26T12:00:05Z"), True),
+    # the old agent's late check-in, before the new credential existed
+    (cluster_seen("2026-11-26T12:00:01Z"), credential("new", "2026-11-26T12:00:05Z"), False),
+    # the Secret is still the deleted one's (or none was written yet)
+    (cluster_seen("2026-11-26T12:00:20Z"), credential("old", "2026-11-26T11:00:00Z"), False),
+    (cluster_seen("2026-11-26T12:00:20Z"), None, False),
+    ({}, credential("new", "2026-11-26T12:00:05Z"), False),
+])
+def test_only_a_checkin_by_the_agent_holding_a_credential_made_after_the_switch_counts(cluster, secret, proven):
+    assert new_credential_checkin(cluster, secret, "old") is proven

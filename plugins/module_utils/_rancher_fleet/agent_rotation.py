@@ -49,6 +49,14 @@ def bootstrap_secret(values, release_exists):
     return {"metadata": meta, "type": "Opaque", "data": dict((key, b64(str(values.get(key) or ""))) for key in BOOTSTRAP_KEYS)}
 
 
+def new_credential_checkin(cluster, credential, old_uid):
+    """Whether the Cluster's last check-in is no older than the agent's ``credential`` Secret, which is not the one
+    deleted (``old_uid``): a check-in by the agent that registered with the new token. Pure."""
+    meta = (credential or {}).get("metadata") or {}
+    created, seen = parse_time(meta.get("creationTimestamp")), _last_seen(cluster)
+    return bool(meta.get("uid")) and meta.get("uid") != old_uid and None not in (created, seen) and seen >= created
+
+
 class CredentialRotation:
     """The rotate_credential path of AgentRunner (needs ``module``, ``namespace``, ``params``, ``failed_after_change``)."""
 
@@ -110,19 +118,21 @@ class CredentialRotation:
                 return now
         return before
 
-    def _credential_renewed(self, old_uid):
+    def _checked_in_with_new_credential(self, switched_after, old_uid):
+        """Whether a Cluster shows a check-in after the switch that is no older than a credential Secret the agent wrote
+        after it (another uid than the deleted one): the new agent's, not a late one of the old agent."""
         member = self.module.kube()
 
-        def renewed():
-            secret = member.get(SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE)
-            return secret is not None and secret["metadata"].get("uid") != old_uid
-        return renewed
+        def proven(cluster):
+            return checked_in_since(cluster, switched_after) and new_credential_checkin(
+                cluster, member.get(SECRET, AGENT_CREDENTIAL_SECRET, AGENT_NAMESPACE), old_uid)
+        return proven
 
     def _wait_registered(self, find_cluster, switched_after, old_uid):
-        renewed = self._credential_renewed(old_uid)
+        proven = self._checked_in_with_new_credential(switched_after, old_uid)
         poll = LeaseReleasingPoll(find_cluster, self._release_departed_lease, enabled=self.params.get("release_departed_lease", True))
         try:
-            cluster = self.module.waiter.until(poll, lambda c: checked_in_since(c, switched_after) and renewed(),
+            cluster = self.module.waiter.until(poll, proven,
                                                find_cluster.description + " with a credential made after the rotation began",
                                                "wait_timeout: the agent lost its old credential and has not registered with "
                                                "the new token; look at its logs (kubectl -n cattle-fleet-system logs -l app=fleet-agent)")
