@@ -6,7 +6,9 @@ import datetime
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import rotation
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import BOOTSTRAP_KEYS, bootstrap_secret, new_credential_checkin
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import (
+    BOOTSTRAP_KEYS, bootstrap_secret, new_credential_checkin,
+)
 
 NOW = datetime.datetime(2026, 11, 26, 12, 0, 0, tzinfo=datetime.timezone.utc)
 
