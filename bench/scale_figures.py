@@ -33,7 +33,7 @@ TARGETS = {
     'hub_relabel_100_seconds': ('<=', 4.0),
     'hub_1000_seconds': ('<=', 60.0),
     'lab_12_members_gib': ('<=', 8.0),
-    'rotation_gap_intervals': ('<=', 1.0),
+    'rotation_gap_intervals': ('<=', 1.5),  # Fleet's agent needs ~20 s from a stop to its first check-in (docs/performance.md)
     'rerun_50ms_vs_loopback': ('<=', 1.5),
     'sliced_runs_ok': ('==', True),
 }

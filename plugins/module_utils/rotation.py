@@ -15,7 +15,8 @@ import datetime
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_duration, utcnow
 
 RENEW_AFTER = 0.5   # of its lifetime: a re-run issues a new credential (member_info: action rotate)
 WARN_AFTER = 0.75   # of its lifetime: member_info warns that the renewal is overdue
@@ -87,3 +88,48 @@ def _span(delta):
     if seconds >= 7200:
         return "%dh" % (seconds // 3600)
     return "%dm" % max(seconds // 60, 1)
+
+
+# -- Rancher Fleet: re-registering an agent in place -------------------------------------------------------------------
+#
+# Fleet's agent registers only after it holds its leader Lease (internal/cmd/agent/root.go: OnStartedLeading runs the
+# registration), and it reads its credential once, at start. So two agents never overlap: the old one must stop before
+# the new one can register, and the new one checks in first ClusterRegisterDelay (15 s) after its registration. What the
+# collection can do is everything else: have the new token ready on the member before the old agent stops, switch right
+# after the old agent's check-in, release the departed agent's Lease at once, and never uninstall the agent.
+
+FLEET_DEFAULT_CHECKIN_INTERVAL = 900.0  # s; Fleet's agent without CHECKIN_INTERVAL (durations.DefaultClusterCheckInterval)
+# s from the old agent's stop to the new agent's first check-in: Fleet's ClusterRegisterDelay (15 s) plus the Lease,
+# the registration (the agent polls for its granted Secret every 2 s) and the start of its controllers.
+FLEET_RESTART_SECONDS = 20.0
+
+
+def fleet_checkin_interval(deployment):
+    """The check-in interval (seconds) of the Fleet agent ``deployment`` runs: its container's ``CHECKIN_INTERVAL``
+    (Fleet sets it on the agent it manages), else Fleet's default. Pure."""
+    containers = ((((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    for container in containers:
+        for env in container.get("env") or []:
+            if env.get("name") == "CHECKIN_INTERVAL" and env.get("value"):
+                try:
+                    seconds = parse_duration(env["value"], "CHECKIN_INTERVAL")
+                except ParameterError:
+                    return FLEET_DEFAULT_CHECKIN_INTERVAL
+                return seconds if seconds > 0 else FLEET_DEFAULT_CHECKIN_INTERVAL
+    return FLEET_DEFAULT_CHECKIN_INTERVAL
+
+
+def switch_wait(last_seen, interval, now=None, restart=FLEET_RESTART_SECONDS):
+    """Seconds to wait for the old agent's next check-in before it is replaced (0: replace it now). Pure.
+
+    Replacing it now leaves the Cluster without a check-in from ``last_seen`` until ``restart`` after now. When that
+    is more than one ``interval`` and the old agent's next check-in is still to come (it checked in within the last
+    interval, so its credential works), waiting for that check-in shortens the gap to ``restart``; the wait is at most
+    until that check-in is due, plus a few seconds for a slow one. An agent that is silent is replaced at once."""
+    if last_seen is None or not interval:
+        return 0.0
+    now = now or utcnow()
+    since = (now - last_seen).total_seconds()
+    if since < 0 or since > interval or since + restart <= interval:
+        return 0.0
+    return interval - since + min(5.0, interval / 3)

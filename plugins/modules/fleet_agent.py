@@ -206,6 +206,23 @@ options:
         change replaces (annotation C(fleetops.io/agent-fields-before)); they are written back when they lead to these,
         nothing changes when the Cluster still has them, and the module fails naming the fix when neither holds.
     type: dict
+  rotate_credential:
+    description:
+      - With O(state=present), register the running agent again with the token of O(token_name) (or O(values_file))
+        without uninstalling it, so it gets a new hub credential (a rotation, or a credential the hub no longer accepts).
+      - The old agent keeps checking in while the new token is put on the member (the bootstrap Secret
+        C(fleet-agent-bootstrap)); then, right after one of its check-ins when waiting for it keeps the gap shorter, its
+        credential Secret C(fleet-agent), its leader Lease and its pods are deleted and the Deployment's new pod registers.
+        Fleet's agent registers only once it holds the leader Lease and checks in first 15 s after registering, so the
+        member goes about 20 s without a check-in (see the collection's docs/day2.md).
+      - Needs C(delete) on Pods in C(cattle-fleet-system) on the member.
+      - Needs O(wait) and hub access; succeeds only when the hub saw a check-in after the switch by an agent holding a
+        credential made after it. Fleet deletes the older registrations of the client ID, and their credential, when it
+        grants the new one.
+      - While Fleet manages the agent (its release C(fleet-agent-<cluster>)), Helm is not run; otherwise the release is
+        upgraded with the new token's values first.
+    type: bool
+    default: false
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
@@ -232,8 +249,9 @@ options:
       - May not begin with C(-) (Helm would read it as an option) nor hold a password.
 notes:
   - A re-run repairs a member whose release was uninstalled or failed, or whose agent Deployment is gone. A member whose
-    credential Secret was deleted or is refused by the hub needs a new registration (a new token, O(state=absent) then
-    O(state=present)), which the C(member_join) role does when the C(member_info) decision says C(reregister).
+    credential Secret was deleted or is refused by the hub needs a new registration (a new token and
+    O(rotate_credential=true)), which the C(member_join) role does when the C(member_info) decision says C(reregister)
+    or C(rotate).
   - A registered agent keeps its own hub credential and does not re-register when upgraded; the registration token only
     matters for the first registration (and after the credential is removed with C(state=absent)).
 seealso:
@@ -333,6 +351,12 @@ preflight_user:
   returned: when the preflight ran and the hub told
   type: str
   sample: system:serviceaccount:clusters:import-token-x
+rotation:
+  description: With O(rotate_credential), the agent's check-in interval (seconds) the switch was timed by and whether it
+    waited for the old agent's next check-in.
+  returned: when rotate_credential is true and the agent registered again
+  type: dict
+  sample: {"checkin_interval": 15.0, "waited_for_checkin": true}
 removed_namespace:
   description: Whether the namespace C(cattle-fleet-system) was (or in check mode would be) deleted.
   returned: when state is absent
@@ -417,6 +441,7 @@ def argument_spec():
         keep_failed_install=dict(type="bool", default=False),
         release_departed_lease=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
+        rotate_credential=dict(type="bool", default=False),
         workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         rollback_to_revision=dict(type="int"),
         previous_agent_fields=dict(type="dict"),

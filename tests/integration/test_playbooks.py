@@ -360,6 +360,27 @@ def rotate_credentials(lab, hub, member, tmp_path):
     assert hub_answer(lab, new_token) == 201 and hub_answer(lab, new_credential) == 201
     assert watch.samples and all(s["joined"] == "True" and s["cluster"] for s in watch.samples), watch.samples
     assert len(set(s["heartbeat"] for s in watch.samples)) > 1 and len(set(s["last_seen"] for s in watch.samples)) > 1, watch.samples
+    # No check-in missed: the Fleet agent is registered again in place, switched right after a check-in, so the longest
+    # time between two check-ins (the agents' own timestamps, sampled every second; not wall times of the run) stays
+    # near Fleet's restart (ClusterRegisterDelay 15 s + the registration). An uninstall and install took ~4 intervals.
+    interval = fleet_checkin_interval(hub)
+    assert longest_gap(s["last_seen"] for s in watch.samples) <= 2 * interval, (interval, watch.samples)
+    period = hub.member_cluster(member)["spec"].get("heartbeatPeriodSeconds") or 60
+    assert longest_gap(s["heartbeat"] for s in watch.samples) <= 2 * period, (period, watch.samples)
+
+
+def fleet_checkin_interval(hub):
+    """The lab hub's agentCheckinInterval in seconds (ConfigMap fleet-controller; the lab sets seconds, e.g. 15s)."""
+    config = json.loads(hub.core.read_namespaced_config_map("fleet-controller", "cattle-fleet-system").data["config"])
+    text = config["agentCheckinInterval"]
+    assert re.fullmatch(r"\d+s", text), "the lab's agentCheckinInterval %r is not in seconds" % text
+    return int(text[:-1])
+
+
+def longest_gap(stamps):
+    """The longest time in seconds between consecutive distinct RFC 3339 timestamps (None ignored)."""
+    seen = sorted(set(datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ") for t in stamps if t))
+    return max((later - earlier).total_seconds() for earlier, later in zip(seen, seen[1:]))
 
 
 AGENT_TOLERATION = {"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}

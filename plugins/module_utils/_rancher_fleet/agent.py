@@ -23,6 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import adoption, cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import ManagedAgentRollback
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import REGISTERED, CredentialRotation
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
@@ -54,7 +55,7 @@ def _source(source):
     return "parameter" if source in (hub_endpoint.URL, hub_endpoint.CA) else source
 
 
-class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
+class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotation, Runner):
     """fleet_agent."""
 
     def __init__(self, module):
@@ -159,7 +160,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         plan = plan_agent(release, chart_name, chart_version, values, health)
         if self.predicted and plan.action == ReleasePlan.NONE:
             plan = ReleasePlan(ReleasePlan.UPGRADE, ["values would come from a token that check mode did not create"])
-        if plan.changes and facts["adopted"] and facts["deployment"] is not None:
+        if plan.changes and facts["adopted"] and facts["deployment"] is not None and self.params.get("rotate_credential"):
+            plan = ReleasePlan(ReleasePlan.NONE)  # the new token goes into the bootstrap Secret (agent_rotation.py)
+        elif plan.changes and facts["adopted"] and facts["deployment"] is not None:
             # Fleet (manageAgent, its default) has adopted the agent as its own release: upgrades are Fleet's job now,
             # and a Helm upgrade of fleet-agent would fight it over the objects' ownership. Only while that agent runs:
             # with its Deployment gone (e.g. fleet-agent uninstalled, which removes the objects both releases name),
@@ -217,12 +220,16 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, Runner):
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         silent = stale_problem(hub_view(previous)) if previous else None
-        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, plan.changes or setting["patched"],
-                              dry_run=self.check_mode)
+        rolling = plan.changes or setting["patched"] or bool(self.params.get("rotate_credential"))  # a rotation replaces the pods
+        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode)
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
                       fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
-        if find_cluster is not None:
+        if self.params.get("rotate_credential") and not self.check_mode:
+            result.update(self.rotate_registration(state, find_cluster), changed=True, reasons=result["reasons"] + [REGISTERED])
+        elif self.params.get("rotate_credential"):
+            result.update(changed=True, reasons=result["reasons"] + [REGISTERED])
+        elif find_cluster is not None:
             # The previous agent's check-in must not count as the new one's (a re-registration would look done).
             seen_before = parse_time((((previous or {}).get("status") or {}).get("agent") or {}).get("lastSeen")) \
                 if plan.changes or repair else None
