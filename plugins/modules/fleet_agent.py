@@ -215,6 +215,9 @@ options:
         credential Secret C(fleet-agent), its leader Lease and its pods are deleted and the Deployment's new pod registers.
         Fleet's agent registers only once it holds the leader Lease and checks in first 15 s after registering, so the
         member goes about 20 s without a check-in (see the collection's docs/day2.md).
+      - Only when the agent's credential is for the hub of the new token and the release that installed it gave it the
+        client ID the new registration uses; the agent reads its client ID only when it is installed. Otherwise (a move
+        to another hub, another client ID) the agent is uninstalled and installed again, as at a first join.
       - Needs C(delete) on Pods in C(cattle-fleet-system) on the member.
       - Needs O(wait) and hub access; succeeds only when the hub saw a check-in after the switch by an agent holding a
         credential made after it. Fleet deletes the older registrations of the client ID, and their credential, when it

@@ -6,6 +6,7 @@ import datetime
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import rotation
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_rotation
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import (
     BOOTSTRAP_KEYS, bootstrap_secret, new_credential_checkin,
 )
@@ -93,3 +94,23 @@ def credential(uid, created):
 ])
 def test_only_a_checkin_by_the_agent_holding_a_credential_made_after_the_switch_counts(cluster, secret, proven):
     assert new_credential_checkin(cluster, secret, "old") is proven
+
+
+def _credential_for(server):
+    kubeconfig = "clusters:\n- cluster: {server: %s}\n  name: c\nusers:\n- user: {token: t}\n  name: u\n" \
+                 "contexts:\n- context: {cluster: c, user: u}\n  name: x\ncurrent-context: x\n" % server
+    return {"data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()}}
+
+
+@pytest.mark.parametrize("server, installed_id, new_id, in_place", [
+    ("https://hub:6443", "abc", "abc", True),
+    ("https://hub2:6443", "abc", "abc", False),   # a move: the token is another hub's
+    ("https://hub:6443", "abc", "new", False),    # another client ID: the agent reads it only when installed
+    ("https://hub:6443", None, None, False),
+])
+def test_an_agent_registers_again_in_place_only_for_its_own_hub_and_client_id(server, installed_id, new_id, in_place):
+    facts = {"deployment": {}, "credential": _credential_for(server), "release": {"values": {"clientID": installed_id}}}
+    values = {"apiServerURL": "https://hub:6443", "clientID": new_id}
+    assert agent_rotation.registers_in_place(facts, values) is in_place
+    assert not agent_rotation.registers_in_place(dict(facts, deployment=None), values)
+    assert not agent_rotation.registers_in_place(dict(facts, credential=None), values)

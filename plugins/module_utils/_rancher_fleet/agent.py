@@ -23,7 +23,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import adoption, cluster_namespace
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import ManagedAgentRollback
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import REGISTERED, CredentialRotation
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import (
+    REGISTERED, REINSTALLED, CredentialRotation, registers_in_place,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
@@ -160,7 +162,12 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         plan = plan_agent(release, chart_name, chart_version, values, health)
         if self.predicted and plan.action == ReleasePlan.NONE:
             plan = ReleasePlan(ReleasePlan.UPGRADE, ["values would come from a token that check mode did not create"])
-        if plan.changes and facts["adopted"] and facts["deployment"] is not None and self.params.get("rotate_credential"):
+        rotating = bool(self.params.get("rotate_credential")) and registers_in_place(facts, values)
+        reinstall = bool(self.params.get("rotate_credential")) and not rotating and \
+            bool(facts["release"] or facts["adopted"] or facts["credential"] is not None)
+        if reinstall:
+            plan = ReleasePlan(ReleasePlan.INSTALL, ["the new registration names another hub or client ID than the agent's"])
+        elif plan.changes and facts["adopted"] and facts["deployment"] is not None and rotating:
             plan = ReleasePlan(ReleasePlan.NONE)  # the new token goes into the bootstrap Secret (agent_rotation.py)
         elif plan.changes and facts["adopted"] and facts["deployment"] is not None:
             # Fleet (manageAgent, its default) has adopted the agent as its own release: upgrades are Fleet's job now,
@@ -172,7 +179,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
                       % (facts["adopted"][0], ", ".join(plan.reasons)))
             plan = ReleasePlan(ReleasePlan.NONE)
         return {"chart": chart, "chart_version": chart_version, "values": values, "sources": sources, "facts": facts,
-                "release": release, "plan": plan}
+                "release": release, "plan": plan, "rotating": rotating, "reinstall": reinstall}
 
     # -- rollback_to_revision (AgentFlow.rollback) -------------------------------------------------
 
@@ -206,6 +213,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
 
     def present(self):
         state = self.plan()
+        if state["reinstall"] and not self.check_mode:
+            self.remove_for_new_registration(state["facts"])
+            state = dict(self.plan(), reinstalled=True)
         plan = state["plan"]
         if plan.changes and self.params.get("preflight") and not self.predicted:
             state["hub_user"] = preflight(state["values"], state["sources"],
@@ -220,14 +230,16 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         silent = stale_problem(hub_view(previous)) if previous else None
-        rolling = plan.changes or setting["patched"] or bool(self.params.get("rotate_credential"))  # a rotation replaces the pods
+        rolling = plan.changes or setting["patched"] or state["rotating"]  # a rotation replaces the pods
         repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode)
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
                       fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
-        if self.params.get("rotate_credential") and not self.check_mode:
+        if state.get("reinstalled"):
+            result.update(changed=True, reasons=[REINSTALLED] + result["reasons"])
+        if state["rotating"] and not self.check_mode:
             result.update(self.rotate_registration(state, find_cluster), changed=True, reasons=result["reasons"] + [REGISTERED])
-        elif self.params.get("rotate_credential"):
+        elif state["rotating"]:
             result.update(changed=True, reasons=result["reasons"] + [REGISTERED])
         elif find_cluster is not None:
             # The previous agent's check-in must not count as the new one's (a re-registration would look done).

@@ -26,12 +26,15 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_SECRET, AGENT_LEASE, AGENT_NAMESPACE, AGENT_POD_SELECTOR, AGENT_RELEASE,
 )
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import credential_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import checked_in_since
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary
 
 # The keys of the fleet-agent chart's bootstrap Secret (charts/fleet-agent/templates/secret.yaml), from the chart values.
 BOOTSTRAP_KEYS = ("systemRegistrationNamespace", "clusterNamespace", "token", "tokenName", "apiServerURL", "apiServerCA")
 REGISTERED = "the agent registered again with the new token without being uninstalled (its credential was rotated)"
+REINSTALLED = ("the agent was uninstalled and installed again: the new registration names another hub or client ID, "
+               "which an agent reads only when it is installed")
 POLL_SECONDS = 0.5
 
 
@@ -49,6 +52,17 @@ def bootstrap_secret(values, release_exists):
     return {"metadata": meta, "type": "Opaque", "data": dict((key, b64(str(values.get(key) or ""))) for key in BOOTSTRAP_KEYS)}
 
 
+def registers_in_place(facts, values):
+    """Whether the running agent can register again with the new token where it runs (pure): its credential is for the
+    hub the new ``values`` name, and the release that installed it gave it their client ID. The agent reads its client
+    ID once, from what installed it; a new token alone would register it with another hub, or under another client ID,
+    as a Cluster of Fleet's own naming. Otherwise (a move to another hub, a new client ID) it is installed afresh."""
+    endpoint = credential_endpoint(facts.get("credential"))
+    installed = (facts.get("release") or {}).get("values") or {}
+    return facts.get("deployment") is not None and endpoint is not None and endpoint[0] == values.get("apiServerURL") \
+        and bool(values.get("clientID")) and installed.get("clientID") == values.get("clientID")
+
+
 def new_credential_checkin(cluster, credential, old_uid):
     """Whether the Cluster's last check-in is no older than the agent's ``credential`` Secret, which is not the one
     deleted (``old_uid``): a check-in by the agent that registered with the new token. Pure."""
@@ -59,6 +73,15 @@ def new_credential_checkin(cluster, credential, old_uid):
 
 class CredentialRotation:
     """The rotate_credential path of AgentRunner (needs ``module``, ``namespace``, ``params``, ``failed_after_change``)."""
+
+    def remove_for_new_registration(self, facts):
+        """Uninstall the agent (its releases and its credential) so that it is installed afresh, as at a first join: the
+        new registration names another hub or client ID (``registers_in_place``). The namespace stays for the install."""
+        helm = self.module.helm()
+        for name in ([self.release] if facts["release"] else []) + facts["adopted"]:
+            helm.uninstall(name, self.namespace)
+        if facts["credential"] is not None:
+            self.module.kube().delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace)
 
     def rotate_registration(self, state, find_cluster):
         """``{cluster, released_lease, rotation}`` after the agent registered again with the token of ``state``."""
