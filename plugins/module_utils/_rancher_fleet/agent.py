@@ -213,9 +213,16 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
 
     def present(self):
         state = self.plan()
-        if state["reinstall"] and not self.check_mode:
-            self.remove_for_new_registration(state["facts"])
-            state = dict(self.plan(), reinstalled=True)
+        if not state["reinstall"] or self.check_mode:
+            return self._present(state)
+        self.remove_for_new_registration(state["facts"])
+        try:
+            return self._present(dict(self.plan(), reinstalled=True))
+        except FleetOpsError as exc:
+            raise self.changed_before_failure(exc, "uninstalled the agent to install it afresh for the new registration "
+                                                   "(a re-run installs it)")
+
+    def _present(self, state):
         plan = state["plan"]
         if plan.changes and self.params.get("preflight") and not self.predicted:
             state["hub_user"] = preflight(state["values"], state["sources"],
