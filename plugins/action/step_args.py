@@ -7,6 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins import action as ansible_action
 from ansible.plugins.action import ActionBase
 
@@ -19,11 +23,51 @@ from ansible_collections.fleetops.registration.plugins.plugin_utils import role_
 _ARGUMENT_SPEC = dict(
     role=dict(type="str", required=True, choices=sorted(role_wiring.SETTINGS)),
     entry=dict(type="str", choices=["main", "rollback"], default="main"),
-    states=dict(type="dict"),
     served=dict(type="list", elements="str"),
     set_facts=dict(type="bool", default=False),
-    locks=dict(type="dict", default={}),
+    states_from=dict(type="str"),
+    locks_from=dict(type="str"),
 )
+# The batch's read and the lock's result: the states of every member of the batch, checked for their type here rather
+# than by ansible's argument validation, which deep-copies them for every member (most of this task's time at 12).
+_BATCH_ARGS = ("states", "locks")
+
+
+def validated_args(given):
+    """The task's arguments: the small ones through ansible's validation, the batch's states by their type only."""
+    checked = ArgumentSpecValidator(_ARGUMENT_SPEC).validate(
+        dict((k, v) for k, v in given.items() if k not in _BATCH_ARGS))
+    problems = [str(error) for error in checked.errors]
+    args = dict(checked.validated_parameters)
+    for name in _BATCH_ARGS:
+        value = given.get(name)
+        if value is not None and not isinstance(value, Mapping):
+            problems.append("%s must be a dict (the registered result of the member_info or member_lock task), not %s"
+                            % (name, type(value).__name__))
+        args[name] = value
+        if value is not None and args["%s_from" % name]:
+            problems.append("%s and %s_from are mutually exclusive: give one" % (name, name))
+    if problems:
+        raise AnsibleActionFail("Invalid arguments of step_args: %s" % "; ".join(problems))
+    args["locks"] = args["locks"] or {}
+    return args
+
+
+def batch_results(args, task_vars):
+    """The batch's states and the lock's result: given, or read from the variables states_from and locks_from name
+    as they are stored (the registered results of member_info and member_lock)."""
+    states, locks = args["states"], args["locks"]
+    if args["states_from"]:
+        read = task_vars.get(args["states_from"])
+        if not isinstance(read, Mapping) or not isinstance(read.get("members"), Mapping):
+            raise AnsibleActionFail("states_from: %s is not a registered member_info result with members; name the "
+                                    "variable its task registers" % args["states_from"])
+        states = read["members"]
+    if args["locks_from"]:
+        locks = task_vars.get(args["locks_from"]) or {}
+        if not isinstance(locks, Mapping):
+            raise AnsibleActionFail("locks_from: %s is not a registered member_lock result" % args["locks_from"])
+    return states, locks
 
 
 def after_locks(states, locks):
@@ -57,7 +101,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        dummy, args = self.validate_argument_spec(argument_spec=_ARGUMENT_SPEC)
+        args = validated_args(self._task.args)
         role = args["role"]
         found = role_wiring.settings(role, self._getter(task_vars), self._hub_getter(task_vars), backend_request,
                                      served=args.get("served"))
@@ -70,7 +114,7 @@ class ActionModule(ActionBase):
         request = "member_info" if role == "member_join" else "member_lock"
         result["request"] = role_wiring.module_args({request: role_wiring.MODULE_ARGS[role][request]}, found)[request]
         state = None
-        states, locked = after_locks(args["states"], args["locks"])
+        states, locked = after_locks(*batch_results(args, task_vars))
         if states is not None:
             state = states.get(found["cluster_name"]) or {}
             found = role_wiring.with_state(role, found, state)
@@ -121,10 +165,13 @@ class ActionModule(ActionBase):
     @staticmethod
     def _hub_getter(task_vars):
         hostvars = task_vars.get("hostvars") or {}
+        read = {}  # hostvars[host] works out all of the host's variables again on every access
 
         def hub_get(host, name):
             if host not in hostvars:
                 return role_wiring.MISSING
-            variables = hostvars[host]
+            if host not in read:
+                read[host] = hostvars[host]
+            variables = read[host]
             return variables[name] if name in variables else role_wiring.MISSING
         return hub_get

@@ -43,6 +43,13 @@ options:
       - What member_info (or the lock, which reads a member again) returned for each member of the batch, by name.
       - Given, the result also has the steps' module arguments, read from this member's state.
     type: dict
+  states_from:
+    description:
+      - The name of the variable holding this play batch's registered C(member_info) result, whose C(members) are then
+        O(states).
+      - Read as it is stored rather than templated for every member as O(states) would be (a batch's states are large:
+        templating them again for each host took most of this task's time).
+    type: str
   served:
     description: The fleet managers the hub serves (for a member that names none; C(member_leave)).
     type: list
@@ -61,6 +68,10 @@ options:
         lock) replace O(states); while it C(locked) any member, no member is RV(done).
     type: dict
     default: {}
+  locks_from:
+    description: The name of the variable holding this run's registered C(member_lock) result, read like O(states_from);
+      it is then O(locks).
+    type: str
 '''
 
 EXAMPLES = r'''

@@ -213,6 +213,40 @@ def test_the_states_read_again_under_the_lock_replace_the_batch_s_and_a_skipped_
     assert after_locks(None, {}) == (None, [])
 
 
+def test_step_args_checks_its_small_arguments_and_takes_the_batch_states_as_they_are():
+    from ansible.errors import AnsibleActionFail
+    from ansible_collections.fleetops.registration.plugins.action.step_args import validated_args
+    states = {"edge-1": _state()}
+    args = validated_args({"role": "member_join", "states": states, "set_facts": "yes"})
+    assert args["states"] is states  # not a copy per member: the batch's states are read, never changed
+    assert args["set_facts"] is True and args["entry"] == "main" and args["locks"] == {}
+    assert validated_args({"role": "member_leave"})["states"] is None
+    with pytest.raises(AnsibleActionFail, match="states must be a dict"):
+        validated_args({"role": "member_join", "states": ["edge-1"]})
+    with pytest.raises(AnsibleActionFail, match="role"):
+        validated_args({"role": "member_joins"})
+    with pytest.raises(AnsibleActionFail, match="lock_states"):
+        validated_args({"role": "member_join", "lock_states": {}})
+    with pytest.raises(AnsibleActionFail, match="mutually exclusive"):
+        validated_args({"role": "member_join", "states": states, "states_from": "member_join__batch"})
+
+
+def test_step_args_reads_the_batch_states_and_the_lock_from_the_variables_named_as_they_are_stored():
+    from ansible.errors import AnsibleActionFail
+    from ansible_collections.fleetops.registration.plugins.action.step_args import batch_results, validated_args
+    states = {"edge-1": _state()}
+    skipped = {"changed": False, "skipped": True, "false_condition": "not ansible_check_mode"}
+    task_vars = {"member_join__batch": {"changed": False, "members": states}, "member_join__locks": skipped}
+    args = validated_args({"role": "member_join", "states_from": "member_join__batch", "locks_from": "member_join__locks"})
+    read, locks = batch_results(args, task_vars)
+    assert read is states and locks is skipped
+    assert batch_results(validated_args({"role": "member_join", "states": states}), {}) == (states, {})
+    with pytest.raises(AnsibleActionFail, match="states_from: member_join__batchs is not a registered member_info"):
+        batch_results(validated_args({"role": "member_join", "states_from": "member_join__batchs"}), task_vars)
+    with pytest.raises(AnsibleActionFail, match="locks_from: x is not a registered member_lock"):
+        batch_results(validated_args({"role": "member_join", "states": states, "locks_from": "x"}), {"x": ["a"]})
+
+
 def test_a_done_member_gets_its_releases_and_summary_the_others_their_releases_only():
     from ansible_collections.fleetops.registration.plugins.action.step_args import join_facts
     done = join_facts(_state(), {}, False, True)
