@@ -47,8 +47,8 @@ options:
     description:
       - The name of the variable holding this play batch's registered C(member_info) result, whose C(members) are then
         O(states).
-      - Read as it is stored rather than templated for every member as O(states) would be (a batch's states are large:
-        templating them again for each host took most of this task's time).
+      - Read as it is stored rather than templated for every member as O(states) would be; a batch's states are large,
+        and templating them again for each host took most of this task's time.
     type: str
   served:
     description: The fleet managers the hub serves (for a member that names none; C(member_leave)).
@@ -69,8 +69,9 @@ options:
     type: dict
     default: {}
   locks_from:
-    description: The name of the variable holding this run's registered C(member_lock) result, read like O(states_from);
-      it is then O(locks).
+    description:
+      - The name of the variable holding this run's registered C(member_lock) result, read like O(states_from); it is
+        then O(locks).
     type: str
 '''
 
