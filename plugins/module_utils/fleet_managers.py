@@ -39,19 +39,26 @@ __all__ = ["ACTIONS", "STEPS", "STEP_NAMES", "MemberState", "FleetManager", "obj
 # (KubeFleet: a new token in a rotation; Rancher Fleet: a registration token), removing the agent's credential so it
 # registers again (Rancher Fleet: one the hub no longer accepts, or one a rotation replaces), the agent itself, and
 # revoking the credential a rotation replaced once the agent has checked in with the new one (KubeFleet; Fleet deletes
-# the old registration itself when it grants the new one).
-STEP_NAMES = ("member_object", "identity", "reset_credential", "agent", "revoke_previous")
+# the old registration itself when it grants the new one). ``new_token``: the identity issues a new token (KubeFleet);
+# ``revoke_at_once``: it revokes the identity's older tokens right away, as no agent of the member holds one.
+STEP_NAMES = ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous", "revoke_at_once")
 STEPS = {
     "none": (),
     "relabel": ("member_object",),
     "reconfigure": ("member_object", "agent"),
-    "rotate": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
+    "rotate": ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous"),
     "upgrade": ("member_object", "agent"),
     "install": ("member_object", "agent"),
     # KubeFleet: a new token too (the old one may have expired or leaked), the old one revoked after the heartbeat.
-    "reregister": ("member_object", "identity", "reset_credential", "agent", "revoke_previous"),
+    "reregister": ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous"),
     "join": ("member_object", "identity", "agent"),
 }
+# A join whose only re-registration finding is that the member holds no credential at all (that finding's cause, per
+# manager) gives it one with the join's own steps: nothing on the member to reset, no agent of it to keep joined until
+# a new token works. KubeFleet still issues a new token and revokes the identity's older ones at once (a token an
+# earlier join left on the hub is held by no agent of this member); Fleet's registration token is new in every join.
+FIRST_CREDENTIAL = {"kubefleet": ("credential_missing", ("new_token", "revoke_at_once")),
+                    "rancher_fleet": ("bootstrap_missing", ())}
 
 
 class MemberState:
@@ -99,10 +106,15 @@ class MemberState:
     @property
     def steps(self) -> Tuple[str, ...]:
         """The steps of the action; a join whose agent must register again too (registered with another hub: a move
-        to a new hub, playbook move_hub) takes the re-registration's steps as well."""
-        if self.action == "join" and any(item.get("action") == "reregister" for item in self.findings):
-            return tuple(dict.fromkeys(STEPS["join"] + STEPS["reregister"]))
-        return STEPS[self.action]
+        to a new hub, playbook move_hub) takes the re-registration's steps as well, unless all the member lacks is a
+        first credential (FIRST_CREDENTIAL)."""
+        again = set(item.get("cause") for item in self.findings if item.get("action") == "reregister")
+        if self.action != "join" or not again:
+            return STEPS[self.action]
+        cause, first_credential_steps = FIRST_CREDENTIAL.get(self.manager, (None, ()))
+        if again == {cause}:
+            return STEPS["join"] + first_credential_steps
+        return tuple(dict.fromkeys(STEPS["join"] + STEPS["reregister"]))
 
 
 def object_key(obj: Optional[View]) -> str:

@@ -28,10 +28,15 @@ def test_a_member_the_hub_does_not_know_needs_a_join_in_both_managers(lab_contro
         state = result["managers"][manager]
         assert state["hub"] is None and state["reasons"] and name in " ".join(state["reasons"])
         # An agent another test left registered on member2 under its own name must register again as the new member
-        # (a join with a re-registration finding takes its steps too); on a member without one, nothing is reset.
-        again = any(item.get("action") == "reregister" for item in state["findings"])
-        assert state["steps"] == {"member_object": True, "identity": True, "reset_credential": again, "agent": True,
-                                  "revoke_previous": again}
+        # (a join with a re-registration finding takes its steps too); on a member without one, nothing is reset and
+        # KubeFleet's new token replaces the identity's older ones at once.
+        causes = set(item["cause"] for item in state["findings"] if item["action"] == "reregister")
+        first = {"rancher_fleet": "bootstrap_missing", "kubefleet": "credential_missing"}[manager]
+        again = bool(causes - {first})
+        at_once = manager == "kubefleet" and causes == {first}
+        assert state["steps"] == {"member_object": True, "identity": True, "new_token": again or at_once,
+                                  "reset_credential": again, "agent": True, "revoke_previous": again,
+                                  "revoke_at_once": at_once}
         assert state["diagnosis"][0]["cause"] == "not_member" and state["diagnosis"][0]["fix"].endswith("(action join).")
     assert result["labels"] == {"env": "lab"} and len(result["run_id"]) == 10
     # The same answer in check mode: it only reads.

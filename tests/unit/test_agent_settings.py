@@ -232,5 +232,6 @@ def test_a_fleet_member_whose_cluster_or_agent_drifted_needs_reconfigure():
     bare = RANCHER_FLEET.decide("edge", RANCHER_FLEET.hub_view(dict(cluster, spec={"clientID": "c"})), member, wanted)
     assert bare.action == "reconfigure" and bare.reasons == ["the Cluster's agentTolerations differs from the agent setting"]
     assert RANCHER_FLEET.decide("edge", hub, member, {"stale_after": 0}).action == "none"  # no setting: nothing is compared
-    assert copy.deepcopy(bare.as_dict())["steps"] == {"member_object": True, "identity": False, "reset_credential": False,
-                                                      "agent": True, "revoke_previous": False}
+    assert copy.deepcopy(bare.as_dict())["steps"] == {"member_object": True, "identity": False, "new_token": False,
+                                                      "reset_credential": False, "agent": True, "revoke_previous": False,
+                                                      "revoke_at_once": False}

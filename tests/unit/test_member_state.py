@@ -54,14 +54,46 @@ def test_desired_state_per_manager():
     ("upgrade", ["agent", "member_object"]),
     ("install", ["agent", "member_object"]),
     ("join", ["agent", "identity", "member_object"]),
-    ("reregister", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
-    ("rotate", ["agent", "identity", "member_object", "reset_credential", "revoke_previous"]),
+    ("reregister", ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]),
+    ("rotate", ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]),
     ("reconfigure", ["agent", "member_object"]),
 ])
 def test_each_action_names_the_join_steps_it_needs(action, steps):
     state = MemberState("kubefleet", "edge-07", {}, {}, action, ["why"]).as_dict()
     assert sorted(step for step, needed in state["steps"].items() if needed) == steps
     assert state["healthy"] is (action in ("none", "relabel", "reconfigure", "rotate"))
+
+
+def _needed(state):
+    return sorted(step for step, needed in state.as_dict()["steps"].items() if needed)
+
+
+def _finding(cause, action):
+    return {"cause": cause, "evidence": cause, "action": action, "fix": ""}
+
+
+def test_a_join_of_a_member_holding_no_credential_gives_it_one_without_a_re_registration():
+    not_member = _finding("not_member", "join")
+    fresh = MemberState.judged("kubefleet", "edge-07", None, {}, [not_member, _finding("credential_missing", "reregister")])
+    assert fresh.action == "join"
+    # No agent holds a token of the identity: the new one is issued and the older ones revoked at once, not after a
+    # heartbeat, and nothing on the member is reset.
+    assert _needed(fresh) == ["agent", "identity", "member_object", "new_token", "revoke_at_once"]
+    fleet = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("bootstrap_missing", "reregister")])
+    assert _needed(fleet) == ["agent", "identity", "member_object"]
+    # Rancher Fleet's credential_missing leaves a bootstrap Secret behind: the agent is made to register again.
+    stuck = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("credential_missing", "reregister")])
+    assert "reset_credential" in _needed(stuck)
+
+
+def test_a_join_of_a_member_whose_agent_holds_a_credential_registers_it_again():
+    not_member = _finding("not_member", "join")
+    for findings in ([not_member, _finding("credential_rejected", "reregister")],
+                     [not_member, _finding("credential_missing", "reregister"), _finding("cluster_replaced", "reregister")]):
+        moved = MemberState.judged("kubefleet", "edge-07", None, {}, findings)
+        assert _needed(moved) == ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]
+    wrong_hub = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("wrong_hub", "reregister")])
+    assert _needed(wrong_hub) == ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]
 
 
 def test_an_unknown_action_is_a_programming_error():

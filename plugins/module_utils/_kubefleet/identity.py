@@ -140,11 +140,7 @@ class MemberIdentity(Runner):
             self.module.hide(token, (current.get("data") or {}).get("token"))
         revoked = made_room + (self._revoke_older(secrets, current_name, token) if self.params["revoke_previous"] else [])
         if self.params["revoke_previous"] and (token or self.check_mode):
-            moved, denied = remove_moved_identity(self.kube, self.kube.get(MEMBER_CLUSTER, self.name), self.sa_name,
-                                                  self.namespace, self.check_mode)
-            revoked += [moved] if moved else []
-            if denied:
-                self.warn(denied)
+            revoked += self._remove_moved()
         result = {
             "changed": created_sa or bool(created_name) or bool(revoked),
             "identity": self._identity(),
@@ -163,6 +159,17 @@ class MemberIdentity(Runner):
         after_secrets = [x for x in secrets if x is not None and x["metadata"]["name"] not in revoked + [current_name]] + [current]
         after = {"service_account": clean(sa_after), "token_secrets": [clean(x, hide_data=True) for x in after_secrets]}
         return self.finish(result, before, after)
+
+    def _remove_moved(self):
+        """The identity the member moved away from, removed once its MemberCluster names this one. Before there is a
+        MemberCluster (a first join revoking the identity's older tokens at once) no identity has moved away yet."""
+        member_cluster = self.kube.get(MEMBER_CLUSTER, self.name)
+        if member_cluster is None:
+            return []
+        moved, denied = remove_moved_identity(self.kube, member_cluster, self.sa_name, self.namespace, self.check_mode)
+        if denied:
+            self.warn(denied)
+        return [moved] if moved else []
 
     def _revoke_older(self, secrets, current_name, token):
         """Delete the token Secrets older than the current one (revoking their tokens), once the current one is filled."""
