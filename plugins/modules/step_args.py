@@ -57,9 +57,9 @@ options:
   set_facts:
     description:
       - Set the role's facts for this host instead of leaving that to C(set_fact) tasks (a task less per host).
-      - Without O(states), C(<role>__request) (what RV(request) says). With O(states) and O(role=member_join),
-        C(member_join_releases_before), and for a member that is RV(done) also C(member_join_summary) and its entry of the
-        job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
+      - Without states, C(<role>__request) (what RV(request) says). With O(states) or O(states_from) and
+        O(role=member_join), C(member_join_releases_before), and for a member that is RV(done) also C(member_join_summary)
+        and its entry of the job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
     type: bool
     default: false
   locks:
@@ -100,23 +100,23 @@ request:
   type: dict
 state:
   description: This member's entry of O(states).
-  returned: when O(states) is given
+  returned: when O(states) or O(states_from) is given
   type: dict
 args:
   description:
     - Per module (its short name), the arguments every step that runs it gets (the C(module_defaults) of the role's
       block).
-  returned: when O(states) is given, or O(entry=rollback)
+  returned: when O(states) or O(states_from) is given, or O(entry=rollback)
   type: dict
 done:
   description:
     - Whether the member needs nothing more of this run (C(member_join)) - no step, no problem, no lock taken - so the
       role can end for it.
-  returned: when O(states) and O(set_facts) are given and O(role=member_join)
+  returned: when O(states) or O(states_from), and O(set_facts), are given and O(role=member_join)
   type: bool
 lift_quarantine:
   description: Whether the KubeFleet member's quarantine is lifted after its steps (C(member_join)).
-  returned: when O(states) is given
+  returned: when O(states) or O(states_from) is given
   type: bool
 agents:
   description:
@@ -130,7 +130,7 @@ identity:
   type: bool
 problem:
   description:
-    - Why the member cannot go on - no hub; with O(states), also no agent chart for a fleet manager it joins, its
+    - Why the member cannot go on - no hub; with the states, also no agent chart for a fleet manager it joins, its
       state unreadable or its lock held by another run. Empty when it can go on.
   returned: unless O(entry=rollback)
   type: str
