@@ -44,50 +44,27 @@ def values_with_secrets(params):
     return deep_merge(params.get("values") or {}, params.get("secret_values") or {})
 
 
+def drop_blank_mappings(params, spec):
+    """A blank mapping option ("" from a survey or module_defaults) fails validation as "dictionary requested" before
+    unset_empty_strings could treat it as not set: drop it first."""
+    for name, option in spec.items():
+        if option.get("type") == "dict" and params.get(name) == "":
+            del params[name]
+
+
 def connection_key(params, prefix=""):
     """What identifies one connection among a batch's items: its auth options (a kubeconfig mapping as JSON)."""
     return (prefix,) + tuple(json.dumps(params.get(prefix + key), sort_keys=True, default=str) for key in AUTH_KEYS)
 
 
-class FleetModule(AnsibleModule):
-    """AnsibleModule plus the collection's shared options and clients.
+class FleetClients:
+    """What a run of a module needs beyond its options: its clients, built once per connection, the lock it renews,
+    and the secrets it finds at run time (masked in all it returns). FleetModule has it in a module process; the
+    in-controller run of a read-only module (plugin_utils/controller_run.py) has it in the controller's.
 
-    ``argument_spec`` is built with ``argspec.merge(AUTH, HUB_AUTH, WAIT, HELM, own_options)``; the target's auth
-    options are always there.
+    The class using it has ``params``, ``check_mode``, ``argument_spec``, ``tmpdir``, ``no_log_values``, ``_clients``
+    (a dict) and ``_waiter`` (None).
     """
-
-    def __init__(self, argument_spec, **kwargs):
-        spec = merge(AUTH, argument_spec)
-        kwargs.setdefault("supports_check_mode", True)
-        super().__init__(argument_spec=spec, **kwargs)
-        unset_empty_strings(self.params, spec)
-        if not HAS_KUBERNETES:
-            self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
-        self._clients = {}
-        self._helm = None
-        # Not AnsibleModule's ``_tmpdir``: that one is the task's directory (``_ansible_tmpdir``), which
-        # fail_json during argument validation would otherwise delete as if it were ours.
-        self._fleet_tmpdir = None
-        self._waiter = None
-        # Again here: AnsibleModule skips _log_invocation for a no_log task, whose registered result still holds them.
-        self._hide_invocation_secrets()
-
-    def _load_params(self):
-        # A blank mapping option ("" from a survey or module_defaults) would fail validation as "dictionary requested"
-        # before unset_empty_strings could treat it as not set: drop it first.
-        super()._load_params()
-        for name, option in (getattr(self, "argument_spec", None) or {}).items():
-            if option.get("type") == "dict" and self.params.get(name) == "":
-                del self.params[name]
-
-    def _hide_invocation_secrets(self):
-        secret_options = [name for name, option in (getattr(self, "argument_spec", None) or {}).items() if option.get("no_log")]
-        self.hide(*invocation_secrets(getattr(self, "params", None) or {}, secret_options))
-
-    def _log_invocation(self):
-        # AnsibleModule logs its invocation (syslog, journald) from its __init__: hide credentials first.
-        self._hide_invocation_secrets()
-        super()._log_invocation()
 
     def settings(self, prefix="", params=None):
         label = {"hub_": "hub", "old_hub_": "old hub"}.get(prefix, "cluster")
@@ -119,6 +96,72 @@ class FleetModule(AnsibleModule):
                 kube.forget()
 
     @property
+    def waiter(self):
+        if self._waiter is None:
+            self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2,
+                                  on_wait=self._forget_listed)
+        return self._waiter
+
+    def keep_member_lock(self):
+        """Renew the run's lock of the member (option ``member_lock``) when it is due, before the module acts; on the
+        hub, which is the ``hub_`` connection for a module that has one."""
+        lock = self.params.get("member_lock")
+        if not lock or self.check_mode or not renewal_due(lock, self.params.get("wait_timeout") or 300):
+            return
+        if not all(isinstance(lock.get(key), str) and lock[key] for key in ("namespace", "name", "holder")):
+            raise ParameterError("member_lock", "needs namespace, name and holder",
+                                 "Pass the lock member_lock returned for the member (its entry's lock), or leave it unset")
+        prefix = "hub_" if "hub_kubeconfig" in self.argument_spec else ""
+        if prefix and not any(self.params.get(prefix + key) for key in ("kubeconfig", "context", "host")):
+            raise ParameterError("member_lock", "the lock is on the hub, and no hub connection is given",
+                                 "Give hub_kubeconfig/hub_context (or hub_host) with member_lock, or leave member_lock unset")
+        renew(self.kube(prefix), lock)
+
+    def hide(self, *values):
+        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere. A value already masked
+        (a diff's ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)``, a URL's ``********``) is no secret of its own."""
+        for value in values:
+            if value and not (isinstance(value, str) and (REDACTED in value or "********" in value)):
+                self.no_log_values.add(value)
+
+
+class FleetModule(FleetClients, AnsibleModule):
+    """AnsibleModule plus the collection's shared options and clients.
+
+    ``argument_spec`` is built with ``argspec.merge(AUTH, HUB_AUTH, WAIT, HELM, own_options)``; the target's auth
+    options are always there.
+    """
+
+    def __init__(self, argument_spec, **kwargs):
+        spec = merge(AUTH, argument_spec)
+        kwargs.setdefault("supports_check_mode", True)
+        super().__init__(argument_spec=spec, **kwargs)
+        unset_empty_strings(self.params, spec)
+        if not HAS_KUBERNETES:
+            self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(KUBERNETES_IMPORT_ERROR))
+        self._clients = {}
+        self._helm = None
+        # Not AnsibleModule's ``_tmpdir``: that one is the task's directory (``_ansible_tmpdir``), which
+        # fail_json during argument validation would otherwise delete as if it were ours.
+        self._fleet_tmpdir = None
+        self._waiter = None
+        # Again here: AnsibleModule skips _log_invocation for a no_log task, whose registered result still holds them.
+        self._hide_invocation_secrets()
+
+    def _load_params(self):
+        super()._load_params()
+        drop_blank_mappings(self.params, getattr(self, "argument_spec", None) or {})
+
+    def _hide_invocation_secrets(self):
+        secret_options = [name for name, option in (getattr(self, "argument_spec", None) or {}).items() if option.get("no_log")]
+        self.hide(*invocation_secrets(getattr(self, "params", None) or {}, secret_options))
+
+    def _log_invocation(self):
+        # AnsibleModule logs its invocation (syslog, journald) from its __init__: hide credentials first.
+        self._hide_invocation_secrets()
+        super()._log_invocation()
+
+    @property
     def tmpdir(self):
         if self._fleet_tmpdir is None:
             # Inside the task's directory, which Ansible removes after the task even when the module was killed
@@ -147,35 +190,6 @@ class FleetModule(AnsibleModule):
                               workdir=self.tmpdir)
         self._helm.secrets.extend(s for s in secrets if s)
         return self._helm
-
-    @property
-    def waiter(self):
-        if self._waiter is None:
-            self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2,
-                                  on_wait=self._forget_listed)
-        return self._waiter
-
-    def keep_member_lock(self):
-        """Renew the run's lock of the member (option ``member_lock``) when it is due, before the module acts; on the
-        hub, which is the ``hub_`` connection for a module that has one."""
-        lock = self.params.get("member_lock")
-        if not lock or self.check_mode or not renewal_due(lock, self.params.get("wait_timeout") or 300):
-            return
-        if not all(isinstance(lock.get(key), str) and lock[key] for key in ("namespace", "name", "holder")):
-            raise ParameterError("member_lock", "needs namespace, name and holder",
-                                 "Pass the lock member_lock returned for the member (its entry's lock), or leave it unset")
-        prefix = "hub_" if "hub_kubeconfig" in self.argument_spec else ""
-        if prefix and not any(self.params.get(prefix + key) for key in ("kubeconfig", "context", "host")):
-            raise ParameterError("member_lock", "the lock is on the hub, and no hub connection is given",
-                                 "Give hub_kubeconfig/hub_context (or hub_host) with member_lock, or leave member_lock unset")
-        renew(self.kube(prefix), lock)
-
-    def hide(self, *values):
-        """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere. A value already masked
-        (a diff's ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)``, a URL's ``********``) is no secret of its own."""
-        for value in values:
-            if value and not (isinstance(value, str) and (REDACTED in value or "********" in value)):
-                self.no_log_values.add(value)
 
     def warn(self, warning, **kwargs):
         # ansible-core 2.19 returns a warning as an object that its masking of the result does not enter: mask the text.
@@ -259,19 +273,25 @@ class Runner:
         return result
 
 
-def run_module(module: AnsibleModule, action: Callable[[Any], Dict[str, Any]]) -> None:
-    """Run ``action(module)`` and exit with its result dict; turn FleetOpsError into fail_json.
+def run_action(module, action: Callable[[Any], Dict[str, Any]]) -> Dict[str, Any]:
+    """``action(module)``'s result, or a failure's (``failed``, ``msg`` and the error's details) when it raised.
 
-    An error's details go into the failure result, so a runner that changed something before it
-    failed raises with ``changed=True`` (and names what it left in the message).
+    An error's details go into the failure, so a runner that changed something before it failed raises with
+    ``changed=True`` (and names what it left in the message).
     """
     try:
-        if isinstance(module, FleetModule):
-            module.keep_member_lock()
-        result = action(module)
+        module.keep_member_lock()
+        return action(module)
     except FleetOpsError as exc:
         details = dict((k, v) for k, v in exc.details.items() if v is not None)
-        module.fail_json(msg=exc.message(), **details)
+        return dict(details, failed=True, msg=exc.message())
     except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="unexpected error: %s" % exc, exception=traceback.format_exc())
+        return dict(failed=True, msg="unexpected error: %s" % exc, exception=traceback.format_exc())
+
+
+def run_module(module: FleetModule, action: Callable[[Any], Dict[str, Any]]) -> None:
+    """Run ``action(module)`` and exit with its result dict, or fail_json with a FleetOpsError's message and details."""
+    result = run_action(module, action)
+    if result.pop("failed", False):
+        module.fail_json(**result)
     module.exit_json(**result)

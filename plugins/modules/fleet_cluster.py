@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - fleetops.registration.wait
   - fleetops.registration.cluster_identity
   - fleetops.registration.agent_setting
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     support: full
@@ -320,8 +321,9 @@ def argument_spec():
     )
 
 
-def main():
-    module = FleetModule(
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(
         argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, AGENT, argument_spec()),
         # With clusters, what must differ per cluster (its client ID, an imported cluster's kubeconfig) is refused at the
         # task level: every item would get the same one.
@@ -331,7 +333,14 @@ def main():
                             ("clusters", "cluster_identity")],
         required_one_of=[("name", "clusters")],
     )
-    run_module(module, run_fleet_cluster)
+
+
+def run(module):
+    return run_fleet_cluster(module)
+
+
+def main():
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.read_only
+  - fleetops.registration.controller_run
 options:
   name:
     description:
@@ -159,12 +160,20 @@ def argument_spec():
     )
 
 
-def main():
-    module = FleetModule(
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(
         argument_spec=merge(AUTH, argument_spec()),
         required_by={"name": ("namespace",)},
     )
-    run_module(module, lambda m: ClusterInfoRunner(m).run())
+
+
+def run(module):
+    return ClusterInfoRunner(module).run()
+
+
+def main():
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

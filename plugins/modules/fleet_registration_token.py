@@ -30,6 +30,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     support: full
@@ -247,12 +248,20 @@ def argument_spec():
     )
 
 
-def main():
-    module = FleetModule(
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(
         argument_spec=merge(AUTH, WAIT, argument_spec()),
         required_if=[("prune", False, ("name",))],
     )
-    run_module(module, lambda m: TokenRunner(m).run())
+
+
+def run(module):
+    return TokenRunner(module).run()
+
+
+def main():
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.read_only
+  - fleetops.registration.controller_run
 options:
   backends:
     description:
@@ -120,9 +121,17 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, argument_spec()))
+
+
+def run(module):
+    return FleetStatus(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
-    run_module(module, lambda m: FleetStatus(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.k8s_auth.OLD_HUB
   - fleetops.registration.read_only
+  - fleetops.registration.controller_run
 options:
   name:
     description:
@@ -127,9 +128,17 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, OLD_HUB_AUTH, argument_spec()))
+
+
+def run(module):
+    return HubMove(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, OLD_HUB_AUTH, argument_spec()))
-    run_module(module, lambda m: HubMove(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     support: full
@@ -172,9 +173,17 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, argument_spec()))
+
+
+def run(module):
+    return HubPrepare(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, argument_spec()))
-    run_module(module, lambda m: HubPrepare(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

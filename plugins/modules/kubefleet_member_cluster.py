@@ -28,6 +28,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
   - fleetops.registration.cluster_identity
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     description: Creates, patches and deletes are server-side dry runs; nothing is waited for. When the identity's
@@ -332,11 +333,21 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(
+        argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, argument_spec()),
+        mutually_exclusive=[("name", "clusters"), ("clusters", "cluster_identity")],
+        required_one_of=[("name", "clusters")],
+    )
+
+
+def run(module):
+    return run_member_cluster(module)
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, WAIT, CLUSTER_IDENTITY, argument_spec()),
-                         mutually_exclusive=[("name", "clusters"), ("clusters", "cluster_identity")],
-                         required_one_of=[("name", "clusters")])
-    run_module(module, run_member_cluster)
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

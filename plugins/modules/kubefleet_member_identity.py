@@ -34,6 +34,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.wait
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     description: Creates and deletes are server-side dry runs; the token is not waited for. With O(state=absent) it does
@@ -276,9 +277,17 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, WAIT, argument_spec()))
+
+
+def run(module):
+    return MemberIdentity(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, WAIT, argument_spec()))
-    run_module(module, lambda m: MemberIdentity(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ description:
     healthy), C(reconfigure) (the agent or the Rancher Fleet C(Cluster) does not carry the O(agent) setting; the member
     stays healthy), C(relabel) (only the labels drift, or the hub does not record the member's cluster identity yet).
   - The role C(member_join) calls it once per play batch (O(members)) and guards each member's steps with its result,
-    so healthy members cost one module process together, and a broken one is repaired by the same plain re-run.
+    so healthy members cost one task together, and a broken one is repaired by the same plain re-run.
   - Warns, with the fix, when a member's agent runs another release than its hub - KubeFleet - the member agent's
     image tag against the hub agent's (C(fleet-system/hub-agent)); Rancher Fleet - the C(fleet-agent) release's app
     version against the Fleet controller's image tag (C(cattle-fleet-system/fleet-controller)). Nothing is said unless
@@ -36,6 +36,7 @@ extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.read_only
   - fleetops.registration.k8s_auth.HUB
+  - fleetops.registration.controller_run
 options:
   name:
     description:
@@ -386,10 +387,18 @@ def argument_spec():
     return member_info_argument_spec()
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()),
+                required_one_of=[("name", "members")], mutually_exclusive=[("name", "members")])
+
+
+def run(module):
+    return read_members(module) if module.params["members"] is not None else MemberInfo(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()),
-                         required_one_of=[("name", "members")], mutually_exclusive=[("name", "members")])
-    run_module(module, lambda m: read_members(m) if m.params["members"] is not None else MemberInfo(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":
