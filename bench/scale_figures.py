@@ -43,6 +43,10 @@ CONTROLLER_ACTIONS = frozenset((
     'set_fact', 'assert', 'debug', 'set_stats', 'include_tasks', 'import_tasks', 'include_role', 'meta', 'fail',
     'include_vars', 'add_host', 'group_by', 'pause', 'validate_argument_spec',
     'step_args',  # the collection's own: works out the roles' arguments on the controller, runs no module
+    # Their actions run the module's code in the controller on a local connection with the controller's Python, as the
+    # bench lab's inventory has it (plugin_utils/controller_run.py IN_CONTROLLER); the count hook marks them in_controller.
+    'fleet_cluster', 'fleet_cluster_info', 'fleet_registration_token', 'fleet_status_info', 'hub_move_info', 'hub_prepare',
+    'kubefleet_member_cluster', 'kubefleet_member_cluster_info', 'kubefleet_member_identity', 'member_info',
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
@@ -423,14 +427,15 @@ CALL_COLUMNS = ('processes', 'hub_requests', 'member_requests', 'helm_runs', 'se
 def call_summary(processes, cluster_urls, members):
     """Per module of a counted re-run: processes, API requests to the hub and to members, Helm runs; and per member.
 
-    processes: the count hook's records; cluster_urls: {cluster: 'https://127.0.0.1:<port>'} ('hub' is the hub).
+    processes: the count hook's records (one ``in_controller`` is no module process: a module's code run in a worker of
+    ansible-playbook); cluster_urls: {cluster: 'https://127.0.0.1:<port>'} ('hub' is the hub).
     """
     where = {url.split('://', 1)[-1].rstrip('/'): ('hub' if name == 'hub' else 'member') for name, url in cluster_urls.items()}
     modules = {}
     for proc in processes:
         row = modules.setdefault(proc.get('module') or '?', {'processes': 0, 'hub_requests': 0, 'member_requests': 0, 'helm_runs': 0,
                                                              'seconds': 0.0, 'cpu': 0.0})
-        row['processes'] += 1
+        row['processes'] += 0 if proc.get('in_controller') else 1
         row['helm_runs'] += len(proc.get('helm') or [])
         row['seconds'] += max(0.0, (proc.get('end') or 0) - (proc.get('start') or 0))
         row['cpu'] += (proc.get('cpu') or 0.0) + (proc.get('children_cpu') or 0.0)

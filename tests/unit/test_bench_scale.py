@@ -226,11 +226,14 @@ def test_module_processes_counts_items_attempts_and_no_controller_actions():
     records = [
         rec('m1', 'ansible.builtin.set_fact', 0, 1),
         rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1),
-        rec('m1', 'fleetops.registration.fleet_cluster', 0, 1),
-        rec('m1', sf.TOKEN, 0, 1, items=2),
-        rec('m1', sf.FLEET_CLUSTER_INFO, 0, 1, attempts=3),
+        rec('m1', 'fleetops.registration.kubefleet_member_agent', 0, 1),
+        rec('m1', sf.FLEET_AGENT, 0, 1, items=2),
+        rec('m1', 'fleetops.registration.member_lock', 0, 1, attempts=3),
         rec('m1', sf.FLEET_AGENT, 0, 1, status='skipped'),
         rec('m2', 'kubernetes.core.k8s_info', 0, 1),
+        # On the bench lab's local connection these run in the controller (plugin_utils/controller_run.py).
+        rec('m1', sf.TOKEN, 0, 1, items=2),
+        rec('m1', sf.FLEET_CLUSTER_INFO, 0, 1, attempts=3),
     ]
     assert sf.module_processes(records) == {'m1': 6, 'm2': 1}
 
@@ -278,6 +281,16 @@ def test_call_summary_splits_hub_and_member_requests():
     assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.0', '1.0']
 
 
+def test_call_summary_counts_a_modules_run_in_the_controller_as_no_process():
+    urls = {'hub': 'https://127.0.0.1:7000', 'member1': 'https://127.0.0.1:7001'}
+    procs = [{'module': 'member_info', 'in_controller': True, 'start': 0, 'end': 0.5, 'cpu': 0.25,
+              'requests': [['GET', '127.0.0.1:7000', '/apis/x'], ['GET', '127.0.0.1:7001', '/api/v1/y']]},
+             {'module': 'fleet_agent', 'start': 0, 'end': 1, 'cpu': 0.5, 'requests': []}]
+    summary = sf.call_summary(procs, urls, 1)
+    assert summary['modules']['member_info']['processes'] == 0 and summary['modules']['member_info']['member_requests'] == 1
+    assert summary['total']['processes'] == 1
+
+
 def test_timeline_from_runner_and_agent_logs():
     import scale_timeline as tl  # pylint: disable=import-outside-toplevel
     runner = ['2026-11-23 05:46:10,699 INFO member1 cattle-fleet-system/fleet-agent-a: realising pod (fleet-agent=fleetagent)',
@@ -298,10 +311,13 @@ def test_timeline_from_runner_and_agent_logs():
 
 
 def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
-    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.member_info', 1, 2),
+    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.fleet_agent', 1, 2),
                rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
     assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
     assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}
+    # On the bench lab's local connection their code runs in the controller (plugin_utils/controller_run.py).
+    in_controller = [rec('m2', 'fleetops.registration.member_info', 1, 2), rec('hub', 'fleetops.registration.hub_prepare', 0, 1)]
+    assert sf.module_processes(records + in_controller) == {'m1': 1}
 
 
 def test_timer_records_a_tasks_literal_state_when_the_module_returns_no_invocation():
