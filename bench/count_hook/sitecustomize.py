@@ -17,13 +17,16 @@ import re
 import time
 
 
-def _module_name():
+def _argv():
     try:
         with open('/proc/self/cmdline', 'rb') as handle:
-            argv = handle.read().split(b'\0')
+            return handle.read().split(b'\0')
     except OSError:
-        return None
-    for arg in argv:
+        return []
+
+
+def _module_name():
+    for arg in _argv():
         match = re.search(rb'AnsiballZ_([A-Za-z0-9_]+)\.py', arg)
         if match:
             return match.group(1).decode()
@@ -84,12 +87,7 @@ def _count_workers(path):
 
 
 def _is_ansible_playbook():
-    try:
-        with open('/proc/self/cmdline', 'rb') as handle:
-            argv = handle.read().split(b'\0')
-    except OSError:
-        return False
-    return any(os.path.basename(arg) == b'ansible-playbook' for arg in argv[:2])
+    return any(os.path.basename(arg) == b'ansible-playbook' for arg in _argv()[:2])
 
 
 _PATH = os.environ.get('FLEETOPS_BENCH_CALLS')
