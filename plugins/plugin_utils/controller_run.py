@@ -143,8 +143,8 @@ def _json_default(value):
 
 
 class InControllerAction(ActionBase):
-    """The action of a module whose task runs once per batch on the controller: the module's code in the controller's
-    process where the module would run there anyway (reason_for_module_process), else the module as usual.
+    """The action of a module that runs no Helm: the module's code in the controller's process where the module would
+    run there anyway (reason_for_module_process), else the module as usual.
 
     A subclass names the module (``MODULE``, as in the task) and its python module (``CODE``), which has
     ``module_options()`` (AnsibleModule's keyword arguments but the auth options) and ``run(module)``.
