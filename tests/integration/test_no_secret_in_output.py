@@ -216,8 +216,8 @@ def shown(text):
 
 def joined_member2(lab, tmp_path):
     """The job's stdout, events and syslog lines, after checking it took the paths that matter: every module process
-    logged its invocation (those run in the controller logged none), the modules failed after starting, the role joined member2 with the inventory's values (secret ones
-    included) and ran its request fact's task."""
+    logged its invocation (those run in the controller logged none), the modules failed after starting, the role
+    joined member2 with the inventory's values (secret ones included) and ran its request fact's task."""
     listener = SyslogListener(tmp_path / "log.sock")
     try:
         outcome, stdout, events = runner_job(lab, tmp_path / "job", listener)
