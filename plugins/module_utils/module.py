@@ -60,7 +60,7 @@ def connection_key(params, prefix=""):
 class FleetClients:
     """What a run of a module needs beyond its options: its clients, built once per connection, the lock it renews,
     and the secrets it finds at run time (masked in all it returns). FleetModule has it in a module process; the
-    in-controller run of a read-only module (plugin_utils/controller_run.py) has it in the controller's.
+    in-controller run of a module that runs no Helm (plugin_utils/controller_run.py) has it in the controller's.
 
     The class using it has ``params``, ``check_mode``, ``argument_spec``, ``tmpdir``, ``no_log_values``, ``_clients``
     (a dict) and ``_waiter`` (None).
