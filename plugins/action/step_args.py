@@ -18,13 +18,14 @@ from ansible_collections.fleetops.registration.plugins.filter.backends import ba
 from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
 from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
 from ansible_collections.fleetops.registration.plugins.filter.waves import agent_releases
-from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
+from ansible_collections.fleetops.registration.plugins.plugin_utils import role_spec, role_wiring
 
 _ARGUMENT_SPEC = dict(
     role=dict(type="str", required=True, choices=sorted(role_wiring.SETTINGS)),
     entry=dict(type="str", choices=["main", "rollback"], default="main"),
     served=dict(type="list", elements="str"),
     set_facts=dict(type="bool", default=False),
+    validate=dict(type="bool", default=False),
     states_from=dict(type="str"),
     locks_from=dict(type="str"),
 )
@@ -103,8 +104,13 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = validated_args(self._task.args)
         role = args["role"]
-        found = role_wiring.settings(role, self._getter(task_vars), self._hub_getter(task_vars), backend_request,
-                                     served=args.get("served"))
+        get = self._getter(task_vars)
+        if args["validate"]:
+            errors = role_spec.variable_errors(role, args["entry"], get, role_wiring.MISSING)
+            if errors:
+                result.update(failed=True, msg=errors)
+                return result
+        found = role_wiring.settings(role, get, self._hub_getter(task_vars), backend_request, served=args.get("served"))
         result.update(changed=False, settings=found)
         if role == "member_leave":
             result["task_files"] = role_wiring.leave_task_files(found)
@@ -156,10 +162,14 @@ class ActionModule(ActionBase):
             result["ansible_facts"] = facts
 
     def _getter(self, task_vars):
+        templated = {}  # the argument check and the settings read the same role variables
+
         def get(name):
             if name not in task_vars:
                 return role_wiring.MISSING
-            return self._templar.template(task_vars[name])
+            if name not in templated:
+                templated[name] = self._templar.template(task_vars[name])
+            return templated[name]
         return get
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
@@ -21,9 +22,16 @@ _LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?: ")
 def inventory_terms(message, role, module=None):
     """``message`` with a leading ``option: `` (how the modules name what is wrong) followed by where a user of
     ``role`` set it, e.g. ``name (from fleetops_cluster_name, ...): 'Member_2' is not a valid name``. ``module``: the
-    module that failed (a task's action), whose own options are looked up first."""
+    module that failed (a task's action), whose own options are looked up first.
+
+    In a rescue, ``message`` may be ``ansible_failed_result`` (its ``msg``) and ``module`` ``ansible_failed_task`` (its
+    ``action``)."""
     if role not in SETTINGS:
         raise AnsibleFilterError("inventory_terms: unknown role %r; use one of %s" % (role, ", ".join(sorted(SETTINGS))))
+    if isinstance(message, Mapping):
+        message = message.get("msg")
+    if isinstance(module, Mapping):
+        module = module.get("action")
     text = str(message or "")
     match = _LEADING_OPTION.match(text)
     source = option_words(role, module).get(match.group("option")) if match else None

@@ -107,12 +107,15 @@ def _registered(host_vars, name):
     return value if isinstance(value, dict) else {}
 
 
-def join_summary(member_info, host_vars, check_mode=False):
+def join_summary(member_info, host_vars, check_mode=None):
     """The member's join summary: per manager what it needed, what the run did, and one line for the play's output.
 
     ``member_info`` is the member_info result; ``host_vars`` the member's variables, holding the role's registered
-    step results under the names each manager's ``join_results`` gives.
+    step results under the names each manager's ``join_results`` gives, and ``ansible_check_mode`` unless
+    ``check_mode`` says it.
     """
+    if check_mode is None:
+        check_mode = bool(host_vars.get("ansible_check_mode"))
     host = host_vars.get("inventory_hostname")
     name = member_info.get("name")
     summary = {"cluster": name}

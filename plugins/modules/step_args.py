@@ -62,6 +62,14 @@ options:
         and its entry of the job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
     type: bool
     default: false
+  validate:
+    description:
+      - First check the role's variables against its argument spec (C(meta/argument_specs.yml), entry point O(entry))
+        as Ansible does when it includes a role, and fail with Ansible's message if they do not fit.
+      - For plays that import the role with C(rolespec_validate=false) (C(join_cluster.yml)) so that a member is not
+        charged a task of its own for the check.
+    type: bool
+    default: false
   locks:
     description:
       - The result of this run's C(member_lock) task, skipped or not. Its C(members) (the states read again under the

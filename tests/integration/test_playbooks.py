@@ -736,7 +736,7 @@ def test_a_rancher_fleet_only_hub_joins_and_leaves_members_that_name_no_manager(
     assert joined.changed("member2") > 0
     assert (hub.fleet_cluster("member2")["status"].get("agent") or {}).get("lastSeen")
     assert "member-agent" not in hub.releases("member2") and "fleet-agent" in hub.releases("member2")
-    line = [text for text in joined.output.splitlines() if '"msg": "member2: ' in text]
+    line = [text for text in joined.output.splitlines() if text.strip().startswith('"member2: ')]  # the batch's lines
     assert line and "rancher_fleet" in line[0] and "kubefleet" not in line[0], line
     again = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     assert again.unchanged({"fleet-hub", "member2"}), again.recap
@@ -834,6 +834,13 @@ def test_bad_inventory_values_fail_naming_the_inventory_variable(lab_controllers
                      tmp_path=tmp_path, fails=True)
     assert "name (from fleetops_cluster_name" in named.output and "'Member_2' is not a valid name" in named.output
     assert named.recap.get("member2", {}).get("changed", 0) == 0 and hub.fleet_cluster("Member_2") is None
+    # A role variable that does not fit the role's argument spec: join_cluster.yml imports member_join without Ansible's
+    # own check (a task per member), and the role's first task makes it, with Ansible's message, before any read.
+    unfit = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_labels_mode=sideways",
+                     tmp_path=tmp_path, fails=True)
+    assert "Validation of arguments failed" in unfit.output and "member_join_labels_mode" in unfit.output, unfit.output[-3000:]
+    assert "member_join : Validating arguments" not in unfit.output and "Read the state of every member" not in unfit.output
+    assert unfit.recap.get("member2", {}).get("changed", 0) == 0
     # The leave too, before its lock is named after the member.
     leave = playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", "-e", "fleetops_cluster_name=Member_2",
                      tmp_path=tmp_path, fails=True)

@@ -87,6 +87,9 @@ def test_join_summary_in_check_mode_predicts_and_shows_label_drift():
     }
     summary = join_summary(info, host_vars, check_mode=True)
     assert summary["line"] == "edge-07: kubefleet edge-07: agent would register, not joined; labels +env=prod ~tier=1 -old"
+    # The role passes no check_mode: the member's own ansible_check_mode says it.
+    assert join_summary(info, dict(host_vars, ansible_check_mode=True)) == summary
+    assert "would register" not in join_summary(info, dict(host_vars, ansible_check_mode=False))["line"]
 
 
 def test_join_summary_says_what_the_member_object_step_changed_of_the_spec():
@@ -288,3 +291,21 @@ def test_leave_summary_names_the_removed_workloads_per_manager():
     assert summary["line"] == ("member1: kubefleet removed: agent, AppliedWork web-work (Namespace web) | "
                                "rancher_fleet removed: agent, Cluster, the releases of bundle(s) shop, web")
     assert summary["rancher_fleet"]["workloads"]["bundles"] == ["shop", "web"]
+
+
+def test_a_rescue_passes_the_failed_result_and_task_as_they_are():
+    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    failed = {"failed": True, "msg": "namespace: namespace nope does not exist on the hub"}
+    said = inventory_terms(failed, "member_join", {"action": "fleetops.registration.fleet_cluster", "name": "x"})
+    assert said == inventory_terms(failed["msg"], "member_join", "fleetops.registration.fleet_cluster")
+    assert "(from fleetops_fleet_namespace" in said
+    assert inventory_terms({"failed": True}, "member_join", {}) == ""
+
+
+def test_host_facts_of_a_batch_in_its_order_and_a_key_of_each():
+    from ansible_collections.fleetops.registration.plugins.filter.host_facts import host_facts
+    hostvars = {"m1": {"member_join_summary": {"line": "m1: ok"}}, "m2": {},
+                "m3": {"member_join_summary": {"line": "m3: ok"}}, "m4": {"member_join_summary": "not a mapping"}}
+    assert host_facts(["m3", "m1", "m2", "gone"], hostvars, "member_join_summary.line") == ["m3: ok", "m1: ok"]
+    assert host_facts(["m4", "m1"], hostvars, "member_join_summary.line") == ["m1: ok"]
+    assert host_facts(["m4", "m2"], hostvars, "member_join_summary") == ["not a mapping"]
