@@ -45,8 +45,9 @@ CONTROLLER_ACTIONS = frozenset((
     'step_args',  # the collection's own: works out the roles' arguments on the controller, runs no module
     # Their actions run the module's code in the controller on a local connection with the controller's Python, as the
     # bench lab's inventory has it (plugin_utils/controller_run.py IN_CONTROLLER); the count hook marks them in_controller.
-    'fleet_cluster', 'fleet_cluster_info', 'fleet_registration_token', 'fleet_status_info', 'hub_move_info', 'hub_prepare',
-    'kubefleet_member_cluster', 'kubefleet_member_cluster_info', 'kubefleet_member_identity', 'member_info',
+    'fleet_agent', 'fleet_cluster', 'fleet_cluster_info', 'fleet_registration_token', 'fleet_status_info', 'hub_move_info',
+    'hub_prepare', 'kubefleet_member_agent', 'kubefleet_member_cluster', 'kubefleet_member_cluster_info',
+    'kubefleet_member_identity', 'member_info',
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'

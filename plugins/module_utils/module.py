@@ -59,11 +59,11 @@ def connection_key(params, prefix=""):
 
 class FleetClients:
     """What a run of a module needs beyond its options: its clients, built once per connection, the lock it renews,
-    and the secrets it finds at run time (masked in all it returns). FleetModule has it in a module process; the
-    in-controller run of a module that runs no Helm (plugin_utils/controller_run.py) has it in the controller's.
+    its Helm runner, and the secrets it finds at run time (masked in all it returns). FleetModule has it in a module
+    process; the in-controller run of a module (plugin_utils/controller_run.py) has it in the controller's.
 
     The class using it has ``params``, ``check_mode``, ``argument_spec``, ``tmpdir``, ``no_log_values``, ``_clients``
-    (a dict) and ``_waiter`` (None).
+    (a dict), ``_waiter`` and ``_helm`` (None), and AnsibleModule's ``get_bin_path`` and ``run_command``.
     """
 
     def settings(self, prefix="", params=None):
@@ -117,6 +117,28 @@ class FleetClients:
                                  "Give hub_kubeconfig/hub_context (or hub_host) with member_lock, or leave member_lock unset")
         renew(self.kube(prefix), lock)
 
+    def helm(self, secrets=()):
+        """A Helm runner against the target cluster, with the same credentials as kube()."""
+        if self._helm is None:
+            settings = self.settings()
+            configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
+            kubeconfig, context = settings.helm_kubeconfig(configuration, self.tmpdir)
+            binary = Helm.locate(self.get_bin_path, self.params.get("helm_binary"))
+            check_storage_driver()
+            # The user's Helm configuration (registry logins, repositories) stays; the cache is the task's own.
+            env = {"HELM_CACHE_HOME": self.tmpdir + "/cache"}
+            for option, variable in (("helm_registry_config", "HELM_REGISTRY_CONFIG"), ("helm_repository_config", "HELM_REPOSITORY_CONFIG")):
+                if self.params.get(option):
+                    env[variable] = self.params[option]
+            if settings.proxy:
+                env["HTTPS_PROXY"] = settings.proxy
+            if settings.no_proxy:
+                env["NO_PROXY"] = env["no_proxy"] = settings.no_proxy
+            self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env, connection_args=settings.helm_arguments(),
+                              workdir=self.tmpdir)
+        self._helm.secrets.extend(s for s in secrets if s)
+        return self._helm
+
     def hide(self, *values):
         """Mark values found at run time (tokens, values.yaml) so Ansible masks them everywhere. A value already masked
         (a diff's ``VALUE_SPECIFIED_IN_NO_LOG_PARAMETER (changed)``, a URL's ``********``) is no secret of its own."""
@@ -168,28 +190,6 @@ class FleetModule(FleetClients, AnsibleModule):
             # (a task timeout, a cancelled job): inline client keys are written here and must not outlive the task.
             self._fleet_tmpdir = private_tempdir(super().tmpdir)
         return self._fleet_tmpdir
-
-    def helm(self, secrets=()):
-        """A Helm runner against the target cluster, with the same credentials as kube()."""
-        if self._helm is None:
-            settings = self.settings()
-            configuration = settings.client_configuration(tmpdir=lambda: self.tmpdir)
-            kubeconfig, context = settings.helm_kubeconfig(configuration, self.tmpdir)
-            binary = Helm.locate(self.get_bin_path, self.params.get("helm_binary"))
-            check_storage_driver()
-            # The user's Helm configuration (registry logins, repositories) stays; the cache is the task's own.
-            env = {"HELM_CACHE_HOME": self.tmpdir + "/cache"}
-            for option, variable in (("helm_registry_config", "HELM_REGISTRY_CONFIG"), ("helm_repository_config", "HELM_REPOSITORY_CONFIG")):
-                if self.params.get(option):
-                    env[variable] = self.params[option]
-            if settings.proxy:
-                env["HTTPS_PROXY"] = settings.proxy
-            if settings.no_proxy:
-                env["NO_PROXY"] = env["no_proxy"] = settings.no_proxy
-            self._helm = Helm(self.run_command, binary, kubeconfig, context, env=env, connection_args=settings.helm_arguments(),
-                              workdir=self.tmpdir)
-        self._helm.secrets.extend(s for s in secrets if s)
-        return self._helm
 
     def warn(self, warning, **kwargs):
         # ansible-core 2.19 returns a warning as an object that its masking of the result does not enter: mask the text.

@@ -65,6 +65,7 @@ extends_documentation_fragment:
   - fleetops.registration.wait
   - fleetops.registration.helm
   - fleetops.registration.agent_setting
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     support: full
@@ -451,14 +452,22 @@ def argument_spec():
     )
 
 
-def main():
-    module = FleetModule(
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(
         argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
         required_if=[("state", "present", ("token_name", "values_file", "rollback_to_revision"), True)],
     )
-    run_module(module, lambda m: AgentRunner(m).run())
+
+
+def run(module):
+    return AgentRunner(module).run()
+
+
+def main():
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ extends_documentation_fragment:
   - fleetops.registration.wait
   - fleetops.registration.helm
   - fleetops.registration.agent_setting
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     description: The Secret is written as a server-side dry run; the Helm change is predicted from the release's chart,
@@ -472,10 +473,18 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
+                required_if=[("state", "present", ["chart_ref", "rollback_to_revision"], True)])
+
+
+def run(module):
+    return MemberAgent(module).run()
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
-                         required_if=[("state", "present", ["chart_ref", "rollback_to_revision"], True)])
-    run_module(module, lambda m: MemberAgent(m).run())
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ ansible_playbook_python }}"``, as docs/inventory.md has it), without become, del
 It is the same code with the same options, read by the same argument spec, and its result is masked the same way
 (the no_log options, the credentials found in options and results); the result carries no ``invocation``. What it
 saves is the module process: ~0.9 s per task (the payload built and started, the collection's imports compiled from
-a zip), which is most of a healthy member's re-run and a CPU cost of every hub-side step. Used by the action plugins
-of the modules that run no Helm (IN_CONTROLLER).
+a zip), which is most of a healthy member's re-run and a CPU cost of every hub-side step and agent install. Used by
+the action plugins of the modules in IN_CONTROLLER; Helm runs as the same child process either way.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,11 +19,13 @@ __metaclass__ = type
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.common.process import get_bin_path
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -31,6 +33,7 @@ from ansible.utils.vars import merge_hash
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import HAS_KUBERNETES
 from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AUTH, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.files import private_tempdir
 from ansible_collections.fleetops.registration.plugins.module_utils.masking import invocation_secrets, result_secrets, secret_value_paths
 from ansible_collections.fleetops.registration.plugins.module_utils.module import (
@@ -39,10 +42,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 
 display = Display()
 
-# The modules whose action plugin is an InControllerAction: those that only talk to API servers (no Helm).
-IN_CONTROLLER = ("fleet_cluster", "fleet_cluster_info", "fleet_registration_token", "fleet_status_info", "hub_move_info",
-                 "hub_prepare", "kubefleet_member_cluster", "kubefleet_member_cluster_info", "kubefleet_member_identity",
-                 "member_info")
+# The modules whose action plugin is an InControllerAction (hub_move, member_lock and step_args have actions of their own).
+IN_CONTROLLER = ("fleet_agent", "fleet_cluster", "fleet_cluster_info", "fleet_registration_token", "fleet_status_info",
+                 "hub_move_info", "hub_prepare", "kubefleet_member_agent", "kubefleet_member_cluster",
+                 "kubefleet_member_cluster_info", "kubefleet_member_identity", "member_info")
 
 
 def reason_for_module_process(connection, interpreter, become=False, delegated=False, asynchronous=False,
@@ -67,9 +70,8 @@ def reason_for_module_process(connection, interpreter, become=False, delegated=F
 
 class ControllerModule(FleetClients):
     """What a module's runner uses of FleetModule, in the controller: ``params`` validated by the module's argument
-    spec, ``check_mode``, ``no_log`` (the task's), ``warn()``, the clients, the waiter and the secrets found
-    (``hide()``), and a private directory of its own that run() removes. No Helm: a module that runs Helm keeps its
-    module process."""
+    spec, ``check_mode``, ``no_log`` (the task's), ``warn()``, the clients, the waiter, Helm and the secrets found
+    (``hide()``), and a private directory of its own that run() removes."""
 
     def __init__(self, name, options, args, check_mode=False, diff=False, no_log=False, tmp_parent=None):
         self._name = name
@@ -79,6 +81,7 @@ class ControllerModule(FleetClients):
         self.no_log = no_log
         self._clients = {}
         self._waiter = None
+        self._helm = None
         self._tmp_parent = tmp_parent
         self._fleet_tmpdir = None
         self.no_log_values = set()
@@ -117,6 +120,26 @@ class ControllerModule(FleetClients):
         self.hide(*credential_parts(warning))
         self.warnings.append(warning)
 
+    @staticmethod
+    def get_bin_path(arg):
+        """AnsibleModule.get_bin_path: ``arg`` on PATH (or sbin), None when it is nowhere."""
+        try:
+            return get_bin_path(arg)
+        except ValueError:
+            return None
+
+    @staticmethod
+    def run_command(args, environ_update=None, data=None):
+        """AnsibleModule.run_command as the Helm runner calls it: ``args`` without a shell, the controller's environment
+        updated with ``environ_update``, ``data`` and a newline on standard input (else nothing); ``(rc, stdout, stderr)``."""
+        try:
+            done = subprocess.run(args, input=None if data is None else data + "\n", capture_output=True, check=False,
+                                  stdin=subprocess.DEVNULL if data is None else None, env=dict(os.environ, **(environ_update or {})),
+                                  encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            raise FleetOpsError("could not run %s: %s" % (args[0], exc))
+        return done.returncode, done.stdout, done.stderr
+
     def run(self, action):
         """``action(self)``'s result as the module would return it (masked, with its warnings), or its failure's;
         the private directory is gone once it returns."""
@@ -143,7 +166,7 @@ def _json_default(value):
 
 
 class InControllerAction(ActionBase):
-    """The action of a module that runs no Helm: the module's code in the controller's process where the module would
+    """The action of a module in IN_CONTROLLER: the module's code in the controller's process where the module would
     run there anyway (reason_for_module_process), else the module as usual.
 
     A subclass names the module (``MODULE``, as in the task) and its python module (``CODE``), which has

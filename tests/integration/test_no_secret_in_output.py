@@ -73,12 +73,8 @@ ROLE_VARS = {
                                         "rancher_fleet": {"fleetopsAudit": {"note": M["role_fleet_secret"]}}},
 }
 
-PLAYBOOK = """
-- name: The agent modules given a marker in every option that can carry a secret (they fail early, at a closed port)
-  hosts: fleet-hub
-  gather_facts: false
-  tasks:
-    - name: fleet_agent
+AGENT_TASKS = """
+    - name: fleet_agent%(way)s
       fleetops.registration.fleet_agent:
         kubeconfig: "{{ marked_kubeconfig }}"
         proxy: "{{ marked_proxy }}"
@@ -92,9 +88,9 @@ PLAYBOOK = """
         secret_values: "{{ marked_secret_values }}"
         agent: "{{ marked_agent }}"
         wait_timeout: 5
-      ignore_errors: true
+      ignore_errors: true%(environment)s
 
-    - name: kubefleet_member_agent, the target's kubeconfig mapping with a static token
+    - name: kubefleet_member_agent, the target's kubeconfig mapping with a static token%(way)s
       fleetops.registration.kubefleet_member_agent:
         kubeconfig: "{{ marked_kubeconfig }}"
         context: token
@@ -109,11 +105,22 @@ PLAYBOOK = """
         secret_values: "{{ marked_secret_values }}"
         agent: "{{ marked_agent }}"
         wait_timeout: 5
-      ignore_errors: true
-
+      ignore_errors: true%(environment)s
+"""
+# Each agent module twice: in the controller's process (the lab's local connection on the controller's Python), and as
+# a module process (a task environment keeps one: plugin_utils/controller_run.py), which logs its invocation to syslog.
+PLAYBOOK = """
+- name: The agent modules given a marker in every option that can carry a secret (they fail early, at a closed port)
+  hosts: fleet-hub
+  gather_facts: false
+  tasks:
+%(in_controller)s
+%(module_process)s
 - name: Join member2
   ansible.builtin.import_playbook: fleetops.registration.join_cluster
-""" % {"closed": CLOSED}
+""" % {"in_controller": AGENT_TASKS % {"closed": CLOSED, "way": "", "environment": ""},
+       "module_process": AGENT_TASKS % {"closed": CLOSED, "way": " (module process)",
+                                        "environment": "\n      environment:\n        FLEETOPS_AUDIT: module-process"}}
 
 # Run as root in a private mount namespace (unshare -m): /dev becomes a tmpfs holding the real /dev's entries
 # (bind-mounted) and, as /dev/log, the test's socket; then the command runs there. Nothing changes outside.
@@ -228,10 +235,13 @@ def joined_member2(lab, tmp_path):
     logged = "\n".join(listener.messages)
     for module in ("fleet_agent", "kubefleet_member_agent"):
         assert "ansible-fleetops.registration.%s: Invoked with" % module in logged, "no syslog line from %s" % module
-    # The modules that run no Helm run in the controller on the lab's local connection (plugin_utils/controller_run.py):
-    # no module process, so no invocation logged anywhere.
+    # The join's modules run in the controller on the lab's local connection (plugin_utils/controller_run.py): no
+    # module process, so no invocation logged anywhere; each agent module's task with an environment logged one.
     assert "ansible-fleetops.registration.member_info: Invoked with" not in logged
-    assert stdout.count("...ignoring") == 2
+    assert all(logged.count("ansible-fleetops.registration.%s: Invoked with" % module) == 1
+               for module in ("fleet_agent", "kubefleet_member_agent")), logged[-3000:]
+    assert "fleet_agent runs in the controller's process" in stdout and "the task sets environment variables" in stdout
+    assert stdout.count("...ignoring") == 4
     assert "and note what its state is judged against" in stdout  # step_args sets the request fact (no_log)
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout and "********" in stdout
     helm = lab.run_helm("member2", "get", "values", "member-agent", "--namespace", "default", "--output", "json")

@@ -226,16 +226,17 @@ def test_module_processes_counts_items_attempts_and_no_controller_actions():
     records = [
         rec('m1', 'ansible.builtin.set_fact', 0, 1),
         rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1),
-        rec('m1', 'fleetops.registration.kubefleet_member_agent', 0, 1),
-        rec('m1', sf.FLEET_AGENT, 0, 1, items=2),
+        rec('m1', 'fleetops.registration.hub_move', 0, 1, items=2),
         rec('m1', 'fleetops.registration.member_lock', 0, 1, attempts=3),
-        rec('m1', sf.FLEET_AGENT, 0, 1, status='skipped'),
+        rec('m1', 'fleetops.registration.hub_move', 0, 1, status='skipped'),
         rec('m2', 'kubernetes.core.k8s_info', 0, 1),
         # On the bench lab's local connection these run in the controller (plugin_utils/controller_run.py).
         rec('m1', sf.TOKEN, 0, 1, items=2),
         rec('m1', sf.FLEET_CLUSTER_INFO, 0, 1, attempts=3),
+        rec('m1', 'fleetops.registration.kubefleet_member_agent', 0, 1),
+        rec('m1', sf.FLEET_AGENT, 0, 1, items=2),
     ]
-    assert sf.module_processes(records) == {'m1': 6, 'm2': 1}
+    assert sf.module_processes(records) == {'m1': 5, 'm2': 1}
 
 
 def test_task_breakdown_in_run_order_for_one_host():
@@ -311,7 +312,7 @@ def test_timeline_from_runner_and_agent_logs():
 
 
 def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
-    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.fleet_agent', 1, 2),
+    records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.hub_move', 1, 2),
                rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
     assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
     assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}

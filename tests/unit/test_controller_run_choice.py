@@ -129,9 +129,24 @@ def test_the_modules_run_in_the_controller_are_those_named_and_have_what_it_need
     for name in controller_run.IN_CONTROLLER:
         code = importlib.import_module("ansible_collections.fleetops.registration.plugins.modules." + name)
         assert callable(code.run) and "argument_spec" in code.module_options(), name
-        # No Helm: the controller run has no Helm runner (the agent modules keep their module process).
-        assert ".helm(" not in pathlib.Path(code.__file__).read_text(), name
     # The bench counts them as no module process (bench/scale_figures.py).
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
     import scale_figures  # pylint: disable=import-outside-toplevel
     assert set(controller_run.IN_CONTROLLER) <= scale_figures.CONTROLLER_ACTIONS
+
+
+def test_the_controller_runs_helm_as_the_module_process_would():
+    """The Helm runner's run_command and get_bin_path (module_utils/helm.py) in the controller: argv without a shell,
+    the environment updated, text on standard input with a newline as AnsibleModule adds, nothing when none is given."""
+    echo = [PYTHON, "-c", "import os, sys; print(repr(sys.stdin.read()), os.environ['FLEETOPS_T'], os.environ.get('HOME') is not None)"]
+    rc, out, err = ControllerModule.run_command(echo, environ_update={"FLEETOPS_T": "set"}, data="values: 1")
+    assert (rc, out, err) == (0, "'values: 1\\n' set True\n", "")
+    rc, out, dummy = ControllerModule.run_command(echo, environ_update={"FLEETOPS_T": "none"})
+    assert (rc, out) == (0, "'' none True\n")
+    rc, dummy, err = ControllerModule.run_command([PYTHON, "-c", "import sys; sys.exit('no release')"])
+    assert rc == 1 and "no release" in err
+    with pytest.raises(Exception) as failed:
+        ControllerModule.run_command(["/nonexistent/helm", "version"])
+    assert "could not run /nonexistent/helm" in str(failed.value)
+    assert ControllerModule.get_bin_path(os.path.basename(PYTHON)) or ControllerModule.get_bin_path("sh")
+    assert ControllerModule.get_bin_path("fleetops-no-such-binary") is None
