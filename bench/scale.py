@@ -204,11 +204,13 @@ def stage_memory(bench):
 
 
 def stage_rerun(bench):
-    """No-change re-run over every member, then over 1 and 4 members (with the hub play each time); a re-run that
-    failed or changed something is no re-run time."""
+    """No-change re-run over every member, then over 1 and 4 members (with the hub play each time), once the lab has
+    settled from the joins before it (a re-run meets a fleet at rest); a re-run that failed or changed something is no
+    re-run time."""
     if not bench.joined_or_refuse('rerun_seconds'):
         return
     runs, cpu, labels, refused = {}, {}, {}, {}
+    settled = hub_stages.settle_lab('the re-runs')
     for count in [len(bench.members)] + [n for n in (1, 4) if n < len(bench.members)]:
         limit = None if count == len(bench.members) else [bench.hub_host] + bench.members[:count]
         attempts = [bench.play(repeat_label('rerun-%d' % count, attempt, bench.args.repeat), limit=limit)
@@ -223,6 +225,7 @@ def stage_rerun(bench):
     print('   CPU seconds of each re-run (ansible-playbook, modules, Helm): %s' % ', '.join('%d members %.1f' % kv for kv in sorted(cpu.items())))
     everyone = len(bench.members)
     bench.record([labels[everyone]] if labels[everyone] else [], rerun_seconds=runs.get(everyone), members=everyone,
+                 rerun_settle_seconds=settled,
                  rerun_scaling={str(k): v for k, v in runs.items()}, rerun_cpu={str(k): v for k, v in cpu.items()},
                  rerun_refused={str(k): v for k, v in refused.items() if v})
     if refused[everyone]:
@@ -241,6 +244,7 @@ def stage_kcore(bench):
         return
     if 'rerun_seconds' not in bench.raw:  # this run's own re-run, never an earlier run's
         stage_rerun(bench)
+    hub_stages.settle_lab('the kubernetes.core re-runs')
     attempts = [bench.play(repeat_label('kcore-rerun', attempt, bench.args.repeat), 'bench/kubernetes_core_rerun.yml', ansible_playbook=playbook)
                 for attempt in range(bench.args.repeat)]
     seconds, label, refused = figures.fastest([{'label': r.label, 'rc': r.rc, 'seconds': r.seconds} for r in attempts])
@@ -286,6 +290,7 @@ def stage_latency(bench):
     urls = [entry['url'] for entry in labctl.lab_report().get('clusters', {}).values() if entry.get('url')]
     pairs = max(2, bench.args.repeat)
     loopback, delayed = [], []
+    hub_stages.settle_lab('the re-runs with and without delay')
     with netns.DelayedNetwork(urls, one_way_ms=LATENCY_ONE_WAY_MS) as network:
         host, port = network.endpoints[0]
         print('   namespace %s: %d API servers behind a %d ms one-way relay; a TLS handshake takes %.0f ms there, %.0f ms on the loopback'

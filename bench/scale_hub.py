@@ -29,6 +29,10 @@ CLEANUP_WORKERS = 8
 SETTLED_CPU = 0.3
 SETTLED_FOR = 2
 SETTLE_LIMIT = 180
+# The same before a timed no-change re-run, over every process of the lab: a 12-member lab at rest takes ~0.4 CPU s
+# per second; right after a join its agents and controllers take most of both CPUs for a while.
+LAB_SETTLED_CPU = 0.8
+LAB_SETTLE_LIMIT = 120
 
 
 def inventory(bench, count, round_):
@@ -77,6 +81,13 @@ def hub_pids():
     return [p['pid'] for p in procs + [s for s in report.get('shared') or [] if s.get('name') == 'etcd'] if p.get('pid')]
 
 
+def lab_pids():
+    """Every process of the lab: each cluster's (API server, controllers, agents) and the shared ones."""
+    report = labctl.lab_report()
+    procs = [p for cluster in (report.get('clusters') or {}).values() for p in cluster.get('processes') or []]
+    return [p['pid'] for p in procs + list(report.get('shared') or []) if p.get('pid')]
+
+
 def cpu_seconds(pids):
     """Summed user+system CPU seconds of ``pids`` so far (a process gone counts 0)."""
     total = 0.0
@@ -90,19 +101,24 @@ def cpu_seconds(pids):
     return total
 
 
-def settle(pids, label):
-    """Wait (not timed) until the hub's processes are quiet; prints how long it took. Returns the seconds waited."""
+def settle(pids, label, what='hub', cpu=SETTLED_CPU, limit=SETTLE_LIMIT):
+    """Wait (not timed) until ``pids`` are quiet; prints how long it took. Returns the seconds waited."""
     started = time.monotonic()
     quiet, last = 0, cpu_seconds(pids)
-    while quiet < SETTLED_FOR and time.monotonic() - started < SETTLE_LIMIT:
+    while quiet < SETTLED_FOR and time.monotonic() - started < limit:
         time.sleep(1)
         now = cpu_seconds(pids)
-        quiet = quiet + 1 if now - last < SETTLED_CPU else 0
+        quiet = quiet + 1 if now - last < cpu else 0
         last = now
     waited = time.monotonic() - started
-    print('   hub settled before %s after %.0f s%s (not timed)' % (label, waited, '' if quiet >= SETTLED_FOR else ', NOT quiet yet'),
+    print('   %s settled before %s after %.0f s%s (not timed)' % (what, label, waited, '' if quiet >= SETTLED_FOR else ', NOT quiet yet'),
           flush=True)
     return waited
+
+
+def settle_lab(label):
+    """settle() over every process of the lab, before a timed re-run."""
+    return settle(lab_pids(), label, what='lab', cpu=LAB_SETTLED_CPU, limit=LAB_SETTLE_LIMIT)
 
 
 def counted_play(bench, label, playbook, inv, extra_vars):
