@@ -23,7 +23,8 @@ options:
     default: 300
   wait_sleep:
     description:
-      - Seconds between checks while waiting.
+      - Seconds between checks while waiting, at most. The first checks of each wait come sooner (after 0.25 s, then
+        0.25 s longer each time, up to this).
     type: int
     default: 2
   member_lock:

@@ -148,7 +148,9 @@ class Urllib3Transport:
 
     def __init__(self, configuration):
         self.configuration = configuration
-        options = {"num_pools": 2, "maxsize": 8, "retries": urllib3.Retry(total=configuration.retries, redirect=0),
+        # maxsize: the most requests a run sends side by side on one client (member_batch.WORKERS: a batch's credential
+        # checks on the hub); a request beyond it would open a connection (a TLS handshake) only to close it again.
+        options = {"num_pools": 2, "maxsize": 16, "retries": urllib3.Retry(total=configuration.retries, redirect=0),
                    "timeout": urllib3.Timeout(connect=REQUEST_TIMEOUT[0], read=REQUEST_TIMEOUT[1])}
         if configuration.verify_ssl:
             options["cert_reqs"] = "CERT_REQUIRED"

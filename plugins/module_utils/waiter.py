@@ -39,6 +39,13 @@ PREDICATES = {
 }
 
 
+# The first look again comes after this long, and each pause is that much longer than the one before, up to
+# wait_sleep: what a join waits for is there within a second (a MemberCluster's ReadyToJoin, a service-account token)
+# or two (Fleet's values Secret for a new token, ~2.1 s on the lab), and a fixed 2 s pause made each such wait take
+# 2 s or 4 s; looks at 0.25, 0.75, 1.5 and 2.5 s, then every wait_sleep.
+FIRST_PAUSE = 0.25
+
+
 class Waiter:
     """One clock: all waits of a module run share ``timeout`` seconds."""
 
@@ -60,6 +67,7 @@ class Waiter:
         check = PREDICATES[predicate] if isinstance(predicate, str) else predicate
         if self.on_wait is not None:
             self.on_wait()  # what is waited for changes on the server: no answer from a list read before
+        pause = min(FIRST_PAUSE, self.sleep)
         while True:
             value = fetch()
             if check(value):
@@ -67,7 +75,8 @@ class Waiter:
             if self.remaining <= 0:
                 raise WaitTimeout("timed out after %ds waiting for %s" % (self.timeout, what),
                                   hint or "Raise wait_timeout, or look at the controller that should act", last=value)
-            self.sleeper(min(self.sleep, self.remaining))
+            self.sleeper(min(pause, self.remaining))
+            pause = min(pause + FIRST_PAUSE, self.sleep)
 
 
 class Nudge:

@@ -44,7 +44,24 @@ def test_waiter_returns_first_value_that_satisfies():
     values = iter([None, {"data": {}}, {"data": {"token": "x"}}])
     w = waiter.Waiter(30, 1, clock=clock, sleeper=clock.sleep)
     assert w.until(lambda: next(values), "service_account_token", "token") == {"data": {"token": "x"}}
-    assert clock.now == 2
+    assert clock.now == 0.75  # looked again after 0.25 s and 0.5 s
+
+
+def test_waiter_looks_soon_first_then_every_wait_sleep():
+    clock = FakeClock()
+    pauses = []
+    w = waiter.Waiter(30, 2, clock=clock, sleeper=lambda s: (pauses.append(s), clock.sleep(s)))
+    values = iter([None] * 7 + [{"data": {"token": "x"}}])
+    w.until(lambda: next(values), "service_account_token", "token")
+    assert pauses == [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75]
+    pauses[:] = []
+    values = iter([None] * 10 + [{"data": {"token": "x"}}])
+    w.until(lambda: next(values), "service_account_token", "a longer wait")
+    assert pauses[-3:] == [2, 2, 2] and max(pauses) == 2
+    pauses[:] = []
+    values = iter([None, {"data": {"token": "x"}}])
+    w.until(lambda: next(values), "service_account_token", "a second wait starts soon again")
+    assert pauses == [0.25]
 
 
 def test_waiter_shares_one_clock_across_waits():
