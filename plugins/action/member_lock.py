@@ -15,6 +15,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import held_message
+from ansible_collections.fleetops.registration.plugins.modules import member_lock
+from ansible_collections.fleetops.registration.plugins.plugin_utils.controller_run import InControllerAction
 
 display = Display()
 
@@ -53,18 +55,22 @@ def progress_lines(held, left, total):
             for member, lock in sorted(held.items())]
 
 
-class ActionModule(ActionBase):
+class ActionModule(InControllerAction):
+    """Each call of the module runs in the controller's process where the module would run on the controller anyway
+    (plugin_utils/controller_run.py), else as a module process."""
 
     _supports_check_mode = True
     _supports_async = False
+    MODULE = MODULE
+    CODE = member_lock
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = ActionBase.run(self, tmp, task_vars)  # not InControllerAction.run: the calls below are this action's
         del tmp
         args = dict(self._task.args)
         try:
             if args.get("state", "present") != "present" or self._task.check_mode:
-                return dict(result, **self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
+                return dict(result, **self._module_result(args, task_vars))
             return dict(result, **self._lock_in_steps(args, task_vars))
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
@@ -75,7 +81,7 @@ class ActionModule(ActionBase):
         merged, call_args = None, args
         while True:
             wait = steps_left(deadline, time.monotonic(), merged is None)
-            outcome = self._execute_module(module_name=MODULE, module_args=dict(call_args, wait_step=wait), task_vars=task_vars)
+            outcome = self._module_result(dict(call_args, wait_step=wait), task_vars)
             if outcome.get("failed"):
                 return outcome
             merged = merge_attempts(merged, outcome)

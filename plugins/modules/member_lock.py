@@ -40,6 +40,7 @@ author:
 extends_documentation_fragment:
   - fleetops.registration.k8s_auth
   - fleetops.registration.k8s_auth.HUB
+  - fleetops.registration.controller_run
 attributes:
   check_mode:
     support: full
@@ -221,9 +222,17 @@ def argument_spec():
     )
 
 
+def module_options():
+    """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
+    return dict(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()), required_if=[("state", "absent", ["states"])])
+
+
+def run(module):
+    return lock_members(module) if module.params["state"] == "present" else release_members(module)
+
+
 def main():
-    module = FleetModule(argument_spec=merge(AUTH, HUB_AUTH, argument_spec()), required_if=[("state", "absent", ["states"])])
-    run_module(module, lambda m: lock_members(m) if m.params["state"] == "present" else release_members(m))
+    run_module(FleetModule(**module_options()), run)
 
 
 if __name__ == "__main__":

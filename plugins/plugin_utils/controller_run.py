@@ -42,10 +42,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 
 display = Display()
 
-# The modules whose action plugin is an InControllerAction (hub_move, member_lock and step_args have actions of their own).
+# The modules whose action plugin is an InControllerAction (member_lock's calls its module in steps; hub_move and
+# step_args have actions of their own).
 IN_CONTROLLER = ("fleet_agent", "fleet_cluster", "fleet_cluster_info", "fleet_registration_token", "fleet_status_info",
                  "hub_move_info", "hub_prepare", "kubefleet_member_agent", "kubefleet_member_cluster",
-                 "kubefleet_member_cluster_info", "kubefleet_member_identity", "member_info")
+                 "kubefleet_member_cluster_info", "kubefleet_member_identity", "member_info", "member_lock")
 
 
 def reason_for_module_process(connection, interpreter, become=False, delegated=False, asynchronous=False,
@@ -157,6 +158,14 @@ class ControllerModule(FleetClients):
         return remove_values(json.loads(json.dumps(result, default=_json_default)), self.no_log_values)
 
 
+def _plain(args):
+    """A task's arguments as the module would receive them (JSON data), or None when they are not JSON data."""
+    try:
+        return json.loads(json.dumps(args))
+    except (TypeError, ValueError):
+        return None
+
+
 def _json_default(value):
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=str)
@@ -181,28 +190,25 @@ class InControllerAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        task_vars = task_vars or {}
-        args = self._plain_args()
-        reason = "its arguments are not plain data" if args is None else self._reason_for_module_process(task_vars)
-        if reason is None:
-            display.vvv("%s runs in the controller's process" % self.MODULE)
-            module = ControllerModule(self.MODULE, self.CODE.module_options(), args, check_mode=bool(self._task.check_mode),
-                                      diff=bool(self._task.diff), no_log=bool(self._task.no_log or C.DEFAULT_NO_LOG),
-                                      tmp_parent=C.DEFAULT_LOCAL_TMP)
-            return merge_hash(result, module.run(self.CODE.run))
-        display.vvv("%s runs as a module process: %s" % (self.MODULE, reason))
         wrap_async = self._task.async_val
-        result = merge_hash(result, self._execute_module(module_name=self.MODULE, task_vars=task_vars, wrap_async=wrap_async))
+        result = merge_hash(result, self._module_result(self._task.args, task_vars or {}, wrap_async=wrap_async))
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
 
-    def _plain_args(self):
-        """The task's arguments as the module would receive them (JSON data), or None when they are not JSON data."""
-        try:
-            return json.loads(json.dumps(self._task.args))
-        except (TypeError, ValueError):
-            return None
+    def _module_result(self, args, task_vars, wrap_async=False):
+        """The module's result for ``args``: its code run in the controller's process where the module would run on the
+        controller anyway, else a module process (an action that calls the module in steps calls this for each)."""
+        plain = _plain(args)
+        reason = "its arguments are not plain data" if plain is None else self._reason_for_module_process(task_vars)
+        if reason is None:
+            display.vvv("%s runs in the controller's process" % self.MODULE)
+            module = ControllerModule(self.MODULE, self.CODE.module_options(), plain, check_mode=bool(self._task.check_mode),
+                                      diff=bool(self._task.diff), no_log=bool(self._task.no_log or C.DEFAULT_NO_LOG),
+                                      tmp_parent=C.DEFAULT_LOCAL_TMP)
+            return module.run(self.CODE.run)
+        display.vvv("%s runs as a module process: %s" % (self.MODULE, reason))
+        return self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars, wrap_async=wrap_async)
 
     def _reason_for_module_process(self, task_vars):
         interpreter = task_vars.get("ansible_python_interpreter")
