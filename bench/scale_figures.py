@@ -12,6 +12,7 @@ import re
 KEYS = (
     'rerun_seconds_per_member',
     'rerun_vs_kubernetes_core',
+    'rerun_2_vs_kubernetes_core',
     'first_join_checkin_intervals',
     'parallel_join_ratio',
     'hub_100_seconds',
@@ -27,6 +28,7 @@ KEYS = (
 TARGETS = {
     'rerun_seconds_per_member': ('<=', 0.25),
     'rerun_vs_kubernetes_core': ('>=', 10.0),
+    'rerun_2_vs_kubernetes_core': ('>=', 4.0),  # paired runs over 2 members: what a small inventory sees
     'first_join_checkin_intervals': ('<=', 2.0),
     'parallel_join_ratio': ('<=', 1.3),
     'hub_100_seconds': ('<=', 12.0),
@@ -47,7 +49,7 @@ CONTROLLER_ACTIONS = frozenset((
     # bench lab's inventory has it (plugin_utils/controller_run.py IN_CONTROLLER); the count hook marks them in_controller.
     'fleet_agent', 'fleet_cluster', 'fleet_cluster_info', 'fleet_registration_token', 'fleet_status_info', 'hub_move_info',
     'hub_prepare', 'kubefleet_member_agent', 'kubefleet_member_cluster', 'kubefleet_member_cluster_info',
-    'kubefleet_member_identity', 'member_info',
+    'kubefleet_member_identity', 'member_info', 'member_lock',
 ))
 
 FLEET_AGENT = 'fleetops.registration.fleet_agent'
@@ -81,6 +83,7 @@ def ratio(numerator, denominator):
 FIGURE_INPUTS = {
     'rerun_seconds_per_member': ('rerun_seconds', 'members'),
     'rerun_vs_kubernetes_core': ('kcore_seconds', 'rerun_seconds'),
+    'rerun_2_vs_kubernetes_core': ('kcore_2_seconds', 'rerun_2_seconds'),
     'first_join_checkin_intervals': ('checkin_window_seconds', 'checkin_interval_seconds'),
     'parallel_join_ratio': ('join_batch_seconds', 'join_1_seconds'),
     'hub_100_seconds': ('hub_100_seconds',),
@@ -125,7 +128,8 @@ def compute_figures(m):
     """The figures of scale.json from raw measurements (a dict; any of them may be missing).
 
     rerun_seconds: wall time of the no-change re-run over all members; members: how many;
-    kcore_seconds: the kubernetes.core baseline over the same members; checkin_window_seconds: a first join's
+    kcore_seconds: the kubernetes.core baseline over the same members; rerun_2_seconds / kcore_2_seconds: the two over
+    the first 2 members, in pairs; checkin_window_seconds: a first join's
     agent install to check-in; checkin_interval_seconds: the hub's agentCheckinInterval;
     join_1_seconds / join_batch_seconds: first join of 1 member / of the batch in one run;
     hub_100_seconds, hub_relabel_100_seconds, hub_1000_seconds (``hub_passes``); lab_rss_bytes; sliced_ok;
@@ -141,6 +145,7 @@ def compute_figures(m):
     figures = {
         'rerun_seconds_per_member': rounded(ratio(m.get('rerun_seconds'), members), 3),
         'rerun_vs_kubernetes_core': rounded(ratio(m.get('kcore_seconds'), m.get('rerun_seconds'))),
+        'rerun_2_vs_kubernetes_core': rounded(ratio(m.get('kcore_2_seconds'), m.get('rerun_2_seconds'))),
         'first_join_checkin_intervals': rounded(ratio(m.get('checkin_window_seconds'), m.get('checkin_interval_seconds'))),
         'parallel_join_ratio': rounded(ratio(m.get('join_batch_seconds'), m.get('join_1_seconds'))),
         'hub_100_seconds': rounded(m.get('hub_100_seconds'), 1),

@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 
 import scale_figures as sf  # noqa: E402  pylint: disable=wrong-import-position
 
-ISSUE_KEYS = ['rerun_seconds_per_member', 'rerun_vs_kubernetes_core', 'first_join_checkin_intervals', 'parallel_join_ratio',
+ISSUE_KEYS = ['rerun_seconds_per_member', 'rerun_vs_kubernetes_core', 'rerun_2_vs_kubernetes_core', 'first_join_checkin_intervals', 'parallel_join_ratio',
               'hub_100_seconds', 'hub_relabel_100_seconds', 'hub_1000_seconds', 'lab_12_members_gib', 'rotation_gap_intervals',
               'rerun_50ms_vs_loopback', 'sliced_runs_ok']
 
@@ -30,9 +30,11 @@ def test_compute_figures_from_measurements():
                               'hub_100_seconds': 123.456, 'hub_relabel_100_seconds': 3.04, 'hub_1000_seconds': 55.55,
                               'lab_rss_bytes': 6 * 2 ** 30, 'sliced_ok': True,
                               'rotation_heartbeat_gap_seconds': 30.0, 'heartbeat_period_seconds': 60,
-                              'rotation_checkin_gap_seconds': 21.0, 'rerun_50ms_seconds': 9.0, 'rerun_loopback_seconds': 6.0})
+                              'rotation_checkin_gap_seconds': 21.0, 'rerun_50ms_seconds': 9.0, 'rerun_loopback_seconds': 6.0,
+                              'rerun_2_seconds': 1.6, 'kcore_2_seconds': 7.0})
     assert list(got) == ISSUE_KEYS
-    assert got == {'rerun_seconds_per_member': 2.5, 'rerun_vs_kubernetes_core': 2.0, 'first_join_checkin_intervals': 6.47,
+    assert got == {'rerun_seconds_per_member': 2.5, 'rerun_vs_kubernetes_core': 2.0, 'rerun_2_vs_kubernetes_core': 4.38,
+                   'first_join_checkin_intervals': 6.47,
                    'parallel_join_ratio': 1.8, 'hub_100_seconds': 123.5, 'hub_relabel_100_seconds': 3.0, 'hub_1000_seconds': 55.5,
                    'lab_12_members_gib': 6.0, 'rotation_gap_intervals': 1.4,
                    'rerun_50ms_vs_loopback': 1.5, 'sliced_runs_ok': True}
@@ -55,6 +57,7 @@ def test_compute_figures_leaves_unmeasured_ones_empty():
 @pytest.mark.parametrize('key,value,expected', [
     ('rerun_seconds_per_member', 0.25, 'PASS'), ('rerun_seconds_per_member', 0.26, 'OVER'),
     ('rerun_vs_kubernetes_core', 10.0, 'PASS'), ('rerun_vs_kubernetes_core', 9.9, 'OVER'),
+    ('rerun_2_vs_kubernetes_core', 4.0, 'PASS'), ('rerun_2_vs_kubernetes_core', 3.9, 'OVER'),
     ('sliced_runs_ok', True, 'PASS'), ('sliced_runs_ok', False, 'OVER'), ('hub_100_seconds', None, 'n/a'),
 ])
 def test_verdict(key, value, expected):
@@ -87,12 +90,14 @@ def test_figure_report_has_only_this_runs_figures_each_with_its_runs_or_reason()
     report = sf.figure_report(raw, refused={'checkin_window_seconds': 'first-join exited 2'},
                               sources={'rerun_seconds': ['rerun-12.2'], 'kcore_seconds': ['kcore-rerun'], 'members': [],
                                        'checkin_interval_seconds': ['hub ConfigMap']})
-    assert report['figures'] == {'rerun_seconds_per_member': 0.5, 'rerun_vs_kubernetes_core': 6.67, 'first_join_checkin_intervals': None,
+    assert report['figures'] == {'rerun_seconds_per_member': 0.5, 'rerun_vs_kubernetes_core': 6.67, 'rerun_2_vs_kubernetes_core': None,
+                                 'first_join_checkin_intervals': None,
                                  'parallel_join_ratio': None, 'hub_100_seconds': None, 'hub_relabel_100_seconds': None,
                                  'hub_1000_seconds': None, 'lab_12_members_gib': None,
                                  'rotation_gap_intervals': None, 'rerun_50ms_vs_loopback': None, 'sliced_runs_ok': None}
     assert report['sources'] == {'rerun_seconds_per_member': ['rerun-12.2'], 'rerun_vs_kubernetes_core': ['kcore-rerun', 'rerun-12.2']}
     assert report['reasons'] == {'first_join_checkin_intervals': 'first-join exited 2', 'parallel_join_ratio': sf.NOT_MEASURED,
+                                 'rerun_2_vs_kubernetes_core': sf.NOT_MEASURED,
                                  'hub_100_seconds': sf.NOT_MEASURED, 'hub_relabel_100_seconds': sf.NOT_MEASURED,
                                  'hub_1000_seconds': sf.NOT_MEASURED, 'lab_12_members_gib': sf.NOT_MEASURED,
                                  'rotation_gap_intervals': sf.NOT_MEASURED, 'rerun_50ms_vs_loopback': sf.NOT_MEASURED,
@@ -227,7 +232,7 @@ def test_module_processes_counts_items_attempts_and_no_controller_actions():
         rec('m1', 'ansible.builtin.set_fact', 0, 1),
         rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1),
         rec('m1', 'fleetops.registration.hub_move', 0, 1, items=2),
-        rec('m1', 'fleetops.registration.member_lock', 0, 1, attempts=3),
+        rec('m1', 'fleetops.registration.hub_move', 0, 1, attempts=3),
         rec('m1', 'fleetops.registration.hub_move', 0, 1, status='skipped'),
         rec('m2', 'kubernetes.core.k8s_info', 0, 1),
         # On the bench lab's local connection these run in the controller (plugin_utils/controller_run.py).
@@ -236,7 +241,7 @@ def test_module_processes_counts_items_attempts_and_no_controller_actions():
         rec('m1', 'fleetops.registration.kubefleet_member_agent', 0, 1),
         rec('m1', sf.FLEET_AGENT, 0, 1, items=2),
     ]
-    assert sf.module_processes(records) == {'m1': 5, 'm2': 1}
+    assert sf.module_processes(records) == {'m1': 5, 'm2': 1}  # hub_move: 2 items, 3 attempts
 
 
 def test_task_breakdown_in_run_order_for_one_host():
@@ -313,7 +318,7 @@ def test_timeline_from_runner_and_agent_logs():
 
 def test_tasks_per_host_counts_every_task_record_skipped_ones_too():
     records = [rec('m1', 'ansible.builtin.validate_argument_spec', 0, 1), rec('m1', 'fleetops.registration.hub_move', 1, 2),
-               rec('m1', 'fleetops.registration.member_lock', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
+               rec('m1', 'fleetops.registration.hub_move', 2, 2, status='skipped'), rec('m2', 'ansible.builtin.debug', 0, 1)]
     assert sf.tasks_per_host(records) == {'m1': 3, 'm2': 1}
     assert sf.module_processes(records + [rec('m2', 'fleetops.registration.step_args', 1, 2)]) == {'m1': 1}
     # On the bench lab's local connection their code runs in the controller (plugin_utils/controller_run.py).
