@@ -41,7 +41,8 @@ JOIN = 'playbooks/join_cluster.yml'
 LEAVE = 'playbooks/leave_cluster.yml'
 # The raw measurements each stage makes: a stage that raised makes none of them.
 STAGE_KEYS = {'first': ('join_1_seconds', 'checkin_window_seconds', 'checkin_interval_seconds'), 'batch': ('join_batch_seconds',),
-              'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',), 'kcore': ('kcore_seconds', 'rerun_2_seconds', 'kcore_2_seconds'),
+              'sliced': ('sliced_ok',), 'memory': ('lab_rss_bytes',), 'rerun': ('rerun_seconds',),
+              'kcore': ('kcore_seconds', 'rerun_2_seconds', 'kcore_2_seconds'),
               'count': (), 'latency': ('rerun_50ms_seconds', 'rerun_loopback_seconds'),
               'rotate': ('rotation_heartbeat_gap_seconds', 'rotation_checkin_gap_seconds', 'heartbeat_period_seconds'),
               'hub100': ('hub_100_seconds', 'hub_relabel_100_seconds'), 'hub1000': ('hub_1000_seconds',)}

@@ -43,6 +43,6 @@ def test_the_rollback_entry_point_has_its_own_spec():
 def test_a_no_log_value_is_masked_in_the_message(monkeypatch):
     spec = {"member_join_token": {"type": "str", "no_log": True}, "member_join_mode": {"type": "str", "choices": ["a"]}}
     monkeypatch.setitem(role_spec._OPTIONS, ("fake", "main"), spec)  # pylint: disable=protected-access
-    said = role_spec.variable_errors("fake", "main", _get({"member_join_token": "s3cret-value",
-                                                             "member_join_mode": "s3cret-value"}), MISSING)
+    given = {"member_join_token": "s3cret-value", "member_join_mode": "s3cret-value"}
+    said = role_spec.variable_errors("fake", "main", _get(given), MISSING)
     assert "member_join_mode" in said and "s3cret-value" not in said
