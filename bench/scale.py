@@ -268,13 +268,18 @@ def kcore_pairs(bench, playbook, members):
                                  ansible_playbook=playbook, limit=members))
         print('   pair %d over %d members: ours %.1f s, kubernetes.core %.1f s' % (attempt + 1, len(members), ours[-1].seconds,
                                                                                    theirs[-1].seconds), flush=True)
-    for key, runs, no_change in (('rerun_2_seconds', ours, True), ('kcore_2_seconds', theirs, False)):
-        seconds, label, refused = figures.fastest(
-            [{'label': r.label, 'rc': r.rc, 'seconds': r.seconds, 'changed': figures.changed_tasks(r.records)} for r in runs],
-            expect_no_change=no_change)
-        bench.record([label] if label else [], **{key: seconds})
-        if refused:
-            bench.refuse(refused, key)
+    record_fastest(bench, 'rerun_2_seconds', ours)
+    record_fastest(bench, 'kcore_2_seconds', theirs, expect_no_change=False)
+
+
+def record_fastest(bench, key, runs, expect_no_change=True):
+    """Record the fastest of ``runs`` as ``key``, or refuse it (a failed run, or a no-change run that changed something)."""
+    seconds, label, refused = figures.fastest(
+        [{'label': r.label, 'rc': r.rc, 'seconds': r.seconds, 'changed': figures.changed_tasks(r.records)} for r in runs],
+        expect_no_change=expect_no_change)
+    bench.record([label] if label else [], **{key: seconds})
+    if refused:
+        bench.refuse(refused, key)
 
 
 def stage_count(bench):
@@ -322,13 +327,8 @@ def stage_latency(bench):
             delayed.append(bench.play('rerun-50ms.%d' % (attempt + 1), wrapper=network.wrapper()))
             print('   pair %d: %.1f s with 50 ms, %.1f s on the loopback (ratio %.2f)'
                   % (attempt + 1, delayed[-1].seconds, loopback[-1].seconds, delayed[-1].seconds / loopback[-1].seconds), flush=True)
-    for key, runs in (('rerun_50ms_seconds', delayed), ('rerun_loopback_seconds', loopback)):
-        seconds, label, refused = figures.fastest(
-            [{'label': r.label, 'rc': r.rc, 'seconds': r.seconds, 'changed': figures.changed_tasks(r.records)} for r in runs],
-            expect_no_change=True)
-        bench.record([label] if label else [], **{key: seconds})
-        if refused:
-            bench.refuse(refused, key)
+    record_fastest(bench, 'rerun_50ms_seconds', delayed)
+    record_fastest(bench, 'rerun_loopback_seconds', loopback)
 
 
 # The hub-side stages live in bench/scale_hub.py.
