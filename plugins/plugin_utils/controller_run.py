@@ -132,10 +132,11 @@ class ControllerModule(FleetClients):
     @staticmethod
     def run_command(args, environ_update=None, data=None):
         """AnsibleModule.run_command as the Helm runner calls it: ``args`` without a shell, the controller's environment
-        updated with ``environ_update``, ``data`` and a newline on standard input (else nothing); ``(rc, stdout, stderr)``."""
+        updated with ``environ_update``, ``data`` (when not empty) and a newline on standard input, else nothing;
+        ``(rc, stdout, stderr)``."""
         try:
-            done = subprocess.run(args, input=None if data is None else data + "\n", capture_output=True, check=False,
-                                  stdin=subprocess.DEVNULL if data is None else None, env=dict(os.environ, **(environ_update or {})),
+            done = subprocess.run(args, input=data + "\n" if data else None, capture_output=True, check=False,
+                                  stdin=None if data else subprocess.DEVNULL, env=dict(os.environ, **(environ_update or {})),
                                   encoding="utf-8", errors="surrogateescape")
         except OSError as exc:
             raise FleetOpsError("could not run %s: %s" % (args[0], exc))

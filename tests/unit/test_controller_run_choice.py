@@ -143,6 +143,8 @@ def test_the_controller_runs_helm_as_the_module_process_would():
     assert (rc, out, err) == (0, "'values: 1\\n' set True\n", "")
     rc, out, dummy = ControllerModule.run_command(echo, environ_update={"FLEETOPS_T": "none"})
     assert (rc, out) == (0, "'' none True\n")
+    rc, out, dummy = ControllerModule.run_command(echo, environ_update={"FLEETOPS_T": "empty"}, data="")
+    assert (rc, out) == (0, "'' empty True\n")  # as AnsibleModule: empty data is no input, not a lone newline
     rc, dummy, err = ControllerModule.run_command([PYTHON, "-c", "import sys; sys.exit('no release')"])
     assert rc == 1 and "no release" in err
     with pytest.raises(Exception) as failed:
