@@ -61,6 +61,10 @@ class WaitTimeout(FleetOpsError):
         self.last = last
 
 
+class LockLost(FleetOpsError):
+    """The run's member lock expired and another run took it, or it was released, before the run was done."""
+
+
 class HelmError(FleetOpsError):
     """The helm CLI failed; its stderr (already scrubbed of secrets) is in details."""
 

@@ -24,7 +24,9 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, WaitTimeout, opt_in_needed
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
+    ApiError, FleetOpsError, LockLost, WaitTimeout, opt_in_needed,
+)
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils import lock_holder
@@ -55,10 +57,6 @@ class LockHeld(FleetOpsError):
     """Another run holds the member's lock past our wait; ``lock``: that lock (describe_lock)."""
 
     lock = None
-
-
-class LockLost(FleetOpsError):
-    """The run's lock expired and another run took it, or it was released, before the run was done."""
 
 
 def lease_name(member):
@@ -309,8 +307,18 @@ def renewal_due(lock, wait_timeout, now=None):
     return taken is None or ((now or utcnow()) - taken).total_seconds() >= wait_timeout
 
 
-def renew(kube, lock, now=None):
-    """Extend ``lock`` from now, in one request that first tests that this run still holds it (a JSON patch)."""
+# Why a step found its lock gone: at its start, and once it had waited.
+LOST_AT_START = ("The run took longer than its lock lives (lock_duration, three times the wait timeout by default), so "
+                 "another run may be changing the member; nothing was changed by this step. Run again when that run is done")
+LOST_AFTER_WAIT = ("Another run took the member over while this step waited (its own run's process was gone, or the lock "
+                   "had expired); the step stopped there and changed nothing after its wait. Run again when that run is done")
+
+
+def renew(kube, lock, now=None, after_wait=False):
+    """Extend ``lock`` from now, in one request that first tests that this run still holds it (a JSON patch).
+
+    A step renews at its start once that is due, and after each wait (``after_wait``): a run whose ansible-playbook was
+    killed goes on in its orphaned worker until its step ends, and must not act once another run took the member over."""
     patch = [{"op": "test", "path": "/spec/holderIdentity", "value": lock["holder"]},
              {"op": "add", "path": "/spec/renewTime", "value": micro_time(now or utcnow())}]
     try:
@@ -320,8 +328,7 @@ def renew(kube, lock, now=None):
             held = describe_lock(kube.get(LEASE, lock["name"], lock["namespace"]))
             raise LockLost("this run no longer holds the lock %s/%s of the member (%s)" % (
                 lock["namespace"], lock["name"], "taken over by run %s, run by %s" % (held["holder"], held["by"]) if held else "released"),
-                hint="The run took longer than its lock lives (lock_duration, three times the wait timeout by default), so "
-                     "another run may be changing the member; nothing was changed by this step. Run again when that run is done")
+                hint=LOST_AFTER_WAIT if after_wait else LOST_AT_START)
         if exc.status == 403:
             exc.hint = ("The hub credential needs patch on leases (coordination.k8s.io) in %s to renew the member lock of a "
                         "long run: bind the Role fleetops-registration-hub there (extensions/rbac/hub.yml)" % lock["namespace"])

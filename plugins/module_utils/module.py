@@ -99,15 +99,23 @@ class FleetClients:
     def waiter(self):
         if self._waiter is None:
             self._waiter = Waiter(self.params.get("wait_timeout") or 300, self.params.get("wait_sleep") or 2,
-                                  on_wait=self._forget_listed)
+                                  on_wait=self._forget_listed, after_wait=self._lock_after_wait)
         return self._waiter
 
     def keep_member_lock(self):
         """Renew the run's lock of the member (option ``member_lock``) when it is due, before the module acts; on the
         hub, which is the ``hub_`` connection for a module that has one."""
         lock = self.params.get("member_lock")
-        if not lock or self.check_mode or not renewal_due(lock, self.params.get("wait_timeout") or 300):
-            return
+        if lock and not self.check_mode and renewal_due(lock, self.params.get("wait_timeout") or 300):
+            renew(self._lock_client(lock), lock)
+
+    def _lock_after_wait(self):
+        """After a wait, before the module acts on what it waited for: renew the lock, or stop if another run took it."""
+        lock = self.params.get("member_lock")
+        if lock and not self.check_mode:
+            renew(self._lock_client(lock), lock, after_wait=True)
+
+    def _lock_client(self, lock):
         if not all(isinstance(lock.get(key), str) and lock[key] for key in ("namespace", "name", "holder")):
             raise ParameterError("member_lock", "needs namespace, name and holder",
                                  "Pass the lock member_lock returned for the member (its entry's lock), or leave it unset")
@@ -115,7 +123,7 @@ class FleetClients:
         if prefix and not any(self.params.get(prefix + key) for key in ("kubeconfig", "context", "host")):
             raise ParameterError("member_lock", "the lock is on the hub, and no hub connection is given",
                                  "Give hub_kubeconfig/hub_context (or hub_host) with member_lock, or leave member_lock unset")
-        renew(self.kube(prefix), lock)
+        return self.kube(prefix)
 
     def helm(self, secrets=()):
         """A Helm runner against the target cluster, with the same credentials as kube()."""

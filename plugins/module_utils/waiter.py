@@ -50,32 +50,42 @@ class Waiter:
     """One clock: all waits of a module run share ``timeout`` seconds."""
 
     def __init__(self, timeout: float, sleep: float = 2, clock: Callable[[], float] = time.monotonic,
-                 sleeper: Callable[[float], Any] = time.sleep, on_wait: Optional[Callable[[], Any]] = None) -> None:
+                 sleeper: Callable[[float], Any] = time.sleep, on_wait: Optional[Callable[[], Any]] = None,
+                 after_wait: Optional[Callable[[], Any]] = None) -> None:
         self.timeout = timeout
         self.sleep = max(0.05, sleep)
         self.clock = clock
         self.sleeper = sleeper
         self.started = clock()
         self.on_wait = on_wait
+        self.after_wait = after_wait
 
     @property
     def remaining(self) -> float:
         return max(0.0, self.timeout - (self.clock() - self.started))
 
     def until(self, fetch: Callable[[], Any], predicate: Union[str, Predicate], what: str, hint: Optional[str] = None) -> Any:
-        """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value."""
+        """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value.
+
+        ``after_wait`` is called before a value that took a pause is returned (what a module does next may rest on
+        something another run changed meanwhile); a value there at the first look returns at once.
+        """
         check = PREDICATES[predicate] if isinstance(predicate, str) else predicate
         if self.on_wait is not None:
             self.on_wait()  # what is waited for changes on the server: no answer from a list read before
         pause = min(FIRST_PAUSE, self.sleep)
+        paused = False
         while True:
             value = fetch()
             if check(value):
+                if paused and self.after_wait is not None:
+                    self.after_wait()
                 return value
             if self.remaining <= 0:
                 raise WaitTimeout("timed out after %ds waiting for %s" % (self.timeout, what),
                                   hint or "Raise wait_timeout, or look at the controller that should act", last=value)
             self.sleeper(min(pause, self.remaining))
+            paused = True
             pause = min(pause + FIRST_PAUSE, self.sleep)
 
 

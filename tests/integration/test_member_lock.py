@@ -212,6 +212,59 @@ def test_a_step_late_in_a_long_run_renews_the_lock_and_one_whose_lock_was_taken_
     assert released["released"] == [name] and lock_lease(lab, name) is None
 
 
+def identity_waiting_for_its_token(lab, name, lock, take_over=None):
+    """kubefleet_member_identity with ``lock`` for ``name``, its wait for the token held up (the hub's
+    kube-controller-manager frozen) until the step has made its token Secret; ``take_over(lease)`` runs then."""
+    core = client.CoreV1Api(lab.api_client("hub"))
+    step = {"kubeconfig": str(lab.kubeconfig), "context": "hub", "name": name, "member_lock": lock, "wait_timeout": 120,
+            "token_lifetime": "never"}  # a legacy token Secret, which kube-controller-manager fills
+    lab.freeze("hub-controller-manager")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(run_module, "kubefleet_member_identity", step)
+            wait_for(lambda: read_or_none(lambda: core.read_namespaced_secret(name + "-hub-cluster-access-token", LOCK_NAMESPACE)),
+                     120, "the step to make its token Secret")
+            before = lock_lease(lab, name)
+            if take_over:
+                take_over(before)
+            lab.thaw("hub-controller-manager")
+            return waiting.result(timeout=240), before
+    finally:
+        lab.heal()
+
+
+def test_a_step_acts_after_a_wait_only_while_its_run_still_holds_the_member(lab):
+    """A run whose ansible-playbook was killed goes on in its worker (Ansible's workers run in sessions of their own)
+    until its task ends; once the next run took the member over, that step must not act on what it waited for (the
+    killed join's token task pruned the next run's token). Each wait that paused renews the lock, or stops the step."""
+    leases = client.CoordinationV1Api(lab.api_client("hub"))
+    core = client.CoreV1Api(lab.api_client("hub"))
+    kept, lost = unique("waited"), unique("waited")
+    items = [{"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"} for name in (kept, lost)]
+    taken = run_module("member_lock", {"members": items, "lock_duration": 600})
+    assert sorted(taken["locked"]) == sorted([kept, lost]), taken
+
+    done, before = identity_waiting_for_its_token(lab, kept, taken["members"][kept]["lock"])
+    assert not done.failed and done["changed"] and done["token_secret"]["token_ready"], done
+    assert lock_lease(lab, kept).spec.renew_time > before.spec.renew_time  # renewed after the wait, not due at the start
+
+    def take_over(lease):
+        leases.patch_namespaced_lease(lease.metadata.name, LOCK_NAMESPACE, {"spec": {"holderIdentity": "nextrun003"}})
+
+    stopped, _before = identity_waiting_for_its_token(lab, lost, taken["members"][lost]["lock"], take_over)
+    assert stopped.failed and stopped["changed"] is True, stopped
+    assert "no longer holds the lock %s/fleetops-member-%s of the member (taken over by run nextrun003" % (LOCK_NAMESPACE, lost) in stopped["msg"]
+    assert "left to that run" in stopped["msg"] and "changed nothing after its wait" in stopped["msg"]
+    # What the step made stays for the run that holds the member now (it may already use them).
+    assert read_or_none(lambda: core.read_namespaced_service_account(lost + "-hub-cluster-access", LOCK_NAMESPACE)) is not None
+    assert read_or_none(lambda: core.read_namespaced_secret(lost + "-hub-cluster-access-token", LOCK_NAMESPACE)) is not None
+
+    for name in (kept, lost):
+        assert not run_module("kubefleet_member_identity", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "name": name,
+                                                            "state": "absent"}).failed
+        leases.delete_namespaced_lease("fleetops-member-" + name, LOCK_NAMESPACE)
+
+
 HOLDER_PLAYBOOK = """
 - name: Lock a member, then hold it (a run busy changing it)
   hosts: localhost

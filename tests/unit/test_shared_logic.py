@@ -64,6 +64,20 @@ def test_waiter_looks_soon_first_then_every_wait_sleep():
     assert pauses == [0.25]
 
 
+def test_waiter_checks_after_a_wait_that_paused_and_not_after_one_that_did_not():
+    """after_wait (the member lock's renewal) runs before a value that took a pause is returned: a step acts on what it
+    waited for only if its run still holds the member. A value there at once, or a wait that timed out, costs nothing."""
+    clock = FakeClock()
+    checks = []
+    w = waiter.Waiter(10, 2, clock=clock, sleeper=clock.sleep, after_wait=lambda: checks.append(clock.now))
+    assert w.until(lambda: {"data": {"token": "x"}}, "service_account_token", "there at once") and checks == []
+    values = iter([None, None, {"data": {"token": "x"}}])
+    assert w.until(lambda: next(values), "service_account_token", "a wait") and checks == [0.75]
+    with pytest.raises(WaitTimeout):
+        w.until(lambda: None, "service_account_token", "never there")
+    assert checks == [0.75]
+
+
 def test_waiter_shares_one_clock_across_waits():
     clock = FakeClock()
     w = waiter.Waiter(10, 2, clock=clock, sleeper=clock.sleep)

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, FleetOpsError, ParameterError, WaitTimeout,
+    ApiError, FleetOpsError, LockLost, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     NAMESPACE, SECRET, SERVICE_ACCOUNT, clean,
@@ -264,6 +264,10 @@ class MemberIdentity(Runner):
         When the removal itself fails, ``exc`` says what stays (and reports changed=true).
         """
         made = [(SECRET, created_secret_name, bool(created_secret_name)), (SERVICE_ACCOUNT, self.sa_name, created_sa)]
+        if isinstance(exc, LockLost):
+            # The run that took the member over may already use them: theirs now, to keep or remove.
+            kept = ["%s %s/%s" % (resource.kind, self.namespace, name) for resource, name, created in made if created]
+            return self.changed_before_failure(exc, "created %s, left to that run" % " and ".join(kept)) if kept else exc
         left = []
         for resource, name, created in made:
             if not created:

@@ -11,7 +11,7 @@ import os
 import tempfile
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    FleetOpsError, ParameterError, WaitTimeout,
+    FleetOpsError, LockLost, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
@@ -29,8 +29,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils._deps import
 # Without its values Secret this long, the token is touched (and again as long again) so that Fleet handles it anew.
 NUDGE_SECONDS = 20
 NUDGED_ANNOTATION = "fleetops.registration/nudged"
-GONE_HINT = ("Fleet deletes expired tokens (a ClusterRegistrationToken goes once its ttl has passed, and the controller may "
-             "require a ttl: FLEET_REGISTRATION_TOKEN_TTL_REQUIRED); create a new token with a ttl longer than the run")
+GONE_HINT = ("Fleet deletes a token once its ttl has passed (and one without a ttl when the controller requires one: "
+             "FLEET_REGISTRATION_TOKEN_TTL_REQUIRED), and a run with prune: true deletes the tokens other runs left for the "
+             "cluster: create a new token with a ttl longer than the run, and let one run at a time change a cluster (the "
+             "roles' member lock does)")
 
 
 def check_values_dest(path):
@@ -144,6 +146,10 @@ class TokenRunner(Runner):
 
     def _roll_back(self, exc):
         """A token this run created whose values never came: delete it, or say that it could not and how to."""
+        if isinstance(exc, LockLost):
+            # Another run holds the member now; its prune removes this run's token.
+            self.failed_after_change(exc, " (this run created ClusterRegistrationToken %s/%s, left to that run)" % (self.namespace, self.name))
+            return
         try:
             self.kube.delete(TOKEN, self.name, self.namespace)
             exc.msg += " (the token this run created was deleted again)"
@@ -182,7 +188,7 @@ class TokenRunner(Runner):
             live = self.kube.get(TOKEN, self.name, self.namespace)
             if live is None:
                 raise ParameterError(
-                    "ttl", "ClusterRegistrationToken %s/%s is gone: Fleet deleted it while the module waited for its Secret"
+                    "ttl", "ClusterRegistrationToken %s/%s is gone: it was deleted while the module waited for its Secret"
                     % (self.namespace, self.name), GONE_HINT)
             state["token"] = live
             name = ((live.get("status") or {}).get("secretName")) or self.name
