@@ -456,8 +456,9 @@ def format_calls(summary):
     """The counted re-run as a table, one row per module, then the total and the total per member."""
     lines = ['%-32s ' % 'module' + ' '.join('%8s' % title for title in ('procs', 'hub API', 'mem API', 'helm', 'wall s', 'CPU s'))]
 
-    def line(name, row, fmt):
-        return '%-32s ' % name + ' '.join(fmt % row[key] for key in CALL_COLUMNS)
+    def line(name, row, count_format):
+        # seconds keep their hundredths: a module run in the controller takes a fraction of one
+        return '%-32s ' % name + ' '.join(('%8.2f' if key in ('seconds', 'cpu') else count_format) % row[key] for key in CALL_COLUMNS)
     for name in sorted(summary['modules']):
         lines.append(line(name, summary['modules'][name], '%8d'))
     lines.append(line('total', summary['total'], '%8.0f'))

@@ -284,7 +284,9 @@ def test_call_summary_splits_hub_and_member_requests():
                                      'cpu': 1.0}
     table = sf.format_calls(summary).splitlines()
     assert table[0].split()[1:] == ['procs', 'hub', 'API', 'mem', 'API', 'helm', 'wall', 's', 'CPU', 's']
-    assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.0', '1.0']
+    assert table[-1].split()[-6:] == ['1.0', '1.5', '0.5', '1.0', '1.00', '1.00']
+    # a module's row keeps its seconds' fractions (an in-controller run takes less than one)
+    assert [line.split() for line in table if line.startswith('fleet_cluster')][0][-2:] == ['0.50', '1.25']
 
 
 def test_call_summary_counts_a_modules_run_in_the_controller_as_no_process():
