@@ -223,8 +223,9 @@ class MemberLock:
         self.taken = micro_time(utcnow())
 
     def release(self, version=None):
-        """Delete the lock if this run holds it: the ``version`` this run wrote (one request; a lock taken over since has
-        another), else the version read if its holder is this run. Whether it was ours."""
+        """Delete the lock if this run holds it: the ``version`` this run wrote (one request), else - a step renewed it
+        since (each wait that paused does), or another run took it over - the version read if its holder is this run.
+        Whether it was ours."""
         given = version is not None
         if not given:
             current = self._read()
