@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kubernetes import client
 
+from fleet_workloads import helm_releases
 from kube_helpers import read_or_none, unique, wait_for
 from modrun import run_module
 from test_playbooks import Hub, assert_left, playbook, playbook_command
@@ -143,6 +144,38 @@ def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_f
     assert playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path).unchanged(["fleet-hub", "member2"])
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     assert_left(hub, ["member2"])
+
+
+def test_a_join_that_lost_the_member_while_its_agent_checked_in_leaves_the_agent_to_the_run_that_holds_it(lab_controllers, tmp_path):
+    """The Rancher Fleet agent's step uninstalls a release it installed when no check-in comes; once another run holds
+    the member, that release may be the one the other run relies on. A step that finds the lock taken over after its
+    wait for the check-in fails saying so, and the release stays."""
+    lab, hub = lab_controllers, Hub(lab_controllers)
+    member_api = client.CoreV1Api(lab.api_client("member2"))
+    leases = client.CoordinationV1Api(lab.api_client("hub"))
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
+    with open(str(tmp_path / "join.log"), "w") as log:
+        join = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: read_or_none(lambda: member_api.read_namespaced_secret("sh.helm.release.v1.fleet-agent.v1",
+                                                                                    "cattle-fleet-system")), 300,
+                     "the join to install the fleet-agent release on member2")
+            # The agent needs seconds to register and check in; the step is waiting for it now.
+            leases.patch_namespaced_lease("fleetops-member-member2", LOCK_NAMESPACE, {"spec": {"holderIdentity": "nextrun004"}})
+            assert join.wait(timeout=600) != 0
+        finally:
+            if join.poll() is None:
+                join.kill()
+    output = (tmp_path / "join.log").read_text()
+    assert "no longer holds the lock %s/fleetops-member-member2 of the member (taken over by run nextrun004" % LOCK_NAMESPACE in output
+    assert "release cattle-fleet-system/fleet-agent was installed by this step and is left to that run" in output
+    assert "fleet-agent" in helm_releases(lab, "member2", "cattle-fleet-system")
+    assert lock_lease(lab, "member2").spec.holder_identity == "nextrun004"  # the failed run released nothing of another's
+
+    leases.delete_namespaced_lease("fleetops-member-member2", LOCK_NAMESPACE)
+    playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)  # the member's state for later tests
+    assert hub.member_cluster("member2") is not None and (hub.fleet_cluster("member2").get("status") or {}).get("agent")
 
 
 def test_runs_for_different_members_never_wait_for_each_other(lab):

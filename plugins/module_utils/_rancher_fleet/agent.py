@@ -13,7 +13,7 @@ import sys
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, LockLost, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.files import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
@@ -342,6 +342,11 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         try:
             cluster = self.module.waiter.until(poll, lambda c: checked_in_since(c, seen_before), fetch.description,
                                                "wait_timeout: " + CHECKIN_HINT)
+        except LockLost as exc:
+            if plan.changes:  # the run that holds the member now may have installed this very release: it stays
+                raise self.failed_after_change(exc, " (release %s/%s was %s by this step and is left to that run)" % (
+                    self.namespace, self.release, "installed" if plan.action == ReleasePlan.INSTALL else "changed"))
+            raise
         except FleetOpsError as exc:
             exc.msg += self._namespace_cause(getattr(exc, "last", None))
             if plan.changes:
