@@ -331,6 +331,7 @@ def renew(kube, lock, now=None, after_wait=False):
                 lock["namespace"], lock["name"], "taken over by run %s, run by %s" % (held["holder"], held["by"]) if held else "released"),
                 hint=LOST_AFTER_WAIT if after_wait else LOST_AT_START)
         if exc.status == 403:
-            exc.hint = ("The hub credential needs patch on leases (coordination.k8s.io) in %s to renew the member lock of a "
-                        "long run: bind the Role fleetops-registration-hub there (extensions/rbac/hub.yml)" % lock["namespace"])
+            exc.hint = ("The hub credential needs patch on leases (coordination.k8s.io) in %s to renew the member lock (a step "
+                        "does after each wait, and late in a long run): bind the Role fleetops-registration-hub there "
+                        "(extensions/rbac/hub.yml)" % lock["namespace"])
         raise
