@@ -64,6 +64,11 @@ class Waiter:
     def remaining(self) -> float:
         return max(0.0, self.timeout - (self.clock() - self.started))
 
+    def within(self, seconds: float) -> "Waiter":
+        """A shorter clock of ``seconds`` (at most what is left of this one), with this one's pauses and hooks."""
+        return Waiter(min(seconds, self.remaining), self.sleep, clock=self.clock, sleeper=self.sleeper, on_wait=self.on_wait,
+                      after_wait=self.after_wait)
+
     def until(self, fetch: Callable[[], Any], predicate: Union[str, Predicate], what: str, hint: Optional[str] = None) -> Any:
         """Call ``fetch()`` until ``predicate`` (a PREDICATES name or a callable) holds; return the last value.
 

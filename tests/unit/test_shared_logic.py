@@ -78,6 +78,20 @@ def test_waiter_checks_after_a_wait_that_paused_and_not_after_one_that_did_not()
     assert checks == [0.75]
 
 
+def test_a_shorter_wait_keeps_the_hooks_and_never_outlasts_the_run_s_clock():
+    """A grace period (kubefleet_member_cluster's before it removes finalizers) is a wait like any other: the lock is
+    renewed after it, and it ends with the run's wait_timeout at the latest."""
+    clock = FakeClock()
+    checks = []
+    w = waiter.Waiter(10, 2, clock=clock, sleeper=clock.sleep, after_wait=lambda: checks.append(clock.now))
+    clock.sleep(7)
+    grace = w.within(30)
+    assert grace.timeout == 3
+    values = iter([None, {"data": {"token": "x"}}])
+    assert grace.until(lambda: next(values), "service_account_token", "within the grace") and checks == [7.25]
+    assert w.within(1).timeout == 1
+
+
 def test_waiter_shares_one_clock_across_waits():
     clock = FakeClock()
     w = waiter.Waiter(10, 2, clock=clock, sleeper=clock.sleep)

@@ -10,13 +10,12 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
-    ApiError, FleetOpsError, NotFoundError, ParameterError, WaitTimeout,
+    ApiError, FleetOpsError, LockLost, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import OPT_IN_ROLE, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_changes, normalize_labels
-from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Waiter
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     MEMBER_CLUSTER, MEMBER_CLUSTER_FINALIZER, WORK, default_service_account, member_namespace, validate_heartbeat,
     validate_member_name,
@@ -118,7 +117,7 @@ class MemberCluster(Runner):
         if not self.check_mode and self.params["wait"] and not problems:
             try:
                 after = self._wait_present()
-            except WaitTimeout as exc:
+            except (WaitTimeout, LockLost) as exc:
                 if changed:
                     raise self.changed_before_failure(exc, "%s MemberCluster %s" % (
                         "created" if body is not None else "updated", self.name))
@@ -187,9 +186,8 @@ class MemberCluster(Runner):
         if not self.params["force_remove_finalizers"]:
             self._report_timeout(lambda: self._wait_gone(what), deleted, [])
             return []
-        grace = min(float(self.params["force_grace_period"]), self.module.waiter.remaining)
         try:
-            self._wait_gone(what, Waiter(grace, self.params["wait_sleep"]))
+            self._wait_gone(what, self.module.waiter.within(float(self.params["force_grace_period"])))
             return []
         except WaitTimeout:
             pass
@@ -199,8 +197,12 @@ class MemberCluster(Runner):
 
     def _report_timeout(self, wait, deleted, forced):
         """Run ``wait``; on a timeout say what is still there, and that this run changed things when it did."""
+        did = ["deleted MemberCluster %s (the hub finishes the leave by itself)" % self.name] if deleted else []
+        did += ["removed finalizers: %s" % "; ".join(forced)] if forced else []
         try:
             wait()
+        except LockLost as exc:
+            raise self.changed_before_failure(exc, " and ".join(did)) if did else exc
         except WaitTimeout as exc:
             current, namespace = exc.last or (None, None)
             left = []
@@ -217,11 +219,7 @@ class MemberCluster(Runner):
                 left.append("namespace %s (%s, %s Work(s) with finalizers)" % (
                     member_namespace(self.name), (namespace.get("status") or {}).get("phase"), works))
             error = WaitTimeout("%s; still there: %s" % (exc.msg, "; ".join(left) or "nothing"), exc.hint, last=None)
-            if deleted or forced:
-                did = ["deleted MemberCluster %s (the hub finishes the leave by itself)" % self.name] if deleted else []
-                did += ["removed finalizers: %s" % "; ".join(forced)] if forced else []
-                raise self.changed_before_failure(error, " and ".join(did))
-            raise error
+            raise self.changed_before_failure(error, " and ".join(did)) if did else error
 
     def _works_with_finalizers(self):
         try:

@@ -228,8 +228,11 @@ class TokenRunner(Runner):
             self.kube.delete(TOKEN, self.name, self.namespace, dry_run=self.check_mode)
             changed = True
             if self.params.get("wait") and not self.check_mode:
-                self.module.waiter.until(lambda: self.kube.get(TOKEN, self.name, self.namespace), "absent",
-                                         "ClusterRegistrationToken %s/%s to be deleted" % (self.namespace, self.name))
+                try:
+                    self.module.waiter.until(lambda: self.kube.get(TOKEN, self.name, self.namespace), "absent",
+                                             "ClusterRegistrationToken %s/%s to be deleted" % (self.namespace, self.name))
+                except FleetOpsError as exc:
+                    raise self.failed_after_change(exc, " (its deletion was requested and is still pending)")
         result = self.report(changed, None, current, None)
         dest = self.params.get("values_dest")
         if dest:
