@@ -29,6 +29,9 @@ CLEANUP_WORKERS = 8
 SETTLED_CPU = 0.3
 SETTLED_FOR = 2
 SETTLE_LIMIT = 180
+# A pass over N clusters sets off the hub's own work on each (Fleet's namespace, agent bundle and status updates,
+# KubeFleet's namespace and RBAC): at 1,000 that outlasts SETTLE_LIMIT, and the next pass would be timed against it.
+SETTLE_SECONDS_PER_CLUSTER = 0.6
 # The same before a timed no-change re-run, over every process of the lab: a 12-member lab at rest takes ~0.4 CPU s
 # per second; right after a join its agents and controllers take most of both CPUs for a while.
 LAB_SETTLED_CPU = 0.8
@@ -121,18 +124,29 @@ def settle_lab(label):
     return settle(lab_pids(), label, what='lab', cpu=LAB_SETTLED_CPU, limit=LAB_SETTLE_LIMIT)
 
 
-def counted_play(bench, label, playbook, inv, extra_vars):
-    """A run with bench/count_hook on, and the count hook's records of its module processes."""
+def counted_play(bench, label, playbook, inv, extra_vars, previous=None, settle_limit=SETTLE_LIMIT):
+    """A run with bench/count_hook on, and the count hook's records of its module processes. The hub's API server
+    says what it served during the run (``served``: ours and what its own controllers sent) and, on ``previous``,
+    what it served after that run until it had settled (``served_after``); ``hub_cpu_seconds`` is what the hub's
+    processes used during the run (2 CPUs: twice the run's seconds is all of the machine)."""
     calls = labctl.OUT_DIR / 'logs' / ('%s-calls.jsonl' % label)
     if calls.exists():
         calls.unlink()
     hook = str(labctl.REPO_ROOT / 'bench' / 'count_hook')
     env = {'FLEETOPS_BENCH_CALLS': str(calls), 'PYTHONPATH': os.pathsep.join(filter(None, [hook, os.environ.get('PYTHONPATH')]))}
-    settled = settle(hub_pids(), label)
+    settled = settle(hub_pids(), label, limit=settle_limit)
+    before = hub_figures.served_requests(bench.hub.metrics())
+    if previous is not None:
+        previous['served_after'] = hub_figures.served_between(previous.pop('served_at_end'), before)
+    pids = hub_pids()
+    hub_cpu = cpu_seconds(pids)
     run = bench.play(label, playbook, inv=inv, extra_vars=extra_vars, env=env)
+    hub_cpu = cpu_seconds(pids) - hub_cpu
+    after = hub_figures.served_requests(bench.hub.metrics())
     processes = figures.load_timings(open(calls)) if calls.exists() else []
     return {'label': run.label, 'rc': run.rc, 'seconds': run.seconds, 'calls': hub_figures.hub_call_counts(processes),
-            'modules': hub_figures.module_seconds(run.records), 'settle_seconds': settled}
+            'modules': hub_figures.module_seconds(run.records), 'settle_seconds': settled,
+            'served': hub_figures.served_between(before, after), 'served_at_end': after, 'hub_cpu_seconds': round(hub_cpu, 1)}
 
 
 def passes(bench, count):
@@ -142,9 +156,15 @@ def passes(bench, count):
         print('   removed %d objects an earlier run left (not timed)' % left, flush=True)
     group = {'fleetops_predefine_group': GROUP}
     prefix = 'hub%d' % count
-    runs = [counted_play(bench, prefix + '-predefine', PREDEFINE, inventory(bench, count, 1), group),
-            counted_play(bench, prefix + '-relabel', PREDEFINE, inventory(bench, count, 2), group),
-            counted_play(bench, prefix + '-status', STATUS, inventory(bench, count, 2), {'fleetops_status_label_selector': SELECTOR})]
+    limit = max(SETTLE_LIMIT, SETTLE_SECONDS_PER_CLUSTER * count)
+    runs = []
+    for name, playbook, inv, extra_vars in (('predefine', PREDEFINE, inventory(bench, count, 1), group),
+                                            ('relabel', PREDEFINE, inventory(bench, count, 2), group),
+                                            ('status', STATUS, inventory(bench, count, 2), {'fleetops_status_label_selector': SELECTOR})):
+        runs.append(counted_play(bench, '%s-%s' % (prefix, name), playbook, inv, extra_vars,
+                                 previous=runs[-1] if runs else None, settle_limit=limit))
+    runs[-1].pop('served_at_end')
+    print(hub_figures.format_served(runs), flush=True)
     relabelled = SELECTOR + ',bench-round=2'
     listed = (len(bench.hub.fleet_clusters(relabelled)), len(bench.hub.member_clusters(relabelled)))
     result = {'count': count, 'runs': runs, 'listed': listed}

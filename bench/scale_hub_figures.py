@@ -3,9 +3,36 @@ per cluster at each size. Tested in ``tests/unit/test_bench_hub.py``; the refusa
 ``scale_figures.refusal``, as for every other stage.
 """
 
+import re
+
 from scale_figures import CONTROLLER_ACTIONS, refusal, short_action
 
 HUB_PASSES = ('predefine', 'relabel', 'status')
+_SERVED = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<count>\S+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def served_requests(metrics_text):
+    """What the API server has served since it started, from its ``/metrics`` text: ``{'VERB resource[/sub]': count}``
+    over every response code. Watches are left out: one is a connection held open, not a request made."""
+    served = {}
+    for line in metrics_text.splitlines():
+        match = _SERVED.match(line)
+        if not match:
+            continue
+        labels = dict(_LABEL.findall(match.group('labels')))
+        if labels.get('verb') == 'WATCH':
+            continue
+        key = '%s %s' % (labels.get('verb'), '/'.join(filter(None, (labels.get('resource'), labels.get('subresource')))))
+        served[key] = served.get(key, 0) + int(float(match.group('count')))
+    return served
+
+
+def served_between(before, after, top=6):
+    """Requests served between two ``served_requests`` readings: ``{'requests': n, 'top': [(key, n), ...]}``."""
+    delta = {key: after[key] - before.get(key, 0) for key in after if after[key] > before.get(key, 0)}
+    ranked = sorted(delta.items(), key=lambda pair: (-pair[1], pair[0]))
+    return {'requests': sum(delta.values()), 'top': ranked[:top]}
 
 
 def hub_call_counts(processes):
@@ -79,4 +106,32 @@ def format_hub_costs(results):
         lines.append('%8d  %-9s  %7s  %7s' % (result['count'], 'all', shown(outcome['seconds'], '%.1f'),
                                               shown(None if outcome['seconds'] is None else 1000.0 * outcome['seconds'] / result['count'], '%.1f'))
                      + ('' if outcome['refused'] is None else '  refused: ' + outcome['refused']))
+    return '\n'.join(lines)
+
+
+def served_rows(runs):
+    """Per run: the requests the hub's API server served during it, how many were ours (the count hook's), the rest
+    (its own controllers and agents, reacting), and what it served after the run until it had settled."""
+    rows = []
+    for run in runs:
+        served = (run.get('served') or {}).get('requests')
+        ours = (run.get('calls') or {}).get('requests')
+        rows.append({'label': run['label'], 'seconds': run['seconds'], 'hub_cpu': run.get('hub_cpu_seconds'), 'ours': ours, 'served': served,
+                     'hub_own': None if served is None or ours is None else max(served - ours, 0),
+                     'after': (run.get('served_after') or {}).get('requests'),
+                     'top': (run.get('served_after') or run.get('served') or {}).get('top') or []})
+    return rows
+
+
+def format_served(runs):
+    """What the hub served for each pass: ours against its controllers' own reaction to it."""
+    lines = ['   %-18s %7s  %9s  %6s  %9s  %8s  %13s' % ('run', 'seconds', 'hub CPU s', 'ours', 'hub\'s own', 'in all',
+                                                        'after, settling')]
+
+    def shown(value, fmt='%d'):
+        return 'n/a' if value is None else fmt % value
+    for row in served_rows(runs):
+        lines.append('   %-18s %7.1f  %9s  %6s  %9s  %8s  %13s   %s' % (
+            row['label'], row['seconds'], shown(row['hub_cpu'], '%.1f'), shown(row['ours']), shown(row['hub_own']), shown(row['served']),
+            shown(row['after']), ', '.join('%s %d' % pair for pair in row['top'][:4])))
     return '\n'.join(lines)

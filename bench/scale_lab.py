@@ -194,8 +194,16 @@ class Hub:
     def __init__(self, context='hub'):
         from kubernetes import client, config  # pylint: disable=import-outside-toplevel
         api = config.new_client_from_config(config_file=str(LAB_DIR / 'kubeconfig'), context=context)
+        self.api = api
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
+
+    def metrics(self):
+        """The API server's ``/metrics`` text (the lab's admin may read it)."""
+        method, url, headers = self.api.param_serialize('GET', '/metrics', auth_settings=['BearerToken'])[:3]
+        response = self.api.call_api(method, url, header_params=headers)
+        response.read()
+        return response.data.decode()
 
     def fleet_clusters(self, selector=None):
         """Fleet Clusters in fleet-default."""

@@ -47,3 +47,39 @@ def test_hub_call_counts_per_module_and_method():
     assert sf.hub_call_counts(processes) == {
         'processes': 2, 'requests': 3, 'by_method': {'GET': 2, 'PATCH': 1},
         'by_module': {'fleet_cluster': {'processes': 1, 'requests': 2}, 'hub_prepare': {'processes': 1, 'requests': 1}}}
+
+
+METRICS = '''# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 7
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 3
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="",verb="POST",version="v1alpha1"} 1e+02
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="WATCH",version="v1"} 40
+apiserver_request_duration_seconds_sum{component="apiserver",resource="clusters",verb="POST"} 3.5
+'''
+
+
+def test_served_requests_add_up_every_code_and_leave_watches_and_other_metrics_out():
+    assert sf.served_requests(METRICS) == {'PUT clusters/status': 10, 'POST clusters': 100}
+
+
+def test_served_between_counts_only_what_grew_most_first():
+    before = {'PUT clusters/status': 10, 'POST clusters': 100, 'GET leases': 5}
+    after = {'PUT clusters/status': 1710, 'POST clusters': 200, 'GET leases': 5, 'POST namespaces': 100}
+    assert sf.served_between(before, after, top=2) == {'requests': 1900, 'top': [('PUT clusters/status', 1700),
+                                                                                  ('POST clusters', 100)]}
+
+
+def test_served_rows_split_the_hubs_requests_into_ours_and_its_controllers_reaction():
+    runs = [{'label': 'hub100-predefine', 'seconds': 6.0, 'hub_cpu_seconds': 10.5, 'calls': {'requests': 210},
+             'served': {'requests': 900, 'top': [('PUT clusters/status', 400)]},
+             'served_after': {'requests': 2500, 'top': [('POST events', 600)]}},
+            {'label': 'hub100-status', 'seconds': 1.0, 'calls': {'requests': 5}, 'served': {'requests': 3, 'top': []}},
+            {'label': 'hub100-relabel', 'seconds': 4.0, 'calls': {}, 'served': None}]
+    rows = sf.served_rows(runs)
+    assert [(r['ours'], r['hub_own'], r['served'], r['after']) for r in rows] == [(210, 690, 900, 2500), (5, 0, 3, None),
+                                                                                   (None, None, None, None)]
+    assert rows[0]['top'] == [('POST events', 600)]
+    text = sf.format_served(runs)
+    assert text.splitlines()[1].split()[:7] == ['hub100-predefine', '6.0', '10.5', '210', '690', '900', '2500']
+    assert text.splitlines()[2].split()[:3] == ['hub100-status', '1.0', 'n/a']
+    assert 'POST events 600' in text
