@@ -77,11 +77,17 @@ def remove_objects(hub):
     return len(clusters) + len(members)
 
 
-def hub_pids():
-    """The lab hub's processes and the shared etcd (``fleetlab status``)."""
+def hub_processes():
+    """``{pid: short name}`` of the lab hub's processes and the shared etcd (``fleetlab status``)."""
     report = labctl.lab_report()
     procs = ((report.get('clusters') or {}).get('hub') or {}).get('processes') or []
-    return [p['pid'] for p in procs + [s for s in report.get('shared') or [] if s.get('name') == 'etcd'] if p.get('pid')]
+    return {p['pid']: p.get('name', '?').split('/')[-1].replace('hub ', '')
+            for p in procs + [s for s in report.get('shared') or [] if s.get('name') == 'etcd'] if p.get('pid')}
+
+
+def hub_pids():
+    """The lab hub's processes and the shared etcd."""
+    return list(hub_processes())
 
 
 def lab_pids():
@@ -91,17 +97,22 @@ def lab_pids():
     return [p['pid'] for p in procs + list(report.get('shared') or []) if p.get('pid')]
 
 
-def cpu_seconds(pids):
-    """Summed user+system CPU seconds of ``pids`` so far (a process gone counts 0)."""
-    total = 0.0
+def cpu_by_pid(pids):
+    """``{pid: user+system CPU seconds so far}`` (a process gone is left out)."""
+    seconds = {}
     for pid in pids:
         try:
             with open('/proc/%d/stat' % pid) as handle:
                 fields = handle.read().rsplit(')', 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / float(os.sysconf('SC_CLK_TCK'))
-    return total
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / float(os.sysconf('SC_CLK_TCK'))
+    return seconds
+
+
+def cpu_seconds(pids):
+    """Summed user+system CPU seconds of ``pids`` so far (a process gone counts 0)."""
+    return sum(cpu_by_pid(pids).values())
 
 
 def settle(pids, label, what='hub', cpu=SETTLED_CPU, limit=SETTLE_LIMIT):
@@ -138,15 +149,16 @@ def counted_play(bench, label, playbook, inv, extra_vars, previous=None, settle_
     before = hub_figures.served_requests(bench.hub.metrics())
     if previous is not None:
         previous['served_after'] = hub_figures.served_between(previous.pop('served_at_end'), before)
-    pids = hub_pids()
-    hub_cpu = cpu_seconds(pids)
+    names = hub_processes()
+    hub_cpu = cpu_by_pid(names)
     run = bench.play(label, playbook, inv=inv, extra_vars=extra_vars, env=env)
-    hub_cpu = cpu_seconds(pids) - hub_cpu
+    hub_cpu = hub_figures.cpu_used(hub_cpu, cpu_by_pid(names), names)
     after = hub_figures.served_requests(bench.hub.metrics())
     processes = figures.load_timings(open(calls)) if calls.exists() else []
     return {'label': run.label, 'rc': run.rc, 'seconds': run.seconds, 'calls': hub_figures.hub_call_counts(processes),
             'modules': hub_figures.module_seconds(run.records), 'settle_seconds': settled,
-            'served': hub_figures.served_between(before, after), 'served_at_end': after, 'hub_cpu_seconds': round(hub_cpu, 1)}
+            'served': hub_figures.served_between(before, after), 'served_at_end': after,
+            'hub_cpu_seconds': round(sum(hub_cpu.values()), 1), 'hub_cpu_by_process': hub_cpu}
 
 
 def passes(bench, count):

@@ -109,6 +109,15 @@ def format_hub_costs(results):
     return '\n'.join(lines)
 
 
+def cpu_used(before, after, names):
+    """CPU seconds each process used between two ``{pid: seconds}`` readings, by name, most first (one decimal)."""
+    used = {}
+    for pid, seconds in after.items():
+        name = names.get(pid, str(pid))
+        used[name] = used.get(name, 0.0) + seconds - before.get(pid, seconds)
+    return dict(sorted(((name, round(value, 1)) for name, value in used.items() if value >= 0.05), key=lambda pair: -pair[1]))
+
+
 def served_rows(runs):
     """Per run: the requests the hub's API server served during it, how many were ours (the count hook's), the rest
     (its own controllers and agents, reacting), and what it served after the run until it had settled."""
@@ -119,8 +128,17 @@ def served_rows(runs):
         rows.append({'label': run['label'], 'seconds': run['seconds'], 'hub_cpu': run.get('hub_cpu_seconds'), 'ours': ours, 'served': served,
                      'hub_own': None if served is None or ours is None else max(served - ours, 0),
                      'after': (run.get('served_after') or {}).get('requests'),
-                     'top': (run.get('served_after') or run.get('served') or {}).get('top') or []})
+                     'top': _most_served(run.get('served'), run.get('served_after'))})
     return rows
+
+
+def _most_served(*readings):
+    """The requests served most, over the run and the settling after it (each reading keeps its own top few)."""
+    counts = {}
+    for reading in readings:
+        for key, count in (reading or {}).get('top') or []:
+            counts[key] = counts.get(key, 0) + count
+    return sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def format_served(runs):
@@ -134,4 +152,8 @@ def format_served(runs):
         lines.append('   %-18s %7.1f  %9s  %6s  %9s  %8s  %13s   %s' % (
             row['label'], row['seconds'], shown(row['hub_cpu'], '%.1f'), shown(row['ours']), shown(row['hub_own']), shown(row['served']),
             shown(row['after']), ', '.join('%s %d' % pair for pair in row['top'][:4])))
+    for run in runs:
+        if run.get('hub_cpu_by_process'):
+            lines.append('   %-18s hub CPU s by process: %s' % (run['label'], ', '.join(
+                '%s %.1f' % pair for pair in list(run['hub_cpu_by_process'].items())[:5])))
     return '\n'.join(lines)

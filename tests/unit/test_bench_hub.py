@@ -49,13 +49,19 @@ def test_hub_call_counts_per_module_and_method():
         'by_module': {'fleet_cluster': {'processes': 1, 'requests': 2}, 'hub_prepare': {'processes': 1, 'requests': 1}}}
 
 
-METRICS = '''# HELP apiserver_request_total [STABLE] Counter of apiserver requests
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 7
-apiserver_request_total{code="409",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 3
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="fleet.cattle.io",resource="clusters",scope="resource",subresource="",verb="POST",version="v1alpha1"} 1e+02
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="WATCH",version="v1"} 40
-apiserver_request_duration_seconds_sum{component="apiserver",resource="clusters",verb="POST"} 3.5
-'''
+def metric(verb, resource, subresource, code, count, name='apiserver_request_total'):
+    labels = 'code="%s",component="apiserver",dry_run="",group="fleet.cattle.io",resource="%s",scope="resource",' % (code, resource)
+    return '%s{%ssubresource="%s",verb="%s",version="v1alpha1"} %s' % (name, labels, subresource, verb, count)
+
+
+METRICS = '\n'.join([
+    '# HELP apiserver_request_total [STABLE] Counter of apiserver requests',
+    metric('PUT', 'clusters', 'status', 200, '7'),
+    metric('PUT', 'clusters', 'status', 409, '3'),
+    metric('POST', 'clusters', '', 201, '1e+02'),
+    metric('WATCH', 'pods', '', 200, '40'),
+    'apiserver_request_duration_seconds_sum{component="apiserver",resource="clusters",verb="POST"} 3.5',
+])
 
 
 def test_served_requests_add_up_every_code_and_leave_watches_and_other_metrics_out():
@@ -71,15 +77,25 @@ def test_served_between_counts_only_what_grew_most_first():
 
 def test_served_rows_split_the_hubs_requests_into_ours_and_its_controllers_reaction():
     runs = [{'label': 'hub100-predefine', 'seconds': 6.0, 'hub_cpu_seconds': 10.5, 'calls': {'requests': 210},
-             'served': {'requests': 900, 'top': [('PUT clusters/status', 400)]},
-             'served_after': {'requests': 2500, 'top': [('POST events', 600)]}},
+             'hub_cpu_by_process': {'kube-apiserver': 7.0, 'fleet-controller': 2.5, 'etcd': 1.0},
+             'served': {'requests': 900, 'top': [('PUT clusters/status', 300), ('POST events', 200)]},
+             'served_after': {'requests': 2500, 'top': [('POST events', 400), ('PUT clusters/status', 100)]}},
             {'label': 'hub100-status', 'seconds': 1.0, 'calls': {'requests': 5}, 'served': {'requests': 3, 'top': []}},
             {'label': 'hub100-relabel', 'seconds': 4.0, 'calls': {}, 'served': None}]
     rows = sf.served_rows(runs)
     assert [(r['ours'], r['hub_own'], r['served'], r['after']) for r in rows] == [(210, 690, 900, 2500), (5, 0, 3, None),
                                                                                    (None, None, None, None)]
-    assert rows[0]['top'] == [('POST events', 600)]
+    assert rows[0]['top'] == [('POST events', 600), ('PUT clusters/status', 400)]
     text = sf.format_served(runs)
     assert text.splitlines()[1].split()[:7] == ['hub100-predefine', '6.0', '10.5', '210', '690', '900', '2500']
     assert text.splitlines()[2].split()[:3] == ['hub100-status', '1.0', 'n/a']
     assert 'POST events 600' in text
+    assert text.splitlines()[-1].split(':', 1)[1].strip() == 'kube-apiserver 7.0, fleet-controller 2.5, etcd 1.0'
+
+
+def test_cpu_used_is_per_process_name_most_first_and_leaves_idle_and_vanished_processes_out():
+    before = {10: 5.0, 11: 2.0, 12: 1.0, 13: 4.0}
+    after = {10: 9.25, 11: 2.01, 12: 3.0}
+    names = {10: 'kube-apiserver', 11: 'etcd', 12: 'fleet-controller', 13: 'gone'}
+    assert sf.cpu_used(before, after, names) == {'kube-apiserver': 4.2, 'fleet-controller': 2.0}
+    assert list(sf.cpu_used(before, after, names)) == ['kube-apiserver', 'fleet-controller']
