@@ -143,8 +143,8 @@ def _most_served(*readings):
 
 def format_served(runs):
     """What the hub served for each pass: ours against its controllers' own reaction to it."""
-    lines = ['   %-18s %7s  %9s  %6s  %9s  %8s  %13s' % ('run', 'seconds', 'hub CPU s', 'ours', 'hub\'s own', 'in all',
-                                                        'after, settling')]
+    header = ('run', 'seconds', 'hub CPU s', 'ours', 'hub\'s own', 'in all', 'after, settling')
+    lines = ['   %-18s %7s  %9s  %6s  %9s  %8s  %13s' % header]
 
     def shown(value, fmt='%d'):
         return 'n/a' if value is None else fmt % value
