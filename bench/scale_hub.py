@@ -145,11 +145,11 @@ def counted_play(bench, label, playbook, inv, extra_vars, previous=None, settle_
         calls.unlink()
     hook = str(labctl.REPO_ROOT / 'bench' / 'count_hook')
     env = {'FLEETOPS_BENCH_CALLS': str(calls), 'PYTHONPATH': os.pathsep.join(filter(None, [hook, os.environ.get('PYTHONPATH')]))}
-    settled = settle(hub_pids(), label, limit=settle_limit)
+    names = hub_processes()
+    settled = settle(list(names), label, limit=settle_limit)
     before = hub_figures.served_requests(bench.hub.metrics())
     if previous is not None:
         previous['served_after'] = hub_figures.served_between(previous.pop('served_at_end'), before)
-    names = hub_processes()
     hub_cpu = cpu_by_pid(names)
     run = bench.play(label, playbook, inv=inv, extra_vars=extra_vars, env=env)
     hub_cpu = hub_figures.cpu_used(hub_cpu, cpu_by_pid(names), names)
