@@ -191,18 +191,24 @@ class MemberCluster(Runner):
             return []
         except WaitTimeout:
             pass
+        except LockLost as exc:
+            raise self._stopped(exc, deleted, [])
         forced = self._remove_finalizers()
         self._report_timeout(lambda: self._wait_gone(what + " after removing finalizers"), deleted, forced)
         return forced
 
-    def _report_timeout(self, wait, deleted, forced):
-        """Run ``wait``; on a timeout say what is still there, and that this run changed things when it did."""
+    def _stopped(self, exc, deleted, forced):
+        """``exc``, marked as a failure after a change when this run deleted the MemberCluster or removed finalizers."""
         did = ["deleted MemberCluster %s (the hub finishes the leave by itself)" % self.name] if deleted else []
         did += ["removed finalizers: %s" % "; ".join(forced)] if forced else []
+        return self.changed_before_failure(exc, " and ".join(did)) if did else exc
+
+    def _report_timeout(self, wait, deleted, forced):
+        """Run ``wait``; on a timeout say what is still there, and that this run changed things when it did."""
         try:
             wait()
         except LockLost as exc:
-            raise self.changed_before_failure(exc, " and ".join(did)) if did else exc
+            raise self._stopped(exc, deleted, forced)
         except WaitTimeout as exc:
             current, namespace = exc.last or (None, None)
             left = []
@@ -219,7 +225,7 @@ class MemberCluster(Runner):
                 left.append("namespace %s (%s, %s Work(s) with finalizers)" % (
                     member_namespace(self.name), (namespace.get("status") or {}).get("phase"), works))
             error = WaitTimeout("%s; still there: %s" % (exc.msg, "; ".join(left) or "nothing"), exc.hint, last=None)
-            raise self.changed_before_failure(error, " and ".join(did)) if did else error
+            raise self._stopped(error, deleted, forced)
 
     def _works_with_finalizers(self):
         try:
