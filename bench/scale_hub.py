@@ -177,9 +177,11 @@ def passes(bench, count):
                                  previous=runs[-1] if runs else None, settle_limit=limit))
     runs[-1].pop('served_at_end')
     print(hub_figures.format_served(runs), flush=True)
+    share = hub_figures.hub_share(runs, os.cpu_count() or 1)
+    print(hub_figures.format_hub_share(share, os.cpu_count() or 1), flush=True)
     relabelled = SELECTOR + ',bench-round=2'
     listed = (len(bench.hub.fleet_clusters(relabelled)), len(bench.hub.member_clusters(relabelled)))
-    result = {'count': count, 'runs': runs, 'listed': listed}
+    result = {'count': count, 'runs': runs, 'listed': listed, 'hub_share': share}
     outcome = hub_figures.hub_passes(result)
     print('   %d hub-side clusters: %s s (%s); relabelled on the hub: %d Clusters, %d MemberClusters%s'
           % (count, 'n/a' if outcome['seconds'] is None else '%.1f' % outcome['seconds'],

@@ -157,3 +157,24 @@ def format_served(runs):
             lines.append('   %-18s hub CPU s by process: %s' % (run['label'], ', '.join(
                 '%s %.1f' % pair for pair in list(run['hub_cpu_by_process'].items())[:5])))
     return '\n'.join(lines)
+
+
+def hub_share(runs, cpus):
+    """How much of the machine the hub's own processes took over a size's passes: ``{'seconds', 'hub_cpu',
+    'hub_seconds', 'share'}``, where ``hub_seconds`` is their CPU spread over ``cpus`` (the wall time the machine
+    gave the hub alone) and ``share`` that against the passes' time; None when a pass has no CPU reading."""
+    if not runs or cpus < 1 or any(run.get('hub_cpu_seconds') is None for run in runs):
+        return None
+    seconds = sum(run['seconds'] for run in runs)
+    hub_cpu = sum(run['hub_cpu_seconds'] for run in runs)
+    return {'seconds': round(seconds, 1), 'hub_cpu': round(hub_cpu, 1), 'hub_seconds': round(hub_cpu / cpus, 1),
+            'share': round(hub_cpu / cpus / seconds, 2) if seconds > 0 else None}
+
+
+def format_hub_share(share, cpus):
+    """The line the bench prints for ``hub_share``: what the hub took of the machine while the passes ran."""
+    if share is None:
+        return "   the hub's CPU was not read for every pass"
+    return ("   the hub's processes used %.1f CPU s during these passes' %.1f s: all of this machine's %d CPUs for %.1f s, "
+            "%d %% of the passes' time" % (
+                share['hub_cpu'], share['seconds'], cpus, share['hub_seconds'], round(100 * (share['share'] or 0))))
