@@ -155,7 +155,7 @@ def counted_play(bench, label, playbook, inv, extra_vars, previous=None, settle_
     hub_cpu = hub_figures.cpu_used(hub_cpu, cpu_by_pid(names), names)
     after = hub_figures.served_requests(bench.hub.metrics())
     processes = figures.load_timings(open(calls)) if calls.exists() else []
-    return {'label': run.label, 'rc': run.rc, 'seconds': run.seconds, 'calls': hub_figures.hub_call_counts(processes),
+    return {'label': run.label, 'rc': run.rc, 'seconds': run.seconds, 'cpu_seconds': round(run.cpu, 1), 'calls': hub_figures.hub_call_counts(processes),
             'modules': hub_figures.module_seconds(run.records), 'settle_seconds': settled,
             'served': hub_figures.served_between(before, after), 'served_at_end': after,
             'hub_cpu_seconds': round(sum(hub_cpu.values()), 1), 'hub_cpu_by_process': hub_cpu}

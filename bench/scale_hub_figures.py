@@ -160,21 +160,25 @@ def format_served(runs):
 
 
 def hub_share(runs, cpus):
-    """How much of the machine the hub's own processes took over a size's passes: ``{'seconds', 'hub_cpu',
-    'hub_seconds', 'share'}``, where ``hub_seconds`` is their CPU spread over ``cpus`` (the wall time the machine
-    gave the hub alone) and ``share`` that against the passes' time; None when a pass has no CPU reading."""
-    if not runs or cpus < 1 or any(run.get('hub_cpu_seconds') is None for run in runs):
+    """What a size's passes took of the machine: ``{'seconds', 'hub_cpu', 'ours_cpu', 'hub_seconds', 'floor_seconds',
+    'share'}``. ``hub_seconds`` is the CPU of the hub's processes spread over ``cpus`` (wall time the machine gave the
+    hub alone; ``share`` of the passes' time), ``floor_seconds`` that of the hub's and the runs' own processes
+    together: no run doing this work on this machine takes less. None when a pass has no CPU reading."""
+    if not runs or cpus < 1 or any(run.get('hub_cpu_seconds') is None or run.get('cpu_seconds') is None for run in runs):
         return None
     seconds = sum(run['seconds'] for run in runs)
     hub_cpu = sum(run['hub_cpu_seconds'] for run in runs)
-    return {'seconds': round(seconds, 1), 'hub_cpu': round(hub_cpu, 1), 'hub_seconds': round(hub_cpu / cpus, 1),
+    ours_cpu = sum(run['cpu_seconds'] for run in runs)
+    return {'seconds': round(seconds, 1), 'hub_cpu': round(hub_cpu, 1), 'ours_cpu': round(ours_cpu, 1),
+            'hub_seconds': round(hub_cpu / cpus, 1), 'floor_seconds': round((hub_cpu + ours_cpu) / cpus, 1),
             'share': round(hub_cpu / cpus / seconds, 2) if seconds > 0 else None}
 
 
 def format_hub_share(share, cpus):
-    """The line the bench prints for ``hub_share``: what the hub took of the machine while the passes ran."""
+    """The line the bench prints for ``hub_share``."""
     if share is None:
-        return "   the hub's CPU was not read for every pass"
-    return ("   the hub's processes used %.1f CPU s during these passes' %.1f s: all of this machine's %d CPUs for %.1f s, "
-            "%d %% of the passes' time" % (
-                share['hub_cpu'], share['seconds'], cpus, share['hub_seconds'], round(100 * (share['share'] or 0))))
+        return "   the CPU of the hub or of a run was not read for every pass"
+    return ("   during these passes' %.1f s the hub's processes used %.1f CPU s (all of the %d CPUs for %.1f s, %d %% of "
+            "the time) and the runs' own %.1f CPU s: this work needs %.1f s on %d CPUs" % (
+                share['seconds'], share['hub_cpu'], cpus, share['hub_seconds'], round(100 * (share['share'] or 0)),
+                share['ours_cpu'], share['floor_seconds'], cpus))

@@ -101,17 +101,19 @@ def test_cpu_used_is_per_process_name_most_first_and_leaves_idle_and_vanished_pr
     assert list(sf.cpu_used(before, after, names)) == ['kube-apiserver', 'fleet-controller']
 
 
-def test_hub_share_spreads_the_hubs_cpu_over_the_machines_cpus_against_the_passes_time():
-    runs = [{'seconds': 94.0, 'hub_cpu_seconds': 157.2}, {'seconds': 71.6, 'hub_cpu_seconds': 114.1},
-            {'seconds': 11.4, 'hub_cpu_seconds': 0.9}]
+def test_hub_share_spreads_the_cpu_over_the_machines_cpus_against_the_passes_time():
+    runs = [{'seconds': 94.0, 'hub_cpu_seconds': 157.2, 'cpu_seconds': 30.0}, {'seconds': 71.6, 'hub_cpu_seconds': 114.1, 'cpu_seconds': 20.9},
+            {'seconds': 11.4, 'hub_cpu_seconds': 0.9, 'cpu_seconds': 11.4}]
     share = sf.hub_share(runs, 2)
-    assert share == {'seconds': 177.0, 'hub_cpu': 272.2, 'hub_seconds': 136.1, 'share': 0.77}
+    assert share == {'seconds': 177.0, 'hub_cpu': 272.2, 'ours_cpu': 62.3, 'hub_seconds': 136.1, 'floor_seconds': 167.2, 'share': 0.77}
     line = sf.format_hub_share(share, 2)
-    assert '272.2 CPU s' in line and "177.0 s" in line and 'all of this machine\'s 2 CPUs for 136.1 s' in line and '77 %' in line
+    assert "177.0 s the hub's processes used 272.2 CPU s (all of the 2 CPUs for 136.1 s, 77 % of the time)" in line
+    assert line.endswith("the runs' own 62.3 CPU s: this work needs 167.2 s on 2 CPUs")
 
 
-@pytest.mark.parametrize('runs, cpus', [([], 2), ([{'seconds': 5.0, 'hub_cpu_seconds': 4.0}, {'seconds': 1.0}], 2),
-                                        ([{'seconds': 5.0, 'hub_cpu_seconds': 4.0}], 0)])
-def test_hub_share_is_none_without_a_cpu_reading_for_every_pass(runs, cpus):
+@pytest.mark.parametrize('runs, cpus', [([], 2), ([{'seconds': 5.0, 'hub_cpu_seconds': 4.0, 'cpu_seconds': 1.0}, {'seconds': 1.0, 'cpu_seconds': 1.0}], 2),
+                                        ([{'seconds': 5.0, 'hub_cpu_seconds': 4.0}], 2),
+                                        ([{'seconds': 5.0, 'hub_cpu_seconds': 4.0, 'cpu_seconds': 1.0}], 0)])
+def test_hub_share_is_none_without_every_passs_cpu_readings(runs, cpus):
     assert sf.hub_share(runs, cpus) is None
     assert 'not read' in sf.format_hub_share(None, cpus)
