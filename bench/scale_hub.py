@@ -85,11 +85,6 @@ def hub_processes():
             for p in procs + [s for s in report.get('shared') or [] if s.get('name') == 'etcd'] if p.get('pid')}
 
 
-def hub_pids():
-    """The lab hub's processes and the shared etcd."""
-    return list(hub_processes())
-
-
 def lab_pids():
     """Every process of the lab: each cluster's (API server, controllers, agents) and the shared ones."""
     report = labctl.lab_report()
@@ -139,7 +134,7 @@ def counted_play(bench, label, playbook, inv, extra_vars, previous=None, settle_
     """A run with bench/count_hook on, and the count hook's records of its module processes. The hub's API server
     says what it served during the run (``served``: ours and what its own controllers sent) and, on ``previous``,
     what it served after that run until it had settled (``served_after``); ``hub_cpu_seconds`` is what the hub's
-    processes used during the run (2 CPUs: twice the run's seconds is all of the machine)."""
+    processes used during the run (on N CPUs, N times the run's seconds is all of the machine)."""
     calls = labctl.OUT_DIR / 'logs' / ('%s-calls.jsonl' % label)
     if calls.exists():
         calls.unlink()
@@ -177,8 +172,9 @@ def passes(bench, count):
                                  previous=runs[-1] if runs else None, settle_limit=limit))
     runs[-1].pop('served_at_end')
     print(hub_figures.format_served(runs), flush=True)
-    share = hub_figures.hub_share(runs, os.cpu_count() or 1)
-    print(hub_figures.format_hub_share(share, os.cpu_count() or 1), flush=True)
+    cpus = os.cpu_count() or 1
+    share = hub_figures.hub_share(runs, cpus)
+    print(hub_figures.format_hub_share(share, cpus), flush=True)
     relabelled = SELECTOR + ',bench-round=2'
     listed = (len(bench.hub.fleet_clusters(relabelled)), len(bench.hub.member_clusters(relabelled)))
     result = {'count': count, 'runs': runs, 'listed': listed, 'hub_share': share}
