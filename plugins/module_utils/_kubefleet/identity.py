@@ -42,6 +42,7 @@ class MemberIdentity(Runner):
         validate_dns_subdomain(self.secret_name, "token_secret_name")
         self.slots = tokens.slots(self.secret_name)
         self.lifetime = tokens.lifetime_seconds(self.params["token_lifetime"])
+        self.namespace_missing = False  # check mode on a hub whose namespace an earlier task only dry-ran
 
     def _identity(self):
         return identity_subject("ServiceAccount", self.sa_name, self.namespace)
@@ -49,6 +50,11 @@ class MemberIdentity(Runner):
     def _read(self):
         """``(ServiceAccount, [Secret of each token slot or None])``; refuses what the collection did not make."""
         if self.kube.get(NAMESPACE, self.namespace) is None:
+            if self.check_mode:
+                # A fresh hub in check mode: the hub role's hub_prepare only dry-ran the namespace's creation.
+                self.assume_created_earlier("namespace %s does not exist on the hub yet (hub_prepare creates it)" % self.namespace)
+                self.namespace_missing = True
+                return None, [None for _name in self.slots]
             raise ParameterError("namespace", "namespace %s does not exist on the hub" % self.namespace,
                                  "Run the hub role (hub_prepare creates it) or apply extensions/rbac/hub.yml, "
                                  "or name an existing namespace")
@@ -190,9 +196,10 @@ class MemberIdentity(Runner):
             self.warn("ServiceAccount %s/%s does not exist and create_service_account is false; "
                       "kube-controller-manager will not fill a token for it" % (self.namespace, self.sa_name))
             return None, False
-        created = self.kube.create(SERVICE_ACCOUNT, desired_service_account(self.sa_name, self.namespace),
-                                   self.namespace, dry_run=self.check_mode)
-        return created, True
+        desired = desired_service_account(self.sa_name, self.namespace)
+        if self.namespace_missing:  # no dry run can create in a namespace that does not exist: predict it
+            return dict(desired, apiVersion="v1", kind="ServiceAccount"), True
+        return self.kube.create(SERVICE_ACCOUNT, desired, self.namespace, dry_run=self.check_mode), True
 
     def _create_secret(self, name, created_sa):
         if self.lifetime is None:
