@@ -154,7 +154,8 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
 
 
 def quantity(value):
-    """A resource quantity as a number ("500m" and "0.5" are equal, as the API server stores them canonically)."""
+    """A resource quantity as a number: "500m" and "0.5" are equal (a Deployment's are stored in canonical form, a
+    custom resource's as written until a controller's typed client writes it back)."""
     match = _QUANTITY.match(str(value).strip())
     if not match or match.group(2) not in _SUFFIXES:
         return str(value)

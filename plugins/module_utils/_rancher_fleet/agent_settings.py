@@ -50,7 +50,8 @@ def cluster_fields(setting):
 
 def spec_update(setting, spec):
     """The Cluster ``spec`` fields to write so it carries the setting: each replaces (not merges into) the live one;
-    resources equal by value are left out, as the API server stores quantities in canonical form ("0.1" -> "100m")."""
+    resources equal by value are left out: the Cluster keeps a quantity as written ("0.1") until Fleet's controller
+    writes it back in canonical form ("100m")."""
     update = {}
     for field, value in cluster_fields(setting).items():
         live = (spec or {}).get(field)
