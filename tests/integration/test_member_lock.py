@@ -3,8 +3,6 @@ twice), a lock left by a run that died - taken over at once from the same contro
 from another - and a live run's lock waited for with progress."""
 
 import json
-import os
-import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,9 +13,10 @@ from kubernetes import client
 from fleet_workloads import helm_releases
 from kube_helpers import read_or_none, unique, wait_for
 from modrun import run_module
-from test_playbooks import Hub, assert_left, playbook, playbook_command
+from process_tree import kill_tree
+from test_playbooks import Hub, assert_left, members_restored_on_failure, playbook, playbook_command  # noqa: F401 pylint: disable=unused-import
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_failure")]
 
 LOCK_NAMESPACE = "fleetops-system"  # the default (issue 31: the collection's own hub namespace)
 
@@ -122,17 +121,20 @@ def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_f
     argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=200",
                                  tmp_path=tmp_path)
     with open(str(tmp_path / "killed.log"), "w") as log:
-        killed = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        killed = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
         try:
             lease = wait_for(lambda: lock_lease(lab, "member2"), 300, "the first join to lock member2")
             lab.kill("hub-apiserver")
         finally:
-            os.killpg(killed.pid, signal.SIGKILL)
+            kill_tree(killed.pid)  # the playbook and its workers, which are process groups of their own
             killed.wait()
             lab.heal()  # the hub API server back (also when the test failed before: later tests share this lab)
+    killed_output = (tmp_path / "killed.log").read_text()
     assert lease.spec.lease_duration_seconds == 600
     assert json.loads(lease.metadata.annotations["fleetops.registration/holder-process"])["pid"] == killed.pid
-    assert lock_lease(lab, "member2").spec.holder_identity == lease.spec.holder_identity  # nothing released it
+    left = lock_lease(lab, "member2")
+    assert left is not None and left.spec.holder_identity == lease.spec.holder_identity, \
+        "the killed run's lock was released or replaced (%r); its output:\n%s" % (left, killed_output[-4000:])
 
     run = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     expires = lease.spec.renew_time.timestamp() + lease.spec.lease_duration_seconds
@@ -352,7 +354,7 @@ def test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_it
         assert " s left of 30" in run.output  # a line while it waited, not a silent wait
         assert "member_join_lock_takeover=true" in blocked["members"][name]["error"]
     finally:
-        holder.kill()
+        kill_tree(holder.pid)
         holder.wait()
     started = time.monotonic()
     taken = run_module("member_lock", {"members": [{"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}]})
