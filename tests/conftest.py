@@ -209,6 +209,8 @@ def pytest_runtest_makereport(item, call):
     """A failed lab test keeps the lab's logs (the lab may be torn down before anyone looks) and reports their last lines."""
     outcome = yield
     result = outcome.get_result()
+    if result.failed and call.when == 'call':
+        item.lab_test_failed = True  # for fixtures that put the shared lab back after a failed test
     if not result.failed or call.when == 'teardown' or not any(f in item.fixturenames for f in LAB_FIXTURES):
         return
     import lab_logs  # pylint: disable=import-outside-toplevel
