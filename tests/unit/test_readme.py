@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from modrun import REPO
-from readme_inventories import QUICK_STARTS, README, readme_quick_starts
+from readme_inventories import QUICK_STARTS, README, readme_quick_start_commands, readme_quick_starts
 
 # Variables Ansible itself reads; everything else an inventory sets must be one the roles read.
 ANSIBLE_VARIABLES = {"ansible_connection", "ansible_python_interpreter"}
@@ -143,3 +143,20 @@ def test_support_matrix_states_the_versions_ci_tests():
     assert runtime["requires_ansible"] == ">=%s.0" % oldest.rsplit(".", 1)[0], \
         "requires_ansible must claim the oldest tested ansible-core (requirements-oldest.txt: %s)" % oldest
     assert 'requires_ansible: ">=%s.0"' % oldest.rsplit(".", 1)[0] in README.read_text()
+
+
+def test_the_quick_start_commands_run_the_collection_s_playbooks_on_the_quick_start_inventories(quick_starts):
+    """What tests/integration/test_quick_start.py runs on the lab, in this order: a check, a join, the status, a leave
+    of one host - each a playbook of the collection, on the inventory the quick starts save, and a limit that names a
+    host of every quick start inventory."""
+    commands = readme_quick_start_commands()
+    playbooks = [argv[3] for argv, _comment in commands]
+    assert playbooks == ["fleetops.registration.%s" % name for name in ("join_cluster", "join_cluster", "cluster_status",
+                                                                       "leave_cluster")], commands
+    for argv, comment in commands:
+        assert argv[:3] == ["ansible-playbook", "-i", "inventory.yml"] and comment, argv
+        assert (REPO / "playbooks" / (argv[3].rsplit(".", 1)[1] + ".yml")).is_file(), argv
+    assert commands[0][0][4:] == ["--check", "--diff"]
+    limited = commands[-1][0][commands[-1][0].index("--limit") + 1]
+    for title in ("Rancher Fleet only", "KubeFleet only", "Both on one hub"):
+        assert limited in quick_starts[title]["all"]["children"]["members"]["hosts"], title
