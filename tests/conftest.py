@@ -189,7 +189,7 @@ SLOWEST_FILES = (
     'tests/integration/test_kubefleet_modules.py',
     'tests/integration/test_member_lock.py', 'tests/integration/test_fleet_reliability.py',
     'tests/integration/test_cluster_identity.py', 'tests/lab/test_rancher_fleet.py', 'tests/integration/test_upgrade_waves.py',
-    'tests/integration/test_fleet_modules.py',
+    'tests/integration/test_quick_start.py', 'tests/integration/test_fleet_modules.py',
 )
 
 

@@ -49,9 +49,38 @@ IN_CONTROLLER = ("fleet_agent", "fleet_cluster", "fleet_cluster_info", "fleet_re
                  "kubefleet_member_cluster_info", "kubefleet_member_identity", "member_info", "member_lock")
 
 
+# What ControllerModule reads of ansible-core's argument validation result beyond its public API: the values of no_log
+# options (to mask them), and the alias warnings and deprecations AnsibleModule would report.
+VALIDATOR_INTERNALS = ("_no_log_values", "_warnings", "_deprecations")
+_PROBED = {}
+
+
+def missing_validator_internals(validator=ArgumentSpecValidator):
+    """The VALIDATOR_INTERNALS this ansible-core's validation result lacks (probed once per process and validator): a
+    release that renamed them makes every task run its module as a module process rather than fail or leak a value."""
+    if validator not in _PROBED:
+        checked = validator({"probe": {"type": "str", "no_log": True}}).validate({"probe": "probe-value"})
+        _PROBED[validator] = [name for name in VALIDATOR_INTERNALS if not hasattr(checked, name)]
+    return _PROBED[validator]
+
+
+def internals_reason(missing=None):
+    """Why no task can run in the controller's process with this ansible-core, or None. ``missing``: the internals
+    missing (missing_validator_internals() when not given)."""
+    missing = missing_validator_internals() if missing is None else missing
+    if not missing:
+        return None
+    return ("this ansible-core's argument validation result lacks %s, which a run in the controller's process reads "
+            "(every task of the collection runs its module as a module process: slower, the same results)" % ", ".join(missing))
+
+
 def reason_for_module_process(connection, interpreter, become=False, delegated=False, asynchronous=False,
-                              environment=None, python=sys.executable, has_kubernetes=HAS_KUBERNETES):
-    """Why the task must run its module as a module process; None when it may run in the controller's process."""
+                              environment=None, python=sys.executable, has_kubernetes=HAS_KUBERNETES, missing_internals=None):
+    """Why the task must run its module as a module process; None when it may run in the controller's process.
+    ``missing_internals``: missing_validator_internals() (asked here when not given)."""
+    internals = internals_reason(missing_internals)
+    if internals:
+        return internals
     if connection != "local":
         return "the connection is %s, not local" % connection
     if become:
@@ -208,6 +237,8 @@ class InControllerAction(ActionBase):
                                       diff=bool(self._task.diff), no_log=bool(self._task.no_log or C.DEFAULT_NO_LOG),
                                       tmp_parent=C.DEFAULT_LOCAL_TMP)
             return module.run(self.CODE.run)
+        if internals_reason():  # the user would want to know why every task got slower
+            display.warning("%s runs as a module process: %s" % (self.MODULE, internals_reason()))
         display.vvv("%s runs as a module process: %s" % (self.MODULE, reason))
         return self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars, wrap_async=wrap_async)
 

@@ -22,6 +22,7 @@ PYTHON = sys.executable
 def reason(connection="local", interpreter=PYTHON, **given):
     given.setdefault("python", PYTHON)
     given.setdefault("has_kubernetes", True)
+    given.setdefault("missing_internals", [])
     return reason_for_module_process(connection, interpreter, **given)
 
 
@@ -44,6 +45,29 @@ def test_a_local_task_on_the_controllers_python_runs_in_the_controller():
 ])
 def test_anything_that_would_make_the_module_process_differ_keeps_it(given, expected):
     assert expected in reason(**given)
+
+
+def test_this_ansible_core_has_what_the_controller_run_reads_of_its_argument_validation():
+    assert controller_run.missing_validator_internals() == []
+    assert reason_for_module_process("local", PYTHON, python=PYTHON, has_kubernetes=True) is None
+
+
+class _Renamed:
+    """An ansible-core whose validation result renamed its private attributes (public ones unchanged)."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def validate(self, params):
+        return type("Result", (), {"validated_parameters": dict(params), "error_messages": [], "no_log_values": set()})()
+
+
+def test_an_ansible_core_without_those_internals_runs_every_module_as_a_module_process():
+    missing = controller_run.missing_validator_internals(_Renamed)
+    assert missing == list(controller_run.VALIDATOR_INTERNALS)
+    why = reason(missing_internals=missing)
+    assert why.startswith("this ansible-core's argument validation result lacks _no_log_values, _warnings, _deprecations")
+    assert "module process" in why
 
 
 def test_an_empty_task_environment_is_no_reason():
