@@ -13,12 +13,15 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins import action as ansible_action
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
 from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
 from ansible_collections.fleetops.registration.plugins.filter.waves import agent_releases
-from ansible_collections.fleetops.registration.plugins.plugin_utils import role_spec, role_wiring
+from ansible_collections.fleetops.registration.plugins.plugin_utils import role_spec, role_values, role_wiring
+
+display = Display()
 
 _ARGUMENT_SPEC = dict(
     role=dict(type="str", required=True, choices=sorted(role_wiring.SETTINGS)),
@@ -26,6 +29,8 @@ _ARGUMENT_SPEC = dict(
     served=dict(type="list", elements="str"),
     set_facts=dict(type="bool", default=False),
     validate=dict(type="bool", default=False),
+    all_hosts=dict(type="bool", default=False),
+    stop_on_any_refusal=dict(type="bool", default=False),
     states_from=dict(type="str"),
     locks_from=dict(type="str"),
 )
@@ -104,6 +109,10 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = validated_args(self._task.args)
         role = args["role"]
+        # The files the values name are the modules' to read on this machine only over a local connection.
+        local_files = getattr(self._connection, "transport", None) == "local"
+        if args["all_hosts"]:
+            return self._check_all_hosts(result, role, task_vars, local_files, args["stop_on_any_refusal"])
         get = self._getter(task_vars)
         if args["validate"]:
             errors = role_spec.variable_errors(role, args["entry"], get, role_wiring.MISSING)
@@ -111,6 +120,11 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=errors)
                 return result
         found = role_wiring.settings(role, get, self._hub_getter(task_vars), backend_request, served=args.get("served"))
+        if args["validate"] and args["entry"] == "main":
+            refused = role_values.refusal(role, found, local_files=local_files)
+            if refused:  # before any cluster is read
+                result.update(failed=True, msg=refused)
+                return result
         result.update(changed=False, settings=found)
         if role == "member_leave":
             result["task_files"] = role_wiring.leave_task_files(found)
@@ -134,6 +148,22 @@ class ActionModule(ActionBase):
         result["problem"] = inventory_terms(problem, role) if problem else ""
         if args["set_facts"]:
             self._note_facts(result, role, state, task_vars, locked)
+        return result
+
+    def _check_all_hosts(self, result, role, task_vars, local_files, stop_on_any):
+        """all_hosts: every host of the play checked; the result is shown, so it holds no settings (credentials)."""
+        hosts = task_vars.get("ansible_play_hosts_all") or []
+        getters = role_values.host_getter(role, task_vars, self._templar.template)
+        refused = role_values.play_refusals(role, hosts, getters, self._hub_getter(task_vars), local_files)
+        message = role_values.play_refusal(refused)
+        result.update(changed=False, refused=sorted(refused))
+        if role_values.play_stops(refused, hosts, stop_on_any):
+            result.update(failed=True, msg=message)
+        elif refused:
+            result.update(msg="%d of %d hosts refused; each fails at its first task, the others go on" % (len(refused), len(hosts)))
+            display.warning("refused before any cluster is read (each fails at its first task):\n%s" % message)
+        else:
+            result["msg"] = "the values of every host can be used"
         return result
 
     def _note_facts(self, result, role, state, task_vars, locked):

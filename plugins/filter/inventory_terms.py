@@ -16,7 +16,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils.role_wiring import SETTINGS, option_words
 
-_LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?: ")
+# An option, with an item's index or a key inside it (``taints[1]``, ``agent.tolerations``), as a message starts with it.
+_LEADING_OPTION = re.compile(r"^(?P<option>[a-z_]+)(?P<index>\[\d+\])?(?P<key>\.[A-Za-z0-9_.-]+)?: ")
 
 
 def inventory_terms(message, role, module=None):
@@ -37,7 +38,7 @@ def inventory_terms(message, role, module=None):
     source = option_words(role, module).get(match.group("option")) if match else None
     if not source:
         return text
-    return "%s (from %s): %s" % (match.group("option"), source, text[match.end():])
+    return "%s%s (from %s): %s" % (match.group("option"), match.group("key") or "", source, text[match.end():])
 
 
 class FilterModule:

@@ -45,6 +45,13 @@ def check_chart_ref(ref, param="chart_ref"):
                              "or put the credentials in chart_repo_url (kept off the command line)")
 
 
+def check_repo_url(url, param="chart_repo_url"):
+    """Refuse a chart repository that is no URL: ``user:password@host`` would reach Helm's command line as it is."""
+    if url and "://" not in url:
+        raise ParameterError(param, "it is not a URL (no scheme://)",
+                             "Give the chart repository's URL, for example https://charts.example.com/fleet")
+
+
 def split_url_credentials(url):
     """``(url without user:password, username, password)``; the credentials are None when the URL has none."""
     parts = urlsplit(url)
@@ -65,11 +72,8 @@ class ChartSource:
         if not ref:
             raise ParameterError(param, "no chart given", "Give a local chart path, an oci:// reference, or a chart name with chart_repo_url")
         check_chart_ref(ref, param)
+        check_repo_url(repo_url)
         self.ref = ref
-        if repo_url and "://" not in repo_url:
-            # Not a URL: "user:password@host" would reach Helm's command line as it is.
-            raise ParameterError("chart_repo_url", "it is not a URL (no scheme://)",
-                                 "Give the chart repository's URL, for example https://charts.example.com/fleet")
         self.repo_url, self.repo_username, self.repo_password = split_url_credentials(repo_url) if repo_url else (None, None, None)
         self.version = version
         self.param = param

@@ -68,6 +68,29 @@ options:
         as Ansible does when it includes a role, and fail with Ansible's message if they do not fit.
       - For plays that import the role with C(rolespec_validate=false) (C(join_cluster.yml)) so that a member is not
         charged a task of its own for the check.
+      - Then, for the entry point V(main), check every setting with a format (the member's name, labels, kubeconfig and
+        context, the hub's URL and CA, namespaces, durations, the taints, the agent setting, the agent charts, the Fleet
+        client ID and token) by the rule of the module that takes it, and that the hub is named (and for
+        C(member_leave) that C(member_leave_workloads) is V(keep) or V(remove)), and fail naming each variable, its value
+        and the fix - before any cluster is read. Files (a kubeconfig, the hub CA, a local chart) are checked only over
+        a local connection, where the modules read them.
+    type: bool
+    default: false
+  all_hosts:
+    description:
+      - Check, as O(validate) does, the variables of every host of the play (C(ansible_play_hosts_all)) instead of
+        working out this host's settings; with C(run_once), one task for the whole play. Each host's variables are its
+        own (inventory and extra vars), else the role's fixed defaults.
+      - Fails naming each host refused, and why, when every host is refused (nothing could be done, so nothing is read)
+        or, with O(stop_on_any_refusal), when any one is. Otherwise it warns naming them, and each then fails alone at its
+        role's first task (O(validate)), before its own clusters are read, and the other hosts go on.
+      - For playbooks that read clusters before the role runs (C(join_cluster.yml) and C(move_hub.yml) prepare a hub
+        first). Returns no settings.
+    type: bool
+    default: false
+  stop_on_any_refusal:
+    description:
+      - With O(all_hosts), fail when any host is refused (C(move_hub.yml), where a move is all or nothing).
     type: bool
     default: false
   locks:
@@ -88,23 +111,34 @@ EXAMPLES = r'''
   fleetops.registration.step_args:
     role: member_join
   register: member_join__wiring
+
+- name: Check every member's values before any cluster is read (a play on the group members)
+  fleetops.registration.step_args:
+    role: member_join
+    all_hosts: true
+  run_once: true
 '''
 
 RETURN = r'''
+refused:
+  description: With O(all_hosts), the hosts refused (the message or the warning says why).
+  returned: when O(all_hosts)
+  type: list
+  elements: str
 settings:
   description: Each setting of the role by name (without the role's prefix), as the role's steps use it.
-  returned: always
+  returned: unless O(all_hosts)
   type: dict
 task_files:
   description:
     - C(member_leave) only - its task files in the order they run (which fleet managers, and for Rancher Fleet the
       agent or the C(Cluster) first, by C(member_leave_workloads)).
-  returned: when O(role=member_leave)
+  returned: when O(role=member_leave), unless O(all_hosts)
   type: list
   elements: str
 request:
   description: What C(member_info) (C(member_join)) or C(member_lock) (C(member_leave)) is asked about this member.
-  returned: unless O(entry=rollback)
+  returned: unless O(entry=rollback) or O(all_hosts)
   type: dict
 state:
   description: This member's entry of O(states).
@@ -130,16 +164,16 @@ agents:
   description:
     - Whether the leave uninstalls the member's agents (C(member_leave)) - false with C(member_leave_keep_agents), for
       agents that serve another hub now.
-  returned: with O(role=member_leave), unless O(entry=rollback)
+  returned: with O(role=member_leave), unless O(entry=rollback) or O(all_hosts)
   type: bool
 identity:
   description: Whether the leave deletes the member's KubeFleet hub identity (C(member_leave_kubefleet_remove_identity)).
-  returned: with O(role=member_leave), unless O(entry=rollback)
+  returned: with O(role=member_leave), unless O(entry=rollback) or O(all_hosts)
   type: bool
 problem:
   description:
     - Why the member cannot go on - no hub; with the states, also no agent chart for a fleet manager it joins, its
       state unreadable or its lock held by another run. Empty when it can go on.
-  returned: unless O(entry=rollback)
+  returned: unless O(entry=rollback) or O(all_hosts)
   type: str
 '''

@@ -23,6 +23,7 @@ from ansible.module_utils.common.parameters import remove_values
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _OPTIONS = {}
+_DEFAULTS = {}
 
 
 def role_options(role, entry="main"):
@@ -33,6 +34,15 @@ def role_options(role, entry="main"):
             specs = yaml.load(handle, Loader=_LOADER)["argument_specs"]
         _OPTIONS[key] = (specs.get(entry) or {}).get("options") or {}
     return _OPTIONS[key]
+
+
+def role_defaults(role):
+    """The fixed defaults of ``role`` (its defaults/main.yml), which a play that does not run the role lacks: the values
+    the role's own tasks would see for role variables nobody set."""
+    if role not in _DEFAULTS:
+        with open(os.path.join(ROLES, role, "defaults", "main.yml")) as handle:
+            _DEFAULTS[role] = yaml.load(handle, Loader=_LOADER) or {}
+    return _DEFAULTS[role]
 
 
 def variable_errors(role, entry, get, missing):

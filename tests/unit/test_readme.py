@@ -151,8 +151,8 @@ def test_the_quick_start_commands_run_the_collection_s_playbooks_on_the_quick_st
     host of every quick start inventory."""
     commands = readme_quick_start_commands()
     playbooks = [argv[3] for argv, _comment in commands]
-    assert playbooks == ["fleetops.registration.%s" % name for name in ("join_cluster", "join_cluster", "cluster_status",
-                                                                       "leave_cluster")], commands
+    expected = ("join_cluster", "join_cluster", "cluster_status", "leave_cluster")
+    assert playbooks == ["fleetops.registration.%s" % name for name in expected], commands
     for argv, comment in commands:
         assert argv[:3] == ["ansible-playbook", "-i", "inventory.yml"] and comment, argv
         assert (REPO / "playbooks" / (argv[3].rsplit(".", 1)[1] + ".yml")).is_file(), argv
