@@ -255,12 +255,18 @@ class Helm:
             args.append("--dry-run=server" if self.version >= (3, 13, 0) else "--dry-run")
         self.run(args, data=yaml.safe_dump(values))
 
+    # Helm carries out a stored release record's hooks as instructions, and the record is a Secret anyone who may
+    # write Secrets in its namespace can plant: with the member's admin credential, a planted pre-delete or
+    # pre-rollback hook (a Job, a ClusterRoleBinding) would run. The agent charts have no hooks, so rollbacks and
+    # uninstalls run none.
+    NO_HOOKS = "--no-hooks"
+
     def rollback(self, name, namespace, revision):
         """``helm rollback``: a new revision with the chart and values of ``revision`` (Helm keeps the history)."""
-        self.run(["rollback", name, str(int(revision)), "--namespace", namespace])
+        self.run(["rollback", name, str(int(revision)), "--namespace", namespace, self.NO_HOOKS])
 
     def uninstall(self, name, namespace, wait=False, timeout=300):
-        args = ["uninstall", name, "--namespace", namespace]
+        args = ["uninstall", name, "--namespace", namespace, self.NO_HOOKS]
         if wait:
             args += ["--wait", "--timeout", "%ds" % max(1, int(timeout))]
         self.run(args)

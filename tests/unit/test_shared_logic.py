@@ -177,6 +177,21 @@ def test_values_reach_helm_on_its_stdin_never_in_a_file_or_argv(tmp_path):
     assert not any("s3cr3t-token" in arg for arg in call["argv"]) and list(tmp_path.iterdir()) == []
 
 
+def test_uninstall_and_rollback_run_no_hook_a_stored_release_record_names():
+    """A release record is a Secret anyone who may write Secrets in its namespace can plant; its hooks would run with
+    the member's admin credential (issue 46): Helm is told to run none."""
+    recorder = RecordingHelm()
+    runner = helm.Helm(recorder, "/bin/helm", kubeconfig="/k")
+    runner.uninstall("member-agent", "default")
+    runner.uninstall("fleet-agent", "cattle-fleet-system", wait=True, timeout=60)
+    runner.rollback("fleet-agent", "cattle-fleet-system", 3)
+    assert [call["argv"][:6] for call in recorder.calls] == [
+        ["/bin/helm", "uninstall", "member-agent", "--namespace", "default", "--no-hooks"],
+        ["/bin/helm", "uninstall", "fleet-agent", "--namespace", "cattle-fleet-system", "--no-hooks"],
+        ["/bin/helm", "rollback", "fleet-agent", "3", "--namespace", "cattle-fleet-system"]]
+    assert recorder.calls[2]["argv"][6] == "--no-hooks"
+
+
 def test_a_post_renderer_reaches_helm_with_each_argument_its_own_flag():
     recorder = RecordingHelm()
     runner = helm.Helm(recorder, "/bin/helm")
