@@ -326,7 +326,7 @@ def _decode_secret(secret, namespace, name):
     return release_from_storage(payload, namespace)
 
 
-def _storage_revision(secret):
+def storage_revision(secret):
     """``(release name, revision)`` from a Helm storage Secret's labels; the revision is None when unreadable."""
     labels = (secret.get("metadata") or {}).get("labels") or {}
     try:
@@ -349,7 +349,7 @@ def releases_of(secrets, namespace):
     """``{release name: release}`` (each at its newest revision) from Helm's storage Secrets of ``namespace``."""
     newest = {}
     for secret in secrets:
-        name, revision = _storage_revision(secret)
+        name, revision = storage_revision(secret)
         if name and revision is not None and (name not in newest or revision > newest[name][0]):
             newest[name] = (revision, secret)
     releases = {}
@@ -376,15 +376,15 @@ def read_release(kube, name, namespace):
     Returns ``{name, namespace, revision, status, chart, chart_version, app_version, values, updated}``.
     ``values`` are the user-supplied values and may carry secrets: the caller hides them.
     """
-    return read_releases(kube, namespace, _release_selector(name)).get(name)
+    return read_releases(kube, namespace, release_selector(name)).get(name)
 
 
 def read_release_history(kube, name, namespace):
     """``{revision: release}`` of every revision Helm keeps of release ``name`` (one LIST, no helm process), each as
     read_release returns it; {} when there is none."""
     history = {}
-    for secret in kube.list(SECRET, namespace, label_selector=_release_selector(name)):
-        secret_name, revision = _storage_revision(secret)
+    for secret in kube.list(SECRET, namespace, label_selector=release_selector(name)):
+        secret_name, revision = storage_revision(secret)
         if secret_name == name and revision is not None:
             release = _decode_secret(secret, namespace, name)
             if release is not None:
@@ -392,7 +392,7 @@ def read_release_history(kube, name, namespace):
     return history
 
 
-def _release_selector(name):
+def release_selector(name):
     check_storage_driver()
     if not _RELEASE_NAME.match(name or "") or len(name) > 53:
         # It goes into a label selector: "x,owner!=helm" would select other Secrets.

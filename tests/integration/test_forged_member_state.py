@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from modrun import run_module
-from kube_helpers import ignore_404, unique
+from kube_helpers import ignore_404, read_or_none, unique
 from test_kubefleet_modules import (  # noqa: F401 pylint: disable=unused-import
     MEMBER_CTX, TOKEN_NS, Hub, agent_args, agent_member, hub, hub_args, member, ok,
 )
@@ -176,3 +176,95 @@ def test_a_forged_release_record_redirects_no_credential_and_is_repaired(lab_con
         ignore_404(lambda: core.delete_namespaced_secret(planted_secret, RELEASE_NS))
         if forged:
             ignore_404(lambda: core.delete_namespaced_secret(forged, RELEASE_NS))
+
+
+def plant_hooked_release(core, hook_names):
+    """A copy of the newest member-agent record, one revision later and deployed, that carries a pre-rollback and a
+    pre-delete hook: each a ConfigMap ``hook_names[event]`` in default, which exists afterwards only if Helm ran it.
+    Its values are the agent's own, so the collection's rollback guard (which compares values) lets it through."""
+    records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
+    newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
+    payload = _decode(base64.b64decode(newest.data["release"]))
+    version = int(newest.metadata.labels["version"]) + 1
+    payload["hooks"] = [{
+        "name": name, "kind": "ConfigMap", "path": "member-agent/templates/planted.yaml", "weight": 0, "events": [event],
+        "delete_policies": [], "last_run": {"started_at": "", "completed_at": "", "phase": ""},
+        "manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"
+                    "    helm.sh/hook: %s\ndata:\n  planted: \"true\"\n" % (name, RELEASE_NS, event)}
+        for event, name in sorted(hook_names.items())]
+    payload.update(version=version)
+    payload["info"]["status"] = "deployed"
+    core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
+        metadata=client.V1ObjectMeta(name="sh.helm.release.v1.member-agent.v%d" % version,
+                                     labels=dict(newest.metadata.labels, version=str(version), status="deployed")),
+        type=newest.type, data={"release": base64.b64encode(_encode(payload).encode()).decode()}))
+    return version
+
+
+def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab_controllers, hub, agent_member):  # noqa: F811
+    """Issue 46: Helm carries out the hooks of the record it acts on, a Secret anyone who may write Secrets in default
+    can plant. A rollback to a planted revision (its values are the agent's own, so the guard lets it through) and the
+    leave that uninstalls it run none of them."""
+    lab, member_name = lab_controllers, agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name)))
+    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+    core = hub.member_core
+    hooks = {"pre-rollback": unique("planted-pre-rollback"), "pre-delete": unique("planted-pre-delete")}
+
+    def hooks_that_ran():
+        return [name for name in hooks.values()
+                if read_or_none(lambda n=name: core.read_namespaced_config_map(n, RELEASE_NS)) is not None]
+    try:
+        planted = plant_hooked_release(core, hooks)
+        # Another revision on top (other values), so that the planted one is a rollback target.
+        ok(run_module("kubefleet_member_agent", dict(args, values={"logVerbosity": 3})))
+        rolled = ok(run_module("kubefleet_member_agent", dict(args, rollback_to_revision=planted)))
+        assert rolled.changed, rolled
+        assert hooks_that_ran() == [], "the planted record's pre-rollback hook ran"
+        left = ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+        assert left.changed and hub.release() == [], hub.release()
+        assert hooks_that_ran() == [], "the planted record's pre-delete hook ran"
+    finally:
+        for name in hooks.values():
+            ignore_404(lambda n=name: core.delete_namespaced_config_map(n, RELEASE_NS))
+
+
+def test_a_planted_release_record_s_foreign_objects_are_never_deleted_by_a_leave(lab_controllers, hub, agent_member):  # noqa: F811
+    """Issue 46: helm uninstall deletes what the newest record lists. A record planted on top of the agent's that also
+    lists a kube-system object makes the leave stop before Helm runs, naming the record and the object, which
+    survives; once the planted record is gone, the leave goes ahead."""
+    lab, member_name = lab_controllers, agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name)))
+    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+    core = hub.member_core
+    victim = unique("victim")
+    core.create_namespaced_config_map("kube-system", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=victim)))
+    try:
+        records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
+        newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
+        payload = _decode(base64.b64decode(newest.data["release"]))
+        version = int(newest.metadata.labels["version"]) + 1
+        payload.update(version=version, manifest=payload["manifest"] + "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                                                       "  name: %s\n  namespace: kube-system\n" % victim)
+        planted = "sh.helm.release.v1.member-agent.v%d" % version
+        core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
+            metadata=client.V1ObjectMeta(name=planted, labels=dict(newest.metadata.labels, version=str(version))),
+            type=newest.type, data={"release": base64.b64encode(_encode(payload).encode()).decode()}))
+
+        refused = run_module("kubefleet_member_agent", dict(args, state="absent"))
+        assert refused.failed, refused
+        assert "release record %s/%s lists objects the agent chart does not make (ConfigMap kube-system/%s)" % (
+            RELEASE_NS, planted, victim) in refused["msg"], refused["msg"]
+        assert read_or_none(lambda: core.read_namespaced_config_map(victim, "kube-system")) is not None
+        assert hub.release(), "the refused leave uninstalled the agent"
+
+        core.delete_namespaced_secret(planted, RELEASE_NS)
+        left = ok(run_module("kubefleet_member_agent", dict(args, state="absent")))
+        assert left.changed and hub.release() == []
+        assert read_or_none(lambda: core.read_namespaced_config_map(victim, "kube-system")) is not None
+    finally:
+        ignore_404(lambda: core.delete_namespaced_config_map(victim, "kube-system"))

@@ -21,6 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import lease
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects, guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens, workloads
@@ -368,7 +369,8 @@ class MemberAgent(AgentFlow, Runner):
             self.warn("The credential may not patch %s: they still belong to their AppliedWork, and go with it if the "
                       "agent's chart deletes the AppliedWork CRD. Grant patch on them to keep them" % ", ".join(owned))
         if release is not None and not self.check_mode:
-            self.module.helm().uninstall(self.release_name, self.release_namespace)
+            guarded_uninstall(self.kube, self.module.helm(), self.release_name, self.release_namespace,
+                              AgentObjects(self.agent_namespace, (chart_fullname(self.release_name),)))
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
         if moved:  # an agent installed before the token had a namespace of its own

@@ -16,6 +16,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, LockLost, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.files import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
@@ -32,6 +33,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_DEPLOYMENT, AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, CLUSTER, TOKEN, VALUES_KEY,
+    agent_objects,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     build_agent_values, check_release_identity, checked_in_since, parse_values, plan_agent, redact_values,
@@ -263,6 +265,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         except FleetOpsError as exc:
             raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
 
+    def _uninstall(self, helm):
+        guarded_uninstall(self.module.kube(), helm, self.release, self.namespace, agent_objects(self.namespace))
+
     def _ensure_namespace(self):
         """cattle-fleet-system, created (and labelled as the collection's) before Helm; a terminating one is waited out."""
         kube = self.module.kube()
@@ -284,7 +289,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         except FleetOpsError as exc:
             if state["plan"].action == ReleasePlan.INSTALL and helm.release(self.release, self.namespace):
                 # A first install that failed leaves a failed release behind; remove it so a re-run starts clean.
-                helm.uninstall(self.release, self.namespace)
+                self._uninstall(helm)
                 exc.msg += " (the failed release was uninstalled again)"
             elif state["plan"].action == ReleasePlan.UPGRADE:
                 raise self.failed_after_change(exc, " (release %s/%s may have been changed before the failure)" % (self.namespace, self.release))
@@ -379,7 +384,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         if self.params.get("keep_failed_install"):
             return " (the release this run installed was kept, as keep_failed_install asks)"
         try:
-            self.module.helm().uninstall(self.release, self.namespace)
+            self._uninstall(self.module.helm())
         except FleetOpsError as failure:
             return (" (the release this run installed could NOT be uninstalled: %s; remove it with fleet_agent state=absent)"
                     % failure.msg)

@@ -19,12 +19,14 @@ import time
 from ansible_collections.fleetops.registration.plugins.module_utils import rotation
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.leases import LEASE, POD, delete_read_version
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_SECRET, AGENT_LEASE, AGENT_NAMESPACE, AGENT_POD_SELECTOR, AGENT_RELEASE,
+    agent_objects,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import credential_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import checked_in_since
@@ -77,9 +79,9 @@ class CredentialRotation:
     def remove_for_new_registration(self, facts):
         """Uninstall the agent (its releases and its credential) so that it is installed afresh, as at a first join: the
         new registration names another hub or client ID (``registers_in_place``). The namespace stays for the install."""
-        helm = self.module.helm()
+        helm, kube, agent = self.module.helm(), self.module.kube(), agent_objects(self.namespace)
         for name in ([self.release] if facts["release"] else []) + facts["adopted"]:
-            helm.uninstall(name, self.namespace)
+            guarded_uninstall(kube, helm, name, self.namespace, agent)
         if facts["credential"] is not None:
             self.module.kube().delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace)
 

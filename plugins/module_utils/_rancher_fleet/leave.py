@@ -14,7 +14,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import guarded_uninstall
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_SECRET, agent_objects
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import namespace_keepers
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workloads
 
@@ -39,9 +40,9 @@ class AgentRemoval:
         credential = facts["credential"]
         placed = self._settle_workloads(kube)
         if releases and not self.check_mode:
-            helm = self.module.helm()
+            helm, agent = self.module.helm(), agent_objects(self.namespace)
             for name in releases:
-                helm.uninstall(name, self.namespace)
+                guarded_uninstall(kube, helm, name, self.namespace, agent)
         if credential is not None:
             # The agent writes its hub credential itself; Helm does not know it and would leave it behind.
             kube.delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace, dry_run=self.check_mode)

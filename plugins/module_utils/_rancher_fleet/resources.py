@@ -35,6 +35,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 
 API_VERSION = "fleet.cattle.io/v1alpha1"
@@ -46,6 +47,7 @@ AGENT_NAMESPACE = "cattle-fleet-system"
 AGENT_RELEASE = "fleet-agent"
 AGENT_DEPLOYMENT = "fleet-agent"
 AGENT_CREDENTIAL_SECRET = "fleet-agent"
+
 AGENT_CREDENTIAL_KEY = "kubeconfig"
 AGENT_BOOTSTRAP_SECRET = "fleet-agent-bootstrap"
 # The agent's leader-election Lease (Fleet v0.16.0 internal/cmd/agent) and its pods' label (both the bootstrap chart's
@@ -73,3 +75,10 @@ EXPIRES_ANNOTATION = "fleetops.registration/expires"
 
 # The token's secret value keys in an agent values.yaml.
 SECRET_VALUE_KEYS = ("token",)
+
+
+def agent_objects(namespace):
+    """What an uninstall of a Fleet agent release in ``namespace`` may delete (helm_records.AgentObjects): the
+    fleet-agent chart names its cluster RBAC fleet-agent-..., Fleet's own managed agent (fleet-agent-<cluster>)
+    <namespace>-fleet-agent-... and its PriorityClass fleet-agent-priority-class."""
+    return AgentObjects(namespace, ("fleet-agent", namespace + "-fleet-agent"))
