@@ -14,6 +14,7 @@ import yaml
 from kubernetes import client
 
 from kube_helpers import ignore_404, read_or_none, wait_for
+from modrun import run_module
 from readme_inventories import readme_quick_start_commands, readme_quick_starts
 from test_playbooks import (  # noqa: F401 pylint: disable=unused-import
     FLEET_NS, IDENTITY_NS, Run, condition, hub, least_privilege_hub, members_restored_on_failure, playbook, playbook_command,
@@ -25,15 +26,22 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_fail
 HUB_ROLE_NAMESPACES = (IDENTITY_NS, FLEET_NS)
 
 
-def make_hub_fresh(lab, hub, tmp_path):
+@pytest.fixture
+def fresh_hub(lab_controllers, hub, tmp_path):
     """The lab hub as the collection never prepared it: every lab member left under its lab name, then the namespaces
-    the hub role makes deleted (with what a test before left in them)."""
+    the hub role makes deleted (with what a test before left in them). Afterwards, pass or fail, the hub is prepared
+    again (hub_prepare), as the later tests of this worker's lab expect it."""
+    lab = lab_controllers
     playbook(lab, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
     core = client.CoreV1Api(lab.api_client("hub"))
     for name in HUB_ROLE_NAMESPACES:
         ignore_404(lambda n=name: core.delete_namespace(n))
     for name in HUB_ROLE_NAMESPACES:
         wait_for(lambda n=name: hub.namespace(n) is None, 180, "namespace %s to be deleted from the hub" % name)
+    yield lab
+    prepared = run_module("hub_prepare", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "namespaces": [FLEET_NS]})
+    assert not prepared.failed, prepared.get("msg")
+    assert [ns for ns in HUB_ROLE_NAMESPACES if hub.namespace(ns) is None] == [], "hub_prepare left the hub unprepared"
 
 
 def readme_inventory_on_the_lab(lab, title, path):
@@ -97,12 +105,11 @@ def assert_joined(hub, name, backends):
 
 
 @pytest.mark.parametrize("title", ["Both on one hub", "KubeFleet only", "Rancher Fleet only"])
-def test_the_readme_quick_start_runs_as_written_on_a_fresh_hub(lab_controllers, hub, tmp_path, title):
+def test_the_readme_quick_start_runs_as_written_on_a_fresh_hub(fresh_hub, hub, tmp_path, title):
     """Issue 49, item 4 (and item 2 through its first command): the README's commands in the README's order on a hub
     the collection never prepared - the check predicts every step and changes nothing, the join joins, a second run
     changes nothing, the status shows each member, the leave of one host takes out that host alone."""
-    lab = lab_controllers
-    make_hub_fresh(lab, hub, tmp_path)
+    lab = fresh_hub
     quick = QuickStart(lab, title, tmp_path)
     check, join, status, leave = readme_quick_start_commands()
     try:
@@ -140,11 +147,10 @@ def test_the_readme_quick_start_runs_as_written_on_a_fresh_hub(lab_controllers, 
         assert registered(hub, name) == {"rancher_fleet": False, "kubefleet": False}
 
 
-def test_check_mode_on_a_fresh_hub_with_only_the_shipped_hub_rights_predicts_every_step(request, lab_controllers, hub, tmp_path):
+def test_check_mode_on_a_fresh_hub_with_only_the_shipped_hub_rights_predicts_every_step(request, fresh_hub, hub, tmp_path):
     """Issue 49, item 2: a hub whose admin applied extensions/rbac/hub.yml and nothing else (the collection never ran
     there): a check of the join with that credential predicts every member's steps and changes nothing."""
-    lab = lab_controllers
-    make_hub_fresh(lab, hub, tmp_path)
+    lab = fresh_hub
     least = request.getfixturevalue("least_privilege_hub")  # applies hub.yml now, on the fresh hub
     as_joiner = ("-e", '{"fleetops_hub_kubeconfig": "%s", "fleetops_hub_context": "least"}' % least)
     predicted = playbook(lab, "join_cluster.yml", "--check", "--diff", *as_joiner, tmp_path=tmp_path)
