@@ -178,27 +178,44 @@ def test_a_forged_release_record_redirects_no_credential_and_is_repaired(lab_con
             ignore_404(lambda: core.delete_namespaced_secret(forged, RELEASE_NS))
 
 
-def plant_hooked_release(core, hook_names):
-    """A copy of the newest member-agent record, one revision later and deployed, that carries a pre-rollback and a
-    pre-delete hook: each a ConfigMap ``hook_names[event]`` in default, which exists afterwards only if Helm ran it.
-    Its values are the agent's own, so the collection's rollback guard (which compares values) lets it through."""
+def joined_agent(lab, member_name):
+    """``member_name`` joined to the hub with its agent on member2; the agent step's arguments."""
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name)))
+    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
+    ok(run_module("kubefleet_member_agent", args))
+    return args
+
+
+def plant_record(core, edit):
+    """A copy of the newest member-agent record, one revision later and deployed, changed by ``edit(payload)``, as
+    anyone who may create Secrets in default can plant it; ``(Secret name, revision)``."""
     records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
     newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
     payload = _decode(base64.b64decode(newest.data["release"]))
     version = int(newest.metadata.labels["version"]) + 1
-    payload["hooks"] = [{
-        "name": name, "kind": "ConfigMap", "path": "member-agent/templates/planted.yaml", "weight": 0, "events": [event],
-        "delete_policies": [], "last_run": {"started_at": "", "completed_at": "", "phase": ""},
-        "manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"
-                    "    helm.sh/hook: %s\ndata:\n  planted: \"true\"\n" % (name, RELEASE_NS, event)}
-        for event, name in sorted(hook_names.items())]
     payload.update(version=version)
     payload["info"]["status"] = "deployed"
+    edit(payload)
+    name = "sh.helm.release.v1.member-agent.v%d" % version
     core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
-        metadata=client.V1ObjectMeta(name="sh.helm.release.v1.member-agent.v%d" % version,
-                                     labels=dict(newest.metadata.labels, version=str(version), status="deployed")),
+        metadata=client.V1ObjectMeta(name=name, labels=dict(newest.metadata.labels, version=str(version), status="deployed")),
         type=newest.type, data={"release": base64.b64encode(_encode(payload).encode()).decode()}))
-    return version
+    return name, version
+
+
+def hooks_of(hook_names):
+    """A record edit adding a hook per event of ``hook_names``: each a ConfigMap ``hook_names[event]`` in default,
+    which exists afterwards only if Helm ran it. The values stay the agent's own, so the collection's rollback guard
+    (which compares values) lets the record through."""
+    def edit(payload):
+        payload["hooks"] = [{
+            "name": name, "kind": "ConfigMap", "path": "member-agent/templates/planted.yaml", "weight": 0, "events": [event],
+            "delete_policies": [], "last_run": {"started_at": "", "completed_at": "", "phase": ""},
+            "manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"
+                        "    helm.sh/hook: %s\ndata:\n  planted: \"true\"\n" % (name, RELEASE_NS, event)}
+            for event, name in sorted(hook_names.items())]
+    return edit
 
 
 def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab_controllers, hub, agent_member):  # noqa: F811
@@ -206,10 +223,7 @@ def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab
     can plant. A rollback to a planted revision (its values are the agent's own, so the guard lets it through) and the
     leave that uninstalls it run none of them."""
     lab, member_name = lab_controllers, agent_member
-    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
-    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name)))
-    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
-    ok(run_module("kubefleet_member_agent", args))
+    args = joined_agent(lab, member_name)
     core = hub.member_core
     hooks = {"pre-rollback": unique("planted-pre-rollback"), "pre-delete": unique("planted-pre-delete")}
 
@@ -217,7 +231,7 @@ def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab
         return [name for name in hooks.values()
                 if read_or_none(lambda n=name: core.read_namespaced_config_map(n, RELEASE_NS)) is not None]
     try:
-        planted = plant_hooked_release(core, hooks)
+        planted = plant_record(core, hooks_of(hooks))[1]
         # Another revision on top (other values), so that the planted one is a rollback target.
         ok(run_module("kubefleet_member_agent", dict(args, values={"logVerbosity": 3})))
         rolled = ok(run_module("kubefleet_member_agent", dict(args, rollback_to_revision=planted)))
@@ -236,24 +250,13 @@ def test_a_planted_release_record_s_foreign_objects_are_never_deleted_by_a_leave
     lists a kube-system object makes the leave stop before Helm runs, naming the record and the object, which
     survives; once the planted record is gone, the leave goes ahead."""
     lab, member_name = lab_controllers, agent_member
-    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member_name)))
-    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member_name)))
-    args = agent_args(lab, member_name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub")
-    ok(run_module("kubefleet_member_agent", args))
+    args = joined_agent(lab, member_name)
     core = hub.member_core
     victim = unique("victim")
     core.create_namespaced_config_map("kube-system", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=victim)))
     try:
-        records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
-        newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
-        payload = _decode(base64.b64decode(newest.data["release"]))
-        version = int(newest.metadata.labels["version"]) + 1
-        payload.update(version=version, manifest=payload["manifest"] + "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
-                                                                       "  name: %s\n  namespace: kube-system\n" % victim)
-        planted = "sh.helm.release.v1.member-agent.v%d" % version
-        core.create_namespaced_secret(RELEASE_NS, client.V1Secret(
-            metadata=client.V1ObjectMeta(name=planted, labels=dict(newest.metadata.labels, version=str(version))),
-            type=newest.type, data={"release": base64.b64encode(_encode(payload).encode()).decode()}))
+        foreign = "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: kube-system\n" % victim
+        planted = plant_record(core, lambda payload: payload.update(manifest=payload["manifest"] + foreign))[0]
 
         refused = run_module("kubefleet_member_agent", dict(args, state="absent"))
         assert refused.failed, refused
