@@ -146,15 +146,28 @@ def test_agent_claims_a_predefined_cluster_by_client_id(lab, registration, wait,
     assert others == []
 
 
+def _agent_bundle_deployed(core, cluster_name):
+    """Fleet's agent bundle (manageAgent, the lab's default) installed on the member as Helm release fleet-agent-<cluster>."""
+    selector = 'owner=helm,status=deployed,name=fleet-agent-%s' % cluster_name
+    return core.list_namespaced_secret(AGENT_NS, label_selector=selector).items
+
+
 def test_helm_upgrade_restarts_the_agent_and_uninstall_stops_it(lab, registration, wait):
-    _namespace, _values, values_file = registration
+    namespace, _values, values_file = registration
     _install_agent(lab, values_file)
     core = client.CoreV1Api(lab.api_client(MEMBER))
 
     def agent_pods():
         pods = core.list_namespaced_pod(AGENT_NS, label_selector='app=fleet-agent').items
         return [p for p in pods if p.metadata.deletion_timestamp is None]
-    first = wait(lambda: [p for p in agent_pods() if _ready(p)], 60, 'a ready fleet-agent pod')[0]
+    # The registered agent then deploys Fleet's agent bundle, which rolls the same Deployment out again with the
+    # hub's agent settings: an upgrade before that rollout would be overwritten by it.
+    cluster = wait(_registered(lab, namespace, lambda c: True), 240, 'the agent registered (status.agent.lastSeen)')
+    wait(lambda: _agent_bundle_deployed(core, cluster['metadata']['name']), 120, "Fleet's agent bundle deployed on the member")
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    wait(lambda: _rolled_out(apps.read_namespaced_deployment('fleet-agent', AGENT_NS)), 120, "the agent bundle's rollout")
+    first = wait(lambda: [p for p in agent_pods() if _ready(p)] if len(agent_pods()) == 1 else None, 120,
+                 'one ready fleet-agent pod')[0]
     assert [a['binary'] for a in _agent_processes(lab, first.metadata.name)] == ['fleetagent']
 
     lab.run_helm(MEMBER, 'upgrade', 'fleet-agent', lab.fleet_chart('fleet-agent'), '--namespace', AGENT_NS, '-f', values_file,
@@ -173,6 +186,12 @@ def test_helm_upgrade_restarts_the_agent_and_uninstall_stops_it(lab, registratio
 
 def _agent_processes(lab, pod_name):
     return [a for a in lab.agent_processes(MEMBER) if a['pod'] == pod_name]
+
+
+def _rolled_out(deployment):
+    status = deployment.status
+    return (status.observed_generation == deployment.metadata.generation and
+            status.updated_replicas == status.replicas == status.ready_replicas == deployment.spec.replicas)
 
 
 def _ready(pod):
