@@ -13,16 +13,18 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
-from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard, registry
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
 
 _ARGUMENT_SPEC = dict(
-    step=dict(type="str", required=True, choices=["read", "back", "check", "failed", "moved_back", "stop", "summary"]),
+    step=dict(type="str", required=True, choices=["guard", "read", "back", "check", "failed", "moved_back", "stop", "summary"]),
 )
 MODULE = "fleetops.registration.hub_move_info"
 # The playbook's notes (register names in move_hub.yml).
 FAILURE = "move_hub__failure"
 BACK = "move_hub__back"
+GUARD = "move_hub__guard"
+ALLOW_REMOVAL = "fleetops_allow_workload_removal"
 # How long the KubeFleet leave of the hub a member left waits for an acknowledgement no agent will give.
 FORCE_GRACE_PERIOD = 5
 
@@ -43,6 +45,8 @@ class ActionModule(ActionBase):
             return dict(result, **self._summary(task_vars))
         if step == "read":
             return dict(result, **self._read(task_vars))
+        if step == "guard":
+            return dict(result, **self._guard(task_vars))
         current = self._var(task_vars, role_wiring.MOVE_STEP)
         if not isinstance(current, dict) or "before" not in current:
             raise AnsibleActionFail("hub_move step=%s runs after step=read (registered as %s)" % (step, role_wiring.MOVE_STEP))
@@ -78,7 +82,21 @@ class ActionModule(ActionBase):
         return {"host": host, "kubeconfig": variables.get("fleetops_kubeconfig") or "",
                 "context": variables.get("fleetops_context") or ""}
 
-    def _read(self, task_vars):
+    def _guard(self, task_vars):
+        """Refuse the member's move, before anything changes, when the new hub would not place what its agents serve."""
+        found, old_hub, new_hub = self._hubs(task_vars)
+        reading = self._module(task_vars, found, old_hub, new_hub, wait=False, guard=True)
+        unplaced = reading.get("unplaced") or []
+        if not unplaced:
+            return {"changed": False, "unplaced": [], "msg": "the new hub places everything the member's agents serve"}
+        message = placement_guard.refusal(found["cluster_name"], new_hub["host"], unplaced)
+        if not role_wiring.as_bool(self._var(task_vars, ALLOW_REMOVAL)):
+            return {"failed": True, "changed": False, "unplaced": unplaced, "msg": message}
+        self._display.warning("%s=true: the move goes on, and the member's agents will remove %s" % (
+            ALLOW_REMOVAL, ", ".join("%s %s" % (item["manager"], item["name"]) for item in unplaced)))
+        return {"changed": False, "unplaced": unplaced, "removal_allowed": True}
+
+    def _hubs(self, task_vars):
         get = self._getter(task_vars)
         if get("fleetops_hub_kubeconfig") not in (role_wiring.MISSING, None, "") or \
                 get("fleetops_hub_context") not in (role_wiring.MISSING, None, ""):
@@ -91,18 +109,24 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             raise AnsibleActionFail(str(exc))
         found = role_wiring.settings("member_join", get, lambda host, name: role_wiring.MISSING, backend_request)
-        old_hub, new_hub = self._hub(task_vars, old_host), self._hub(task_vars, new_host)
+        return found, self._hub(task_vars, old_host), self._hub(task_vars, new_host)
+
+    def _read(self, task_vars):
+        found, old_hub, new_hub = self._hubs(task_vars)
         reading = self._module(task_vars, found, old_hub, new_hub, wait=False)
         before = dict((key, reading.get(key)) for key in ("phase", "join", "leave", "settled", "managers", "phases"))
         before["name"] = found["cluster_name"]
         return {"changed": False, "before": before, "old_hub": old_hub, "new_hub": new_hub,
                 "roles": hub_move.role_steps(new_hub, old_hub, before["join"], before["leave"], FORCE_GRACE_PERIOD)}
 
-    def _module(self, task_vars, found, old_hub, new_hub, wait, timeout=None):
+    def _module(self, task_vars, found, old_hub, new_hub, wait, timeout=None, guard=False):
         backends = found["backends"] or list(registry.NAMES)
         module_args = {"name": found["cluster_name"], "backends": backends, "fleet_namespace": found["fleet_namespace"],
                        "kubeconfig": new_hub["kubeconfig"], "context": new_hub["context"],
                        "old_hub_kubeconfig": old_hub["kubeconfig"], "old_hub_context": old_hub["context"], "wait": wait}
+        if guard:
+            labels = found.get("labels") or {}
+            module_args.update(guard=True, labels=dict((str(key), str(value)) for key, value in labels.items()))
         if timeout:
             module_args["wait_timeout"] = int(timeout)
         reading = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
@@ -132,7 +156,9 @@ class ActionModule(ActionBase):
             failure = (variables.get(FAILURE) or {}).get("why") if FAILURE in variables else None
             back = variables.get(BACK) if BACK in variables else None
             moved_back = None if not isinstance(back, dict) or back.get("skipped") else (True if back.get("ok") else back.get("why"))
-            results[host] = hub_move.member_outcome(before, failure, moved_back)
+            guard = variables.get(GUARD) if GUARD in variables else None
+            removed = guard.get("unplaced") if isinstance(guard, dict) and guard.get("removal_allowed") else None
+            results[host] = hub_move.member_outcome(before, failure, moved_back, removed)
         lines = dict((host, item["line"]) for host, item in results.items())
         return {"changed": False, "results": results, "lines": lines,
                 "ansible_stats": {"data": {"fleetops_moves": results}, "per_host": False, "aggregate": True}}

@@ -71,7 +71,18 @@ def plan(managers):
     return {"phases": phases, "join": join, "leave": leave, "phase": overall}
 
 
-def member_outcome(before, failure=None, moved_back=None):
+def member_outcome(before, failure=None, moved_back=None, removed=None):
+    """member_move_outcome, saying what the run allowed the member's agents to remove (``removed``: the guard's
+    ``unplaced``) - with fleetops_allow_workload_removal, per workload."""
+    outcome = member_move_outcome(before, failure, moved_back)
+    if removed:
+        outcome["removal_allowed"] = list(removed)
+        outcome["line"] += "; removal allowed (fleetops_allow_workload_removal), the new hub does not place: %s" % ", ".join(
+            "%s %s" % (item["manager"], item["name"]) for item in removed)
+    return outcome
+
+
+def member_move_outcome(before, failure=None, moved_back=None):
     """The member's outcome: ``untouched`` (not reached - ``before`` None -, or in no manager's fleet), ``moved`` (its
     move finished, or was already), ``moved back`` (the new hub did not take it over and the move back to the old hub
     worked) or ``failed`` (the move failed and so did the move back); with ``changed`` and a ``line``.

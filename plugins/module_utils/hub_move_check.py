@@ -10,12 +10,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 
 BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
+BUNDLE = Resource("fleet.cattle.io/v1alpha1", "Bundle", "bundles")
+CLUSTER_GROUP = Resource("fleet.cattle.io/v1alpha1", "ClusterGroup", "clustergroups")
 PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
                      namespaced=False)
 CLUSTER_NAMESPACE_LABEL = "fleet.cattle.io/cluster-namespace"
@@ -37,7 +39,10 @@ def fleet_placements(bundle_deployments):
         applied = current and bool(status.get("ready"))
         message = None if applied else ("not deployed with its current content yet" if not current else
                                         "deployed, not ready: %s" % ((status.get("display") or {}).get("message") or status.get("state") or "?"))
-        found.append({"name": name, "applied": applied, "message": message})
+        labels = item["metadata"].get("labels") or {}
+        found.append({"name": name, "applied": applied, "message": message,
+                      "bundle": {"namespace": labels.get(placement_guard.BUNDLE_NAMESPACE_LABEL) or item["metadata"].get("namespace"),
+                                 "name": labels.get(placement_guard.BUNDLE_NAME_LABEL) or name}})
     return sorted(found, key=lambda item: item["name"])
 
 
@@ -86,15 +91,38 @@ class HubMove:
         problem = first(problems(found))
         return obj, {"healthy": healthy(found), "problem": problem and problem.get("evidence")}, self.placements(manager_name, hub, obj)
 
+    def unplaced(self, manager_name, hub, old_obj, new_obj, old_placements):
+        """What the member's agent serves from the old hub (its placements there) that the new hub would not place on it,
+        with the labels it carries on the new hub (those it has there, else the move's, else the old hub's)."""
+        labels = ((new_obj or {}).get("metadata") or {}).get("labels")
+        if labels is None:
+            labels = self.params.get("labels")
+        if labels is None:
+            labels = old_obj["metadata"].get("labels") or {}
+        if manager_name == "rancher_fleet":
+            # Fleet places a Bundle on the Clusters of its own namespace: the Cluster's (mappings are not followed).
+            fleet_namespace = self.params["fleet_namespace"]
+            served = [item["bundle"] for item in old_placements]
+            bundles = [hub.get(BUNDLE, item["name"], namespace=fleet_namespace) for item in served if item["namespace"] == fleet_namespace]
+            bundles = [bundle for bundle in bundles if bundle]
+            groups = placement_guard.fleet_cluster_groups(
+                hub.list(CLUSTER_GROUP, namespace=fleet_namespace) if placement_guard.uses_groups(bundles) else [], labels)
+            return placement_guard.fleet_unplaced(served, bundles, self.name, labels, groups, fleet_namespace)
+        served = [item["name"] for item in old_placements]
+        return placement_guard.kubefleet_unplaced(served, hub.list(PLACEMENT) if served else [], self.name, labels)
+
     def read_manager(self, manager_name):
         old_obj, dummy, old_placements = self.read_one(manager_name, self.module.kube("old_hub_"))
         new_obj, health, new_placements = self.read_one(manager_name, self.module.kube())
         health = health or {"healthy": False, "problem": None}
         found = hub_move.takeover_problems(new_obj is not None, health["healthy"], health["problem"], new_placements,
                                            [item["name"] for item in old_placements])
-        return {"old_present": old_obj is not None, "new_present": new_obj is not None, "new_healthy": health["healthy"],
-                "placements": new_placements, "old_placements": [item["name"] for item in old_placements],
-                "settled": not found, "problems": found}
+        reading = {"old_present": old_obj is not None, "new_present": new_obj is not None, "new_healthy": health["healthy"],
+                   "placements": new_placements, "old_placements": [item["name"] for item in old_placements],
+                   "settled": not found, "problems": found}
+        if self.params.get("guard") and old_obj is not None:
+            reading["unplaced"] = self.unplaced(manager_name, self.module.kube(), old_obj, new_obj, old_placements)
+        return reading
 
     def read(self):
         managers = dict((name, self.read_manager(name)) for name in self.backends)
@@ -103,6 +131,8 @@ class HubMove:
         for name, phase in result["phases"].items():
             managers[name]["phase"] = phase
         result["settled"] = all(managers[name]["settled"] for name in result["join"])
+        if self.params.get("guard"):
+            result["unplaced"] = [item for name in sorted(managers) for item in managers[name].get("unplaced") or []]
         return result
 
     def run(self):

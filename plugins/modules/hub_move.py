@@ -13,6 +13,10 @@ short_description: The steps of the playbook move_hub (internal to it)
 version_added: 0.1.0
 description:
   - Used by the playbook C(fleetops.registration.move_hub); not a stable interface of its own.
+  - V(guard) fails the member, before anything is changed, when the new hub would not place what its agents serve
+    from the old hub now (M(fleetops.registration.hub_move_info) with C(guard)) - re-pointed, each agent would remove
+    it. The message names each workload, what the new hub lacks, and the fixes. With C(fleetops_allow_workload_removal)
+    true it warns instead, and V(summary) names those workloads per member.
   - V(read) finds the hub the member moves from (the single host of the group C(hub)) and the one it moves to (the
     extra var C(fleetops_new_hub), else the single host of the group C(new_hub)), reads where the member's move stands
     with M(fleetops.registration.hub_move_info), and returns what the roles C(member_join) and C(member_leave) get for
@@ -26,7 +30,7 @@ description:
     move back worked; V(stop) fails the member with both.
   - V(summary) (once per batch) says for every member of the play C(moved), C(moved back), C(failed) or C(untouched),
     and adds it to the job's statistics (C(fleetops_moves)).
-  - Runs on the controller; only V(read) and V(check) read the hubs, and nothing is changed.
+  - Runs on the controller; only V(guard), V(read) and V(check) read the hubs, and nothing is changed.
 author:
   - fleetops.registration contributors (@fleetops)
 attributes:
@@ -41,7 +45,7 @@ options:
     description: The step of the move.
     type: str
     required: true
-    choices: [read, back, check, failed, moved_back, stop, summary]
+    choices: [guard, read, back, check, failed, moved_back, stop, summary]
 seealso:
   - module: fleetops.registration.hub_move_info
 '''
@@ -73,6 +77,15 @@ roles:
 settled:
   description: Whether the new hub has taken the member over.
   returned: with O(step=check)
+  type: bool
+unplaced:
+  description: What the new hub would not place on the member - C(manager), C(name), C(why).
+  returned: with O(step=guard)
+  type: list
+  elements: dict
+removal_allowed:
+  description: Whether C(fleetops_allow_workload_removal) lets the move go on although RV(unplaced) is not empty.
+  returned: with O(step=guard), when RV(unplaced) is not empty
   type: bool
 results:
   description: Per member of the play C(outcome) (C(moved), C(moved back), C(failed), C(untouched)), C(changed), C(line).

@@ -48,6 +48,21 @@ options:
       - The namespace of the Rancher Fleet C(Cluster)s, on both hubs.
     type: str
     default: fleet-default
+  guard:
+    description:
+      - Also say, in RV(unplaced), what the member's agents serve from the old hub now (its placements there) that the
+        new hub would not place on the member - re-pointed, each agent would remove it. Rancher Fleet - a C(Bundle) of
+        the same namespace and name whose targets select the member's C(Cluster) (Fleet's matching - cluster name,
+        C(ClusterGroup)s, cluster selector, restrictions, C(doNotDeploy)); KubeFleet - a C(ClusterResourcePlacement) of
+        the same name whose policy selects the member (C(PickFixed) by name, C(PickAll) by its required affinity's label
+        selectors; C(PickN) and property selectors only the hub's scheduler can judge, so they do not count).
+      - The member's labels are those it has on the new hub, else O(labels), else those it has on the old hub.
+    type: bool
+    default: false
+  labels:
+    description:
+      - The labels the member will carry on the new hub (the move's C(fleetops_labels)), for O(guard).
+    type: dict
   wait:
     description:
       - Wait until the new hub has taken the member over in every manager the member is in; fail when it has not
@@ -108,6 +123,14 @@ managers:
       C(problems) (why not settled).
   returned: always
   type: dict
+unplaced:
+  description:
+    - With O(guard), each placement the old hub has on the member that the new hub would not place there - C(manager),
+      C(name) (Fleet C(namespace/bundle), KubeFleet the C(ClusterResourcePlacement)) and C(why).
+  returned: when O(guard)
+  type: list
+  elements: dict
+  sample: [{"manager": "rancher_fleet", "name": "fleet-default/web", "why": "the hub has no Bundle fleet-default/web"}]
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import HubMove
@@ -122,6 +145,8 @@ def argument_spec():
         name=dict(type="str", required=True),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
         fleet_namespace=dict(type="str", default="fleet-default"),
+        guard=dict(type="bool", default=False),
+        labels=dict(type="dict"),
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),

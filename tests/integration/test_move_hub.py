@@ -1,4 +1,6 @@
-"""Moving members to a new hub (playbooks/move_hub.yml) in the lab with two hubs: both members move from hub to hub2,
+"""Moving members to a new hub (playbooks/move_hub.yml) in the lab with two hubs. First hub2 places none of the members'
+workloads: the move is refused for every member before anything changes (sampled), naming each missing placement.
+Then, with the same Fleet Bundle and KubeFleet placement on hub2, both members move from hub to hub2,
 where the same Fleet Bundle and KubeFleet placement exist; their workloads never leave the members meanwhile (sampled
 every half second), hub2 reports them applied, hub has nothing of them, and a second run changes nothing. Then the
 move back to hub, with hub's URL wrong for the agents: the canary does not come up there, is moved back to hub2 and
@@ -72,44 +74,70 @@ def prepare_hub2(lab):
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="fleet-default")))
 
 
+def refused_move(lab, on_hub, tmp_path):
+    """A move to hub2, which places neither of hub's workloads: refused for
+    every member before anything changes on any of them, naming each missing placement."""
+    sampler = Sampler(lab, list(on_hub.values()))
+    sampler.start()
+    try:
+        refused = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path, fails=True)
+    finally:
+        gaps = sampler.stop()
+    assert not gaps and sampler.samples > 2, (gaps[:10], sampler.samples)
+    assert "Nothing was changed" in refused.output, refused.output[-3000:]
+    for member in MEMBERS:
+        assert "member %s: the agents would be pointed at fleet-hub2" % member in refused.output
+        assert hub_objects(lab, "hub2", member) == [], member
+        assert all(applied_on_hub(lab, one, member) for one in on_hub.values()), member
+    for one in on_hub.values():
+        assert "%s %s" % (one.manager, ("fleet-default/" if one.manager == "rancher_fleet" else "") + one.name) in refused.output
+    return refused
+
+
 def test_members_move_to_hub2_without_a_gap_and_back_with_a_canary_that_fails(lab_hub2, tmp_path):
     lab = lab_hub2.lab
     playbook(lab, "join_cluster.yml", "--limit", "fleet-hub," + ",".join(MEMBERS), *extra(), tmp_path=tmp_path)
     prepare_hub2(lab)
     labels = {"env": "lab"}
-    with placements(lab, "moving", labels, members=MEMBERS) as on_hub, \
-            placements(lab, "moving", labels, members=MEMBERS, hub="hub2") as on_hub2:
+    with placements(lab, "moving", labels, members=MEMBERS) as on_hub:
         for member in MEMBERS:
             for one in on_hub.values():
                 wait_on_member(lab, member, one)
-        sampler = Sampler(lab, list(on_hub.values()))
-        sampler.start()
-        try:
-            moved = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path)
-        finally:
-            gaps = sampler.stop()
-        assert not gaps and sampler.samples > 20, (gaps[:10], sampler.samples)
-        for member in MEMBERS:
-            assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in moved.output
-            assert all(applied_on_hub(lab, one, member) for one in on_hub2.values()), member
-            assert hub_objects(lab, "hub", member) == [], member
+        refused_move(lab, on_hub, tmp_path)
+        with placements(lab, "moving", labels, members=MEMBERS, hub="hub2") as on_hub2:
+            move_there_and_back(lab, on_hub, on_hub2, tmp_path)
 
-        again = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path)
-        assert all(again.changed(member) == 0 for member in MEMBERS), again.recap
-        assert '"member1": "moved: already on the new hub' in again.output
 
-        # hub's URL wrong for the agents (a port nothing listens on): the canary cannot come up there
-        wrong = tmp_path / "wrong-url.yml"
-        wrong.write_text(yaml.safe_dump({"all": {"children": {"hub": {"hosts": {"fleet-hub": {
-            "fleetops_api_server_url": "https://127.0.0.1:9"}}}}}}))
-        failed = playbook(lab, "move_hub.yml", "-i", str(wrong), *LIMIT, *extra(**BACK_TO_HUB), tmp_path=tmp_path, fails=True)
-        assert '"member1": "moved back to the old hub' in failed.output, failed.output[-3000:]
-        assert '"member2": "untouched' in failed.output
-        assert hub_objects(lab, "hub", "member1") == [] and hub_objects(lab, "hub", "member2") == []
-        assert all(applied_on_hub(lab, one, "member1") for one in on_hub2.values())
+def move_there_and_back(lab, on_hub, on_hub2, tmp_path):
+    """Both members to hub2 with no gap, a re-run that changes nothing, a canary that fails back, and both back to hub."""
+    sampler = Sampler(lab, list(on_hub.values()))
+    sampler.start()
+    try:
+        moved = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path)
+    finally:
+        gaps = sampler.stop()
+    assert not gaps and sampler.samples > 20, (gaps[:10], sampler.samples)
+    for member in MEMBERS:
+        assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in moved.output
+        assert all(applied_on_hub(lab, one, member) for one in on_hub2.values()), member
+        assert hub_objects(lab, "hub", member) == [], member
 
-        back = playbook(lab, "move_hub.yml", *LIMIT, *extra(**BACK_TO_HUB), tmp_path=tmp_path)
-        for member in MEMBERS:
-            assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in back.output
-            assert all(applied_on_hub(lab, one, member) for one in on_hub.values()), member
-            assert hub_objects(lab, "hub2", member) == [], member
+    again = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path)
+    assert all(again.changed(member) == 0 for member in MEMBERS), again.recap
+    assert '"member1": "moved: already on the new hub' in again.output
+
+    # hub's URL wrong for the agents (a port nothing listens on): the canary cannot come up there
+    wrong = tmp_path / "wrong-url.yml"
+    wrong.write_text(yaml.safe_dump({"all": {"children": {"hub": {"hosts": {"fleet-hub": {
+        "fleetops_api_server_url": "https://127.0.0.1:9"}}}}}}))
+    failed = playbook(lab, "move_hub.yml", "-i", str(wrong), *LIMIT, *extra(**BACK_TO_HUB), tmp_path=tmp_path, fails=True)
+    assert '"member1": "moved back to the old hub' in failed.output, failed.output[-3000:]
+    assert '"member2": "untouched' in failed.output
+    assert hub_objects(lab, "hub", "member1") == [] and hub_objects(lab, "hub", "member2") == []
+    assert all(applied_on_hub(lab, one, "member1") for one in on_hub2.values())
+
+    back = playbook(lab, "move_hub.yml", *LIMIT, *extra(**BACK_TO_HUB), tmp_path=tmp_path)
+    for member in MEMBERS:
+        assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in back.output
+        assert all(applied_on_hub(lab, one, member) for one in on_hub.values()), member
+        assert hub_objects(lab, "hub2", member) == [], member

@@ -158,6 +158,8 @@ def _where(relative, resource, namespace):
         return "member"
     if text == "cluster_namespace":
         return "fleet_cluster"  # a Fleet Cluster's own namespace (cluster-<...>, named by Fleet): granted cluster-wide
+    if 'params["fleet_namespace"]' in text or text == "fleet_namespace":
+        return "registration"  # the Fleet namespace a module is given: the registration namespace
     if "LEGACY_IDENTITY_NAMESPACE" in text:
         return "legacy"
     for prefixes, kind in ((OWN, "own"), (REGISTRATION, "registration"), (CONTROLLERS, "controllers")):

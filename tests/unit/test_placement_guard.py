@@ -1,0 +1,149 @@
+"""The workload guard's rules: which placements a target hub would keep on a member, by each fleet manager's matching."""
+
+import pytest
+
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard as guard
+from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import fleet_placements
+
+LABELS = {"env": "prod", "region": "eu"}
+
+
+def bundle(name, targets, namespace="fleet-default", **spec):
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": dict(spec, targets=targets)}
+
+
+def crp(name, policy=None):
+    return {"metadata": {"name": name}, "spec": {"policy": policy} if policy is not None else {}}
+
+
+def pick_all(*selectors):
+    terms = [{"labelSelector": selector} for selector in selectors]
+    return {"placementType": "PickAll",
+            "affinity": {"clusterAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"clusterSelectorTerms": terms}}}}
+
+
+@pytest.mark.parametrize("selector, selects", [
+    (None, False),
+    ({}, True),
+    ({"matchLabels": {"env": "prod"}}, True),
+    ({"matchLabels": {"env": "dev"}}, False),
+    ({"matchExpressions": [{"key": "region", "operator": "In", "values": ["eu", "us"]}]}, True),
+    ({"matchExpressions": [{"key": "region", "operator": "NotIn", "values": ["eu"]}]}, False),
+    ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}, True),
+    ({"matchExpressions": [{"key": "env", "operator": "Exists"}]}, True),
+    ({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}, False),
+    ({"matchExpressions": [{"key": "env", "operator": "Gt", "values": ["1"]}]}, False),
+    ({"matchLabels": {"env": "prod"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]}, False),
+])
+def test_a_label_selector_selects_as_kubernetes_does(selector, selects):
+    assert guard.selector_matches(selector, LABELS) is selects
+
+
+@pytest.mark.parametrize("target, placed", [
+    ({"clusterSelector": {"matchLabels": {"env": "prod"}}}, True),
+    ({"clusterSelector": {"matchLabels": {"env": "dev"}}}, False),
+    ({"clusterName": "member1"}, True),
+    ({"clusterName": "member2"}, False),
+    ({"clusterName": "member1", "clusterSelector": {"matchLabels": {"env": "dev"}}}, False),  # every criterion holds
+    ({"name": "no criteria"}, False),                                                         # a target selecting nothing
+    ({"clusterSelector": {}}, True),
+    ({"clusterSelector": {"matchLabels": {"env": "prod"}}, "doNotDeploy": True}, False),
+    ({"clusterGroup": "prod-eu"}, True),
+    ({"clusterGroup": "other"}, False),
+    ({"clusterGroupSelector": {"matchLabels": {"tier": "gold"}}}, True),
+    ({"clusterGroupSelector": {"matchLabels": {"tier": "silver"}}}, False),
+])
+def test_a_fleet_target_places_a_bundle_by_all_of_its_criteria(target, placed):
+    groups = guard.fleet_cluster_groups([
+        {"metadata": {"name": "prod-eu", "labels": {"tier": "gold"}}, "spec": {"selector": {"matchLabels": {"env": "prod"}}}},
+        {"metadata": {"name": "dev", "labels": {"tier": "silver"}}, "spec": {"selector": {"matchLabels": {"env": "dev"}}}},
+        {"metadata": {"name": "no-selector"}, "spec": {}},
+    ], LABELS)
+    assert groups == {"prod-eu": {"tier": "gold"}}
+    assert (guard.fleet_bundle_target(bundle("web", [target]), "member1", LABELS, groups) is not None) is placed
+
+
+def test_the_first_matching_fleet_target_decides_and_restrictions_and_customizations_are_applied():
+    first_holds_back = bundle("web", [{"clusterName": "member1", "doNotDeploy": True}, {"clusterSelector": {}}])
+    assert guard.fleet_bundle_target(first_holds_back, "member1", LABELS, {}) is None
+    # a GitRepo's bundle: the first len(targets) - len(restrictions) targets are fleet.yaml customizations
+    restricted = bundle("web", [{"clusterSelector": {}}], targetRestrictions=[{"clusterSelector": {"matchLabels": {"env": "dev"}}}])
+    assert guard.fleet_bundle_target(restricted, "member1", LABELS, {}) is None
+    customized = bundle("web", [{"clusterName": "member1", "doNotDeploy": True}, {"clusterSelector": {}}],
+                        targetRestrictions=[{"clusterSelector": {}}])
+    assert guard.fleet_bundle_target(customized, "member1", LABELS, {}) is None
+    only_adjusts = bundle("web", [{"clusterName": "member1"}, {"clusterSelector": {}}], targetRestrictions=[{"clusterSelector": {}}])
+    assert guard.fleet_bundle_target(only_adjusts, "member1", LABELS, {}) == {"clusterSelector": {}}
+    first_match = bundle("web", [{"clusterName": "member1"}, {"clusterSelector": {}, "doNotDeploy": True}, {"clusterSelector": {}}],
+                         targetRestrictions=[{"clusterSelector": {}}])
+    assert guard.fleet_bundle_target(first_match, "member1", LABELS, {}) is not None
+    first_match["spec"]["targetCustomizationMode"] = "AllMatches"
+    assert guard.fleet_bundle_target(first_match, "member1", LABELS, {}) is None
+
+
+def test_a_fleet_bundle_missing_or_not_selecting_the_member_is_named_with_why():
+    served = [{"namespace": "fleet-default", "name": "web"}, {"namespace": "fleet-default", "name": "db"},
+              {"namespace": "team-a", "name": "web"}]
+    bundles = [bundle("web", [{"clusterSelector": {"matchLabels": {"env": "prod"}}}]),
+               bundle("db", [{"clusterSelector": {"matchLabels": {"env": "dev"}}}])]
+    unplaced = guard.fleet_unplaced(served, bundles, "member1", LABELS, {})
+    assert [(item["manager"], item["name"]) for item in unplaced] == [("rancher_fleet", "fleet-default/db"),
+                                                                      ("rancher_fleet", "team-a/web")]
+    assert "no target selecting the Cluster member1 with labels env=prod, region=eu" in unplaced[0]["why"]
+    assert unplaced[1]["why"] == "the hub has no Bundle team-a/web"
+    mapped = guard.fleet_unplaced(served, bundles + [bundle("web", [{"clusterSelector": {}}], namespace="team-a")],
+                                  "member1", LABELS, {}, cluster_namespace="fleet-default")
+    assert [item["name"] for item in mapped] == ["fleet-default/db", "team-a/web"]
+    assert "BundleNamespaceMapping" in mapped[1]["why"]
+
+
+def test_what_the_fleet_agent_serves_is_read_from_its_bundle_deployments_labels():
+    deployments = [{"metadata": {"name": "web", "namespace": "cluster-ns", "labels": {
+        guard.BUNDLE_NAME_LABEL: "web", guard.BUNDLE_NAMESPACE_LABEL: "team-a"}}, "spec": {}, "status": {}}]
+    assert fleet_placements(deployments)[0]["bundle"] == {"namespace": "team-a", "name": "web"}
+
+
+@pytest.mark.parametrize("policy, selects, why", [
+    (None, True, None),                                   # no policy: PickAll of every member
+    ({"placementType": "PickAll"}, True, None),
+    (pick_all({"matchLabels": {"env": "prod"}}), True, None),
+    (pick_all({"matchLabels": {"env": "dev"}}, {"matchLabels": {"region": "eu"}}), True, None),  # terms are ORed
+    (pick_all({"matchLabels": {"env": "dev"}}), False, "selects no MemberCluster with labels env=prod, region=eu"),
+    ({"placementType": "PickFixed", "clusterNames": ["member1"]}, True, None),
+    ({"placementType": "PickFixed", "clusterNames": ["member2"]}, False, "clusterNames leave member1 out"),
+    ({"placementType": "PickN", "numberOfClusters": 3}, False, "cannot be proven beforehand"),
+])
+def test_a_kubefleet_placement_selects_the_member_by_its_policy(policy, selects, why):
+    found, reason = guard.kubefleet_selects(crp("web", policy), "member1", LABELS)
+    assert found is selects
+    assert (why is None and reason is None) or why in reason
+
+
+def test_a_kubefleet_property_selector_is_not_proven():
+    policy = pick_all({})
+    policy["affinity"]["clusterAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["clusterSelectorTerms"] = [
+        {"propertySelector": {"matchExpressions": [{"name": "cpu", "operator": "Gt", "values": ["4"]}]}}]
+    assert guard.kubefleet_selects(crp("web", policy), "member1", LABELS)[0] is False
+
+
+def test_kubefleet_placements_missing_or_not_selecting_are_named():
+    unplaced = guard.kubefleet_unplaced(["web", "db", "cache"], [crp("web"), crp("db", pick_all({"matchLabels": {"env": "dev"}}))],
+                                        "member1", LABELS)
+    assert [(item["name"], item["why"].split(":")[0]) for item in unplaced] == [
+        ("db", "the hub's ClusterResourcePlacement db"), ("cache", "the hub has no ClusterResourcePlacement cache")]
+
+
+def test_the_refusal_names_the_member_each_workload_and_both_fixes():
+    text = guard.refusal("member1", "hub-west", [{"manager": "kubefleet", "name": "web", "why": "the hub has no ClusterResourcePlacement web"}])
+    assert text.startswith("member member1: the agents would be pointed at hub-west")
+    assert "kubefleet web - the hub has no ClusterResourcePlacement web" in text
+    assert "Nothing was changed" in text and "fleetops_allow_workload_removal=true" in text
+
+
+def test_a_move_summary_names_the_workloads_whose_removal_was_allowed():
+    before = {"phase": "move", "join": ["kubefleet"]}
+    removed = [{"manager": "kubefleet", "name": "web", "why": "x"}]
+    outcome = hub_move.member_outcome(before, removed=removed)
+    assert outcome["outcome"] == "moved" and outcome["removal_allowed"] == removed
+    assert outcome["line"].endswith("removal allowed (fleetops_allow_workload_removal), the new hub does not place: kubefleet web")
+    assert "removal allowed" not in hub_move.member_outcome(before)["line"]
