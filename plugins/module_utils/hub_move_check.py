@@ -14,10 +14,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils import hub_m
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workload_guard as fleet_workload_guard
 
 BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
-BUNDLE = Resource("fleet.cattle.io/v1alpha1", "Bundle", "bundles")
-CLUSTER_GROUP = Resource("fleet.cattle.io/v1alpha1", "ClusterGroup", "clustergroups")
 PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
                      namespaced=False)
 CLUSTER_NAMESPACE_LABEL = "fleet.cattle.io/cluster-namespace"
@@ -100,14 +99,8 @@ class HubMove:
         if labels is None:
             labels = old_obj["metadata"].get("labels") or {}
         if manager_name == "rancher_fleet":
-            # Fleet places a Bundle on the Clusters of its own namespace: the Cluster's (mappings are not followed).
-            fleet_namespace = self.params["fleet_namespace"]
-            served = [item["bundle"] for item in old_placements]
-            bundles = [hub.get(BUNDLE, item["name"], namespace=fleet_namespace) for item in served if item["namespace"] == fleet_namespace]
-            bundles = [bundle for bundle in bundles if bundle]
-            groups = placement_guard.fleet_cluster_groups(
-                hub.list(CLUSTER_GROUP, namespace=fleet_namespace) if placement_guard.uses_groups(bundles) else [], labels)
-            return placement_guard.fleet_unplaced(served, bundles, self.name, labels, groups, fleet_namespace)
+            return fleet_workload_guard.hub_unplaced(hub, self.params["fleet_namespace"], [item["bundle"] for item in old_placements],
+                                                     self.name, labels)
         served = [item["name"] for item in old_placements]
         return placement_guard.kubefleet_unplaced(served, hub.list(PLACEMENT) if served else [], self.name, labels)
 

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether a hub a member's agent is about to be pointed at places every workload the agent manages on it now.
 
-Each fleet manager's agent removes what its hub does not place: Fleet's agent uninstalls the release of a bundle with
-no BundleDeployment for it, KubeFleet's removes the objects of an AppliedWork with no Work. So before an agent is
-re-pointed, each placement it serves must have a counterpart on the target hub that selects the member:
+Fleet's agent uninstalls the release of a bundle its hub has no BundleDeployment for; KubeFleet's keeps the objects of
+an AppliedWork whose Work its hub never had, unmanaged. So before an agent is re-pointed, each placement it serves must
+have a counterpart on the target hub that selects the member:
 
 - Rancher Fleet: a ``Bundle`` of the same namespace and name whose targets select the member's Cluster - Fleet
   v0.16.0's matcher (``internal/cmd/controller/target/matcher``): the first target (in order, customizations and the
@@ -159,13 +159,23 @@ def kubefleet_unplaced(served, placements, member, labels):
     return refused
 
 
+FIX = ("Bring those placements to the hub (the same names, selecting the member) and run again, or set "
+       "fleetops_allow_workload_removal: true (the module option allow_workload_removal) to go on and have them removed")
+
+
+def listing(unplaced):
+    """``manager name - why; ...`` of unplaced workloads."""
+    return "; ".join("%s %s - %s" % (item["manager"], item["name"], item["why"]) for item in unplaced)
+
+
 def refusal(member, hub, unplaced):
     """The message refusing to re-point ``member``'s agents at ``hub`` (a host name) over ``unplaced``, with the fixes."""
-    listed = "; ".join("%s %s - %s" % (item["manager"], item["name"], item["why"]) for item in unplaced)
-    return ("member %s: the agents would be pointed at %s, which does not place what they manage on the member now, so "
-            "each agent would remove it: %s. Nothing was changed. Bring those placements to %s (the same names, "
-            "selecting the member), or run with -e fleetops_allow_workload_removal=true to move anyway and have them "
-            "removed from the member" % (member, hub, listed, hub))
+    listed = listing(unplaced)
+    return ("member %s: the agents would be pointed at %s, which does not place what they manage on the member now "
+            "(Fleet's agent would remove such a workload, KubeFleet's would leave it unmanaged): %s. Nothing was "
+            "changed. Bring those placements to %s (the same names, selecting the member), or run with -e "
+            "fleetops_allow_workload_removal=true to move anyway and have them removed from the member"
+            % (member, hub, listed, hub))
 
 
 def _labels_text(labels):

@@ -227,6 +227,19 @@ options:
         upgraded with the new token's values first.
     type: bool
     default: false
+  allow_workload_removal:
+    description:
+      - Before the agent registers with a hub (a first install, a re-install for another hub or client ID, a credential
+        rotation, an upgrade to another hub URL or CA), the bundles Fleet's agent deployed on the member (Helm releases
+        annotated C(fleet.cattle.io/bundle-id)) must be placed by that hub - a C(Bundle) of the same name in the
+        Cluster's namespace whose targets select the Cluster (its name and labels on the hub), by Fleet's matching.
+        Registered, the agent uninstalls every release its hub does not place. A bundle the hub lacks fails the task
+        before anything on the member changes, naming it.
+      - V(true) goes on anyway, with a warning and RV(workloads_removed) - the agent then removes those releases.
+      - Needs C(list) on Secrets in every namespace of the member, and on the hub C(get) on C(bundles) (and C(list) on
+        C(clustergroups) when a target names one) in the Cluster's namespace.
+    type: bool
+    default: false
   keep_namespace:
     description:
       - With O(state=absent), keep the namespace C(cattle-fleet-system) even when nothing of value is left in it.
@@ -371,6 +384,13 @@ namespace_kept_for:
   type: list
   elements: str
   sample: ["ConfigMap site-settings"]
+workloads_removed:
+  description:
+    - With O(allow_workload_removal), the bundles on the member the hub does not place - C(manager), C(name)
+      (C(namespace/bundle) on the hub) and C(why) - which the agent removes once registered.
+  returned: when the agent registers with a hub that does not place every bundle on the member
+  type: list
+  elements: dict
 reasons:
   description: Why Helm ran (empty when nothing changed).
   returned: when state is present
@@ -446,6 +466,7 @@ def argument_spec():
         release_departed_lease=dict(type="bool", default=True),
         keep_namespace=dict(type="bool", default=False),
         rotate_credential=dict(type="bool", default=False),
+        allow_workload_removal=dict(type="bool", default=False),
         workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         rollback_to_revision=dict(type="int"),
         previous_agent_fields=dict(type="dict"),

@@ -14,9 +14,10 @@ version_added: 0.1.0
 description:
   - Used by the playbook C(fleetops.registration.move_hub); not a stable interface of its own.
   - V(guard) fails the member, before anything is changed, when the new hub would not place what its agents serve
-    from the old hub now (M(fleetops.registration.hub_move_info) with C(guard)) - re-pointed, each agent would remove
-    it. The message names each workload, what the new hub lacks, and the fixes. With C(fleetops_allow_workload_removal)
-    true it warns instead, and V(summary) names those workloads per member.
+    from the old hub now (M(fleetops.registration.hub_move_info) with C(guard)) - re-pointed, Fleet's agent would
+    remove such a workload, KubeFleet's would leave it unmanaged. The message names each workload, what the new hub
+    lacks, and the fixes. With C(fleetops_allow_workload_removal) true it warns instead, and V(summary) names those
+    workloads per member.
   - V(read) finds the hub the member moves from (the single host of the group C(hub)) and the one it moves to (the
     extra var C(fleetops_new_hub), else the single host of the group C(new_hub)), reads where the member's move stands
     with M(fleetops.registration.hub_move_info), and returns what the roles C(member_join) and C(member_leave) get for

@@ -51,7 +51,8 @@ options:
   guard:
     description:
       - Also say, in RV(unplaced), what the member's agents serve from the old hub now (its placements there) that the
-        new hub would not place on the member - re-pointed, each agent would remove it. Rancher Fleet - a C(Bundle) of
+        new hub would not place on the member - re-pointed, Fleet's agent would remove it, KubeFleet's would leave it
+        unmanaged. Rancher Fleet - a C(Bundle) of
         the same namespace and name whose targets select the member's C(Cluster) (Fleet's matching - cluster name,
         C(ClusterGroup)s, cluster selector, restrictions, C(doNotDeploy)); KubeFleet - a C(ClusterResourcePlacement) of
         the same name whose policy selects the member (C(PickFixed) by name, C(PickAll) by its required affinity's label

@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 _INJECTED = {"fleetops_member_kubeconfig": "the member credential's", "fleetops_hub_kubeconfig": "the hub credential's",
              "fleetops_hub_context": "the hub credential's", "fleetops_survey_backends": "the survey's",
              "fleetops_survey_leave_workloads": "the survey's"}
-_BOOLEAN = ("replace_rebuilt", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force", "keep_agents",
+_BOOLEAN = ("replace_rebuilt", "allow_workload_removal", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force", "keep_agents",
             "kubefleet_remove_identity")
 
 
@@ -55,6 +55,7 @@ SETTINGS = {
         hub_api_server_url=_setting("hub:fleetops_api_server_url"),
         hub_ca_file=_setting("hub:fleetops_ca_file"),
         replace_rebuilt=_setting("fleetops_replace_rebuilt", default=False),
+        allow_workload_removal=_setting("fleetops_allow_workload_removal", default=False),
         credential_max_age=_setting("fleetops_credential_max_age"),
         rotate_credentials=_setting("fleetops_rotate_credentials", default=False),
         agent=_setting("fleetops_agent", default={}),
@@ -117,7 +118,7 @@ MODULE_ARGS = {
             _MEMBER_SIDE, token_namespace="fleet_namespace", hub_api_server_url="hub_api_server_url",
             hub_api_server_ca="hub_ca_file", chart_ref="fleet_agent_chart_ref", chart_version="fleet_agent_chart_version",
             chart_repo_url="fleet_agent_chart_repo_url", values="fleet_agent_values",
-            secret_values="secret_values_rancher_fleet", agent="agent"),
+            secret_values="secret_values_rancher_fleet", agent="agent", allow_workload_removal="allow_workload_removal"),
         "kubefleet_member_agent": dict(
             _MEMBER_SIDE, name="cluster_name", identity_namespace="kubefleet_identity_namespace",
             hub_api_server_url="hub_api_server_url", hub_api_server_ca="hub_ca_file", chart_ref="kubefleet_agent_chart_ref",

@@ -4,6 +4,7 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard as guard
 from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import fleet_placements
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workload_guard as fleet_guard
 
 LABELS = {"env": "prod", "region": "eu"}
 
@@ -147,3 +148,44 @@ def test_a_move_summary_names_the_workloads_whose_removal_was_allowed():
     assert outcome["outcome"] == "moved" and outcome["removal_allowed"] == removed
     assert outcome["line"].endswith("removal allowed (fleetops_allow_workload_removal), the new hub does not place: kubefleet web")
     assert "removal allowed" not in hub_move.member_outcome(before)["line"]
+
+
+@pytest.mark.parametrize("action, current, rotating, reinstall, anew", [
+    (None, {}, False, False, False),                                                 # nothing changes
+    (None, {}, True, False, True),                                                   # a credential rotation
+    ("upgrade", {}, False, True, True),                                              # re-installed for another hub
+    ("install", None, False, False, True),                                           # a first install
+    ("upgrade", {"apiServerURL": "https://hub:6443", "apiServerCA": "CA"}, False, False, False),  # same hub, other values
+    ("upgrade", {"apiServerURL": "https://old:6443", "apiServerCA": "CA"}, False, False, True),   # another hub URL
+    ("upgrade", {"apiServerURL": "https://hub:6443", "apiServerCA": "OLD"}, False, False, True),  # another hub CA
+])
+def test_a_fleet_agent_registers_anew_on_install_rotation_reinstall_or_another_hub(action, current, rotating, reinstall, anew):
+    values = {"apiServerURL": "https://hub:6443", "apiServerCA": "CA\n"}
+    assert fleet_guard.registers_anew(action, current, values, rotating, reinstall) is anew
+
+
+class FakeHub:
+    """The two reads hub_unplaced makes: GET of a Bundle, LIST of ClusterGroups (counted)."""
+
+    def __init__(self, bundles, groups=()):
+        self.bundles, self.groups, self.calls = dict(((b["metadata"]["namespace"], b["metadata"]["name"]), b) for b in bundles), list(groups), []
+
+    def get(self, resource, name, namespace=None):
+        self.calls.append(("get", resource.plural, namespace, name))
+        return self.bundles.get((namespace, name))
+
+    def list(self, resource, namespace=None, **_):
+        self.calls.append(("list", resource.plural, namespace))
+        return self.groups
+
+
+def test_the_fleet_hub_side_reads_only_the_served_bundles_of_the_cluster_s_namespace_and_groups_only_when_named():
+    hub = FakeHub([bundle("web", [{"clusterSelector": {"matchLabels": {"env": "prod"}}}])])
+    served = [{"namespace": "fleet-default", "name": "web"}, {"namespace": "team-a", "name": "db"}]
+    unplaced = fleet_guard.hub_unplaced(hub, "fleet-default", served, "member1", LABELS)
+    assert [item["name"] for item in unplaced] == ["team-a/db"]
+    assert hub.calls == [("get", "bundles", "fleet-default", "web")]
+    grouped = FakeHub([bundle("web", [{"clusterGroup": "prod-eu"}])],
+                      [{"metadata": {"name": "prod-eu"}, "spec": {"selector": {"matchLabels": {"env": "prod"}}}}])
+    assert fleet_guard.hub_unplaced(grouped, "fleet-default", served[:1], "member1", LABELS) == []
+    assert grouped.calls[-1] == ("list", "clustergroups", "fleet-default")

@@ -10,7 +10,7 @@ __metaclass__ = type
 import os
 import sys
 
-from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint, placement_guard
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ConnectionFailure, FleetOpsError, LockLost, ParameterError
@@ -22,7 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import adoption, cluster_namespace
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import adoption, cluster_namespace, workload_guard
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import ManagedAgentRollback
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import (
     REGISTERED, REINSTALLED, CredentialRotation, registers_in_place,
@@ -215,14 +215,35 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
 
     def present(self):
         state = self.plan()
+        removed = self._guard_workloads(state)
         if not state["reinstall"] or self.check_mode:
-            return self._present(state)
+            return dict(self._present(state), **removed)
         self.remove_for_new_registration(state["facts"])
         try:
-            return self._present(dict(self.plan(), reinstalled=True))
+            return dict(self._present(dict(self.plan(), reinstalled=True)), **removed)
         except FleetOpsError as exc:
             raise self.changed_before_failure(exc, "uninstalled the agent to install it afresh for the new registration "
                                                    "(a re-run installs it)")
+
+    def _guard_workloads(self, state):
+        """Fail before anything changes when the agent would register with a hub that does not place every bundle it
+        deployed on the member (workload_guard); ``{"workloads_removed": [...]}`` when allowed to go on."""
+        plan, release = state["plan"], state["release"] or {}
+        if not self.hub_configured or not workload_guard.registers_anew(
+                plan.action if plan.changes else None, release.get("values"), state["values"], state["rotating"], state["reinstall"]):
+            return {}
+        cluster = self._known_cluster(state["values"])
+        namespace = state["values"].get("clusterNamespace") or self.params.get("token_namespace")
+        unplaced = workload_guard.unplaced(self.module.kube(), self.module.kube("hub_"), namespace, cluster, self.params.get("labels"))
+        if not unplaced:
+            return {}
+        listed = placement_guard.listing(unplaced)
+        if not self.params.get("allow_workload_removal"):
+            raise FleetOpsError("the agent would register with the hub at %s, which does not place what it deployed on the "
+                                "member, so it would remove it: %s. Nothing was changed" % (state["values"].get("apiServerURL"), listed),
+                                placement_guard.FIX)
+        self.warn("allow_workload_removal: the agent registers with a hub that does not place %s; it removes them" % listed)
+        return {"workloads_removed": unplaced}
 
     def _present(self, state):
         plan = state["plan"]

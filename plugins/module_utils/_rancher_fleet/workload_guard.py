@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Before Fleet's agent registers anew, the bundles it deployed on the member must be placed by the hub it registers with.
+
+An agent that registers (a fresh install, a re-install for another hub or client ID, a credential rotation - also the
+one a hub that lost the member forces -, an upgrade to another hub URL or CA) starts with its hub's BundleDeployments
+for its Cluster; at start it uninstalls each release of its agent namespace whose BundleDeployment its hub lacks. So
+the hub must carry, for every bundle release on the member (``workloads.bundle_releases``: the chart annotation
+``fleet.cattle.io/bundle-id``, the BundleDeployment's name, which is its Bundle's), a Bundle of that name in the
+Cluster's namespace whose targets select the Cluster (placement_guard's matching of Fleet's). A hub rebuilt without its
+GitRepos, or one that lost the member, would otherwise take every such workload off the member in one run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.adoption import BUNDLE
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import API_VERSION
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import bundle_releases
+
+CLUSTER_GROUP = Resource(API_VERSION, "ClusterGroup", "clustergroups")
+HUB_KEYS = ("apiServerURL", "apiServerCA")
+
+
+def registers_anew(action, current_values, values, rotating, reinstall):
+    """Whether this run makes the agent register with a hub: a rotation or re-install, a fresh install (``action``, the
+    Helm plan's, None when nothing changes), or an upgrade that gives it another hub URL or CA than the release it runs has."""
+    if rotating or reinstall or action == ReleasePlan.INSTALL:
+        return True
+    if action != ReleasePlan.UPGRADE:
+        return False
+    current_values = current_values or {}
+    return any((current_values.get(key) or "").strip() != (values.get(key) or "").strip() for key in HUB_KEYS)
+
+
+def hub_unplaced(hub, namespace, served, cluster_name, labels):
+    """``[{manager, name, why}]``: each bundle of ``served`` (``[{namespace, name}]``) that the hub does not place on the
+    Cluster ``cluster_name`` of ``namespace`` carrying ``labels``. A GET per bundle of that namespace (Fleet places a
+    Bundle on the Clusters of its own namespace; mappings are not followed), the ClusterGroups only when targets name them."""
+    bundles = [bundle for bundle in (hub.get(BUNDLE, item["name"], namespace) for item in served
+                                     if item["namespace"] == namespace) if bundle]
+    groups = placement_guard.fleet_cluster_groups(
+        hub.list(CLUSTER_GROUP, namespace) if placement_guard.uses_groups(bundles) else [], labels or {})
+    return placement_guard.fleet_unplaced(served, bundles, cluster_name, labels or {}, groups, namespace)
+
+
+def unplaced(member, hub, namespace, cluster, labels):
+    """hub_unplaced for the bundle releases on the member (one LIST of Helm's records there), the Cluster being the hub's
+    ``cluster`` when it is predefined (its name and labels), else one Fleet will name, carrying ``labels``."""
+    served = sorted(set(release["bundle"] for release in bundle_releases(member)))
+    if not served:
+        return []
+    meta = (cluster or {}).get("metadata") or {}
+    return hub_unplaced(hub, namespace, [{"namespace": namespace, "name": name} for name in served], meta.get("name") or "",
+                        meta.get("labels") if cluster else labels)
