@@ -15,6 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import agent
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan, read_release_history, release_view
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import check_rollback, check_upgrade
 from ansible_collections.fleetops.registration.plugins.module_utils.hub_endpoint import hub_connected
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
 
@@ -69,7 +70,15 @@ class AgentFlow:
             self.module.kube().patch(DEPLOYMENT, name, patch, namespace, dry_run=self.check_mode, strategic=True)
         return {"drift": reasons, "patched": bool(patch)}
 
-    # -- rollback_to_revision: each agent runner supplies release_location, agent_contact and wait_after_rollback ----
+    def check_release_records(self, action: str) -> None:
+        """Before Helm upgrades the release (``action``, a ReleasePlan action): every record Helm would act on lists
+        only what the agent chart makes (helm_records), else nothing is changed. Check mode predicts the refusal."""
+        if action == ReleasePlan.UPGRADE:
+            name, namespace = self.release_location()
+            check_upgrade(self.kube, name, namespace, self.release_objects())
+
+    # -- rollback_to_revision: each agent runner supplies release_location, release_objects, agent_contact and
+    # wait_after_rollback ----
 
     def hide_release_values(self, releases: Iterable[Optional[Dict[str, Any]]]) -> None:
         """Mark secrets in the releases' values (Rancher Fleet's hold the registration token); none by default."""
@@ -89,6 +98,7 @@ class AgentFlow:
         self.hide_release_values(history.values())
         if plan.changes:
             self.check_rollback_target(history[revision])
+            check_rollback(self.kube, name, namespace, self.release_objects(), revision)
         contact = self.agent_contact(history[revision]) if self.waits_for_agent() else None
         release = current
         if plan.changes and self.check_mode:

@@ -10,6 +10,10 @@ object or a cluster's RoleBinding would have the leave delete it. Before it unin
 that record (one LIST, the same as read_release) and lets Helm act only when every object it lists is one the agent
 chart makes: namespaced objects of the chart's kinds in the agent's namespace, that namespace itself, and cluster RBAC
 named after the agent. Anything else is refused before Helm runs, naming the record and the objects.
+
+``helm upgrade`` and ``helm rollback`` are held to the same rule: an upgrade deletes what the record it upgrades from
+lists and the chart no longer renders; a rollback applies the objects of the revision it rolls back to and deletes
+those of the newest one that the target lacks. So every record Helm would act on must list only the agent's objects.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -73,35 +77,66 @@ def foreign_objects(objects, agent):
             for kind, namespace, name in objects if not agent.allows(kind, namespace, name)]
 
 
-def newest_record(kube, name, namespace):
-    """``(Secret name, decoded payload)`` of the newest record Helm keeps of release ``name``, or ``(None, None)``."""
-    newest = None
+def records(kube, name, namespace):
+    """``{revision: (Secret name, decoded payload, deployed)}`` of every record Helm keeps of release ``name`` (one
+    LIST); ``deployed`` when the record's label or payload says so (Helm's storage selects by the label). A record that
+    is not Helm's encoding has the payload of a manifest that is no YAML, so it is judged foreign."""
+    found = {}
     for secret in kube.list(SECRET, namespace, label_selector=release_selector(name)):
         secret_name, revision = storage_revision(secret)
-        if secret_name == name and revision is not None and (newest is None or revision > newest[0]):
-            newest = (revision, secret)
-    if newest is None or not (newest[1].get("data") or {}).get("release"):
-        return None, None
-    secret = newest[1]
-    try:
-        return secret["metadata"]["name"], decode_release(secret["data"]["release"])
-    except (ValueError, TypeError, OSError):
-        return secret["metadata"]["name"], {"manifest": "{"}  # not Helm's encoding: judged as a manifest that is no YAML
+        if secret_name != name or revision is None or not (secret.get("data") or {}).get("release"):
+            continue
+        try:
+            payload = decode_release(secret["data"]["release"])
+        except (ValueError, TypeError, OSError):
+            payload = {"manifest": "{"}
+        label = ((secret.get("metadata") or {}).get("labels") or {}).get("status")
+        deployed = "deployed" in (label, (payload.get("info") or {}).get("status"))
+        found[revision] = (secret["metadata"]["name"], payload, deployed)
+    return found
+
+
+def newest_record(kube, name, namespace):
+    """``(Secret name, decoded payload)`` of the newest record Helm keeps of release ``name``, or ``(None, None)``."""
+    kept = records(kube, name, namespace)
+    return kept[max(kept)][:2] if kept else (None, None)
+
+
+def _refuse_foreign(record, payload, namespace, name, agent, verb):
+    foreign = foreign_objects(manifest_objects(payload.get("manifest"), namespace), agent)
+    if foreign:
+        raise HelmError(
+            "release record %s/%s lists objects the agent chart does not make (%s): %s would act on them, so it was not "
+            "run; this record was not written by the collection" % (namespace, record, ", ".join(sorted(foreign)), verb),
+            "Find out who created the Secret %s/%s (anyone who may create Secrets in %s can); delete it if it is forged "
+            "(helm history %s -n %s shows the revisions), then re-run" % (namespace, record, namespace, name, namespace))
 
 
 def check_uninstall(kube, name, namespace, agent):
     """Refuse (HelmError) to let ``helm uninstall name`` run when the record it would act on lists an object
     ``agent`` (AgentObjects) does not cover; nothing to check when Helm keeps no record of it."""
     record, payload = newest_record(kube, name, namespace)
-    if record is None:
-        return
-    foreign = foreign_objects(manifest_objects(payload.get("manifest"), namespace), agent)
-    if foreign:
-        raise HelmError(
-            "release record %s/%s lists objects the agent chart does not make (%s): helm uninstall would delete them, so "
-            "it was not run; this record was not written by the collection" % (namespace, record, ", ".join(sorted(foreign))),
-            "Find out who created the Secret %s/%s (anyone who may create Secrets in %s can); delete it if it is forged "
-            "(helm history %s -n %s shows the revisions), then re-run" % (namespace, record, namespace, name, namespace))
+    if record is not None:
+        _refuse_foreign(record, payload, namespace, name, agent, "helm uninstall")
+
+
+def check_rollback(kube, name, namespace, agent, revision):
+    """Refuse (HelmError) to let ``helm rollback name revision`` run when the target record (whose objects Helm
+    applies) or the newest one (whose objects the target lacks Helm deletes) lists an object ``agent`` does not cover."""
+    kept = records(kube, name, namespace)
+    for number in sorted(set((revision, max(kept))) if kept else ()):
+        if number in kept:
+            _refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm rollback")
+
+
+def check_upgrade(kube, name, namespace, agent):
+    """Refuse (HelmError) to let ``helm upgrade name`` run when the record it upgrades from (the newest, or the newest
+    deployed one) lists an object ``agent`` does not cover: Helm deletes what that record lists and the chart no longer
+    renders. Nothing to check before a first install."""
+    kept = records(kube, name, namespace)
+    for number in sorted(kept):
+        if number == max(kept) or kept[number][2]:
+            _refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm upgrade")
 
 
 def guarded_uninstall(kube, helm, name, namespace, agent):

@@ -271,3 +271,52 @@ def test_a_planted_release_record_s_foreign_objects_are_never_deleted_by_a_leave
         assert read_or_none(lambda: core.read_namespaced_config_map(victim, "kube-system")) is not None
     finally:
         ignore_404(lambda: core.delete_namespaced_config_map(victim, "kube-system"))
+
+
+def test_a_planted_release_record_s_foreign_objects_are_neither_made_nor_deleted_by_an_upgrade_or_a_rollback(
+        lab_controllers, hub, agent_member):  # noqa: F811
+    """Issue 46: helm upgrade deletes what the record it upgrades from lists and the chart no longer renders, and helm
+    rollback applies what the target record lists. A planted newest record listing a kube-system object makes the next
+    upgrade stop before Helm runs (the object survives); a planted older record listing a new ClusterRoleBinding to
+    cluster-admin, under a later revision, is refused as a rollback target (the binding is never made). Both name the
+    record."""
+    lab, member_name = lab_controllers, agent_member
+    args = joined_agent(lab, member_name)
+    core, rbac = hub.member_core, client.RbacAuthorizationV1Api(hub.member_core.api_client)
+    victim, binding = unique("victim"), unique("planted-admin")
+    core.create_namespaced_config_map("kube-system", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=victim)))
+    foreign = "\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: kube-system\n" % victim
+    admin = ("\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: %s\nroleRef:\n"
+             "  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n- kind: User\n"
+             "  name: planted-user\n  apiGroup: rbac.authorization.k8s.io\n" % binding)
+    planted = []
+    try:
+        planted.append(plant_record(core, lambda payload: payload.update(manifest=payload["manifest"] + foreign))[0])
+        refused = run_module("kubefleet_member_agent", dict(args, values={"logVerbosity": 3}))
+        assert refused.failed, refused
+        assert "release record %s/%s lists objects the agent chart does not make (ConfigMap kube-system/%s): helm upgrade" % (
+            RELEASE_NS, planted[0], victim) in refused["msg"], refused["msg"]
+        assert read_or_none(lambda: core.read_namespaced_config_map(victim, "kube-system")) is not None
+        assert newest_values(core)[0] == "deployed" and newest_values(core)[1].get("logVerbosity") != 3
+        core.delete_namespaced_secret(planted.pop(), RELEASE_NS)
+
+        original = {}
+
+        def add_admin(payload):
+            original.update(manifest=payload["manifest"], config=dict(payload["config"]))
+            payload.update(manifest=payload["manifest"] + admin)
+        target = plant_record(core, add_admin)
+        planted.append(target[0])
+        # a later revision as Helm would write it (the agent's own objects, other values) on top
+        planted.append(plant_record(core, lambda payload: payload.update(
+            manifest=original["manifest"], config=dict(original["config"], logVerbosity=3)))[0])
+        refused = run_module("kubefleet_member_agent", dict(args, rollback_to_revision=target[1]))
+        assert refused.failed, refused
+        assert "(ClusterRoleBinding %s): helm rollback" % binding in refused["msg"], refused["msg"]
+        assert read_or_none(lambda: rbac.read_cluster_role_binding(binding)) is None, "the rollback made the planted binding"
+        assert read_or_none(lambda: core.read_namespaced_config_map(victim, "kube-system")) is not None
+    finally:
+        ignore_404(lambda: core.delete_namespaced_config_map(victim, "kube-system"))
+        ignore_404(lambda: rbac.delete_cluster_role_binding(binding))
+        for name in planted:
+            ignore_404(lambda n=name: core.delete_namespaced_secret(n, RELEASE_NS))

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import HelmError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import (
-    AgentObjects, check_uninstall, foreign_objects, manifest_objects)
+    AgentObjects, check_rollback, check_uninstall, check_upgrade, foreign_objects, manifest_objects)
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import agent_objects
 
 # What `helm template` renders of each agent chart (kinds, namespaces and names; the rest left out).
@@ -154,3 +154,62 @@ def test_an_uninstall_is_refused_naming_the_planted_record_and_its_objects():
     assert "release record default/sh.helm.release.v1.member-agent.v7 lists objects the agent chart does not make " \
            "(ConfigMap kube-system/coredns)" in raised.value.msg
     assert "delete it if it is forged" in raised.value.hint
+
+
+FOREIGN = MEMBER_AGENT + "---\nkind: ClusterRoleBinding\nmetadata: {name: planted-admin}\n"
+
+
+def test_a_rollback_between_the_agent_s_own_records_goes_ahead_with_one_list():
+    kube = FakeKube([record("member-agent", 1, FLEET_MANAGED), record("member-agent", 2, MEMBER_AGENT),
+                     record("member-agent", 3, MEMBER_AGENT)])  # an older revision nobody rolls back to is not judged
+    check_rollback(kube, "member-agent", "default", KUBEFLEET, 2)
+    assert kube.lists == [("default", "owner=helm,name=member-agent")]
+    with pytest.raises(HelmError):
+        check_rollback(kube, "member-agent", "default", KUBEFLEET, 1)
+
+
+def test_a_rollback_to_a_planted_revision_is_refused_naming_it():
+    kube = FakeKube([record("member-agent", 1, MEMBER_AGENT), record("member-agent", 2, FOREIGN),
+                     record("member-agent", 3, MEMBER_AGENT)])
+    with pytest.raises(HelmError) as raised:
+        check_rollback(kube, "member-agent", "default", KUBEFLEET, 2)
+    assert "release record default/sh.helm.release.v1.member-agent.v2 lists objects the agent chart does not make " \
+           "(ClusterRoleBinding planted-admin): helm rollback would act on them" in raised.value.msg
+    check_rollback(kube, "member-agent", "default", KUBEFLEET, 1)
+
+
+def test_a_rollback_from_a_planted_newest_revision_is_refused_as_helm_would_delete_its_objects():
+    kube = FakeKube([record("member-agent", 1, MEMBER_AGENT), record("member-agent", 2, FOREIGN)])
+    with pytest.raises(HelmError) as raised:
+        check_rollback(kube, "member-agent", "default", KUBEFLEET, 1)
+    assert "sh.helm.release.v1.member-agent.v2" in raised.value.msg
+
+
+def test_a_record_that_is_not_helm_s_encoding_is_foreign():
+    broken = record("member-agent", 2, MEMBER_AGENT)
+    broken["data"]["release"] = base64.b64encode(b"not base64 at all!").decode()
+    with pytest.raises(HelmError) as raised:
+        check_rollback(FakeKube([record("member-agent", 1, MEMBER_AGENT), broken]), "member-agent", "default", KUBEFLEET, 1)
+    assert "a manifest that is not YAML" in raised.value.msg
+
+
+def deployed(secret, status="deployed"):
+    secret["metadata"]["labels"]["status"] = status
+    return secret
+
+
+def test_an_upgrade_is_refused_when_the_record_it_upgrades_from_lists_foreign_objects():
+    with pytest.raises(HelmError) as raised:  # the newest record, whatever its status
+        check_upgrade(FakeKube([deployed(record("member-agent", 1, MEMBER_AGENT), "superseded"), record("member-agent", 2, FOREIGN)]),
+                      "member-agent", "default", KUBEFLEET)
+    assert "sh.helm.release.v1.member-agent.v2" in raised.value.msg and "helm upgrade would act on them" in raised.value.msg
+    with pytest.raises(HelmError) as raised:  # a deployed one under a failed newest: Helm upgrades from the deployed one
+        check_upgrade(FakeKube([deployed(record("member-agent", 1, FOREIGN)), deployed(record("member-agent", 2, MEMBER_AGENT), "failed")]),
+                      "member-agent", "default", KUBEFLEET)
+    assert "sh.helm.release.v1.member-agent.v1" in raised.value.msg
+
+
+def test_an_upgrade_goes_ahead_from_the_agent_s_own_records_and_before_a_first_install():
+    check_upgrade(FakeKube([deployed(record("member-agent", 1, FOREIGN), "superseded"), deployed(record("member-agent", 2, MEMBER_AGENT))]),
+                  "member-agent", "default", KUBEFLEET)
+    check_upgrade(FakeKube([]), "member-agent", "default", KUBEFLEET)

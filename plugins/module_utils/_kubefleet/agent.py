@@ -170,6 +170,7 @@ class MemberAgent(AgentFlow, Runner):
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token, source) if token else None
         plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
                           missing, self._moved_token(prior))
+        self.check_release_records(plan.release.action)
         for namespace in plan.create_namespaces:
             self.kube.create(NAMESPACE, desired_namespace(namespace), dry_run=self.check_mode)
         secret_after = self._apply_secret(plan, secret, desired_secret)
@@ -253,6 +254,10 @@ class MemberAgent(AgentFlow, Runner):
 
     def release_location(self):
         return self.release_name, self.release_namespace
+
+    def release_objects(self):
+        """What the member-agent chart makes (helm_records.AgentObjects): all Helm may act on."""
+        return AgentObjects(self.agent_namespace, (chart_fullname(self.release_name),))
 
     def check_rollback_target(self, target):
         """A revision is a Secret on the member, which anyone who may write Secrets there can forge: rolling back to
@@ -370,7 +375,7 @@ class MemberAgent(AgentFlow, Runner):
                       "agent's chart deletes the AppliedWork CRD. Grant patch on them to keep them" % ", ".join(owned))
         if release is not None and not self.check_mode:
             guarded_uninstall(self.kube, self.module.helm(), self.release_name, self.release_namespace,
-                              AgentObjects(self.agent_namespace, (chart_fullname(self.release_name),)))
+                              self.release_objects())
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
         if moved:  # an agent installed before the token had a namespace of its own

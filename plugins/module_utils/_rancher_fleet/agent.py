@@ -197,6 +197,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
     def release_location(self):
         return self.release, self.namespace
 
+    def release_objects(self):
+        return agent_objects(self.namespace)
+
     def hide_release_values(self, releases):
         for release in releases:
             self._hide_values((release or {}).get("values"))
@@ -247,6 +250,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
 
     def _present(self, state):
         plan = state["plan"]
+        self.check_release_records(plan.action)
         if plan.changes and self.params.get("preflight") and not self.predicted:
             state["hub_user"] = preflight(state["values"], state["sources"],
                                           "values_file" if self.params.get("values_file") else "token_name",
@@ -287,7 +291,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
             raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
 
     def _uninstall(self, helm):
-        guarded_uninstall(self.module.kube(), helm, self.release, self.namespace, agent_objects(self.namespace))
+        guarded_uninstall(self.module.kube(), helm, self.release, self.namespace, self.release_objects())
 
     def _ensure_namespace(self):
         """cattle-fleet-system, created (and labelled as the collection's) before Helm; a terminating one is waited out."""
