@@ -62,7 +62,15 @@ options:
         token lets any cluster register until it expires, and a run killed as a whole (a cancelled AWX job) cannot revoke it.
       - Checked against the same rule the CRD enforces; days and weeks are not Go duration units.
       - The expiry counts from the token's creation, so changing O(ttl) later moves the expiry.
+      - At most O(max_ttl).
     type: str
+  max_ttl:
+    description:
+      - The longest O(ttl) accepted (a Go duration). A registration token lets any cluster register with the hub until
+        it expires, and a run killed as a whole cannot revoke it, so a longer O(ttl) is refused unless this is raised.
+      - Inventory variable C(fleetops_fleet_token_max_ttl) with the roles.
+    type: str
+    default: 24h
   state:
     description:
       - C(present) creates or updates the token; C(absent) deletes it (Fleet then deletes its Secret and ServiceAccount)
@@ -128,12 +136,12 @@ seealso:
 '''
 
 EXAMPLES = r'''
-- name: A token valid for ten days, its values.yaml written for the agent install
+- name: A token valid for twelve hours, its values.yaml written for the agent install
   fleetops.registration.fleet_registration_token:
     kubeconfig: ~/.kube/hub.yaml
     name: new-token
     namespace: clusters
-    ttl: 240h
+    ttl: 12h
     values_dest: /root/fleet/values.yaml
 
 - name: A short-lived token whose values are passed on in memory
@@ -238,6 +246,7 @@ def argument_spec():
         name=dict(type="str"),
         namespace=dict(type="str", required=True),
         ttl=dict(type="str"),
+        max_ttl=dict(type="str", default="24h"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         return_values=dict(type="bool", default=False),
         values_dest=dict(type="path"),

@@ -91,9 +91,17 @@ options:
         O(revoke_previous) revokes the old one. M(fleetops.registration.member_info) gives the member the action
         C(rotate) by the same rule and warns once three quarters have passed.
       - V(never) makes a legacy non-expiring token (C(kubernetes.io/service-account-token) Secret), valid until its Secret
-        or the ServiceAccount is deleted. Inventory variable C(fleetops_kubefleet_token_lifetime).
+        or the ServiceAccount is deleted, and only with O(allow_non_expiring_token). Inventory variable
+        C(fleetops_kubefleet_token_lifetime).
     type: str
     default: 720h
+  allow_non_expiring_token:
+    description:
+      - Acknowledge O(token_lifetime=never). A copy of a token that does not expire acts as the member on the hub until
+        its Secret is deleted, so V(never) is refused unless this is V(true). Inventory variable
+        C(fleetops_allow_non_expiring_token).
+    type: bool
+    default: false
   revoke_previous:
     description:
       - Delete the token Secrets older than the current one, which revokes their tokens (the hub answers 401 to them
@@ -270,6 +278,7 @@ def argument_spec():
         rotate=dict(type="bool", default=False),
         token_max_age=dict(type="str", no_log=False),
         token_lifetime=dict(type="str", default=tokens.DEFAULT_LIFETIME, no_log=False),
+        allow_non_expiring_token=dict(type="bool", default=False),
         revoke_previous=dict(type="bool", default=False),
         create_service_account=dict(type="bool", default=True),
         return_token=dict(type="bool", default=False),

@@ -32,9 +32,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import validate_heartbeat
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import normalize_taints
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import lifetime_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import allowed_lifetime
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
-    validate_client_id, validate_name, validate_ttl)
+    validate_client_id, validate_max_ttl, validate_name, validate_ttl)
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.token import check_values_dest
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_spec, role_wiring
 
@@ -113,6 +113,20 @@ def simple(rule, kind="str", files=False):
     return check
 
 
+def fleet_token_ttl(found, setting, option, local_files=True):  # pylint: disable=unused-argument
+    """The run's registration token TTL, within the ceiling the inventory sets (fleetops_fleet_token_max_ttl)."""
+    value = _value(found, setting)
+    if value is not None:
+        validate_ttl(value, option, _value(found, "fleet_token_max_ttl"))
+
+
+def kubefleet_token_lifetime(found, setting, option, local_files=True):  # pylint: disable=unused-argument
+    """A KubeFleet token lifetime; ``never`` only with fleetops_allow_non_expiring_token."""
+    value = _value(found, setting)
+    if value is not None:
+        allowed_lifetime(value, bool(found.get("allow_non_expiring_token")), option)
+
+
 # Each setting with a format, and its check (the module option it is wired to is the one its error names).
 CHECKS = {
     "cluster_name": member_name,
@@ -126,11 +140,12 @@ CHECKS = {
     "lock_namespace": simple(validate_dns_label),
     "agent": simple(agent_settings.validate, "dict"),
     "credential_max_age": simple(parse_duration),
-    "kubefleet_token_lifetime": simple(lifetime_seconds),
+    "kubefleet_token_lifetime": kubefleet_token_lifetime,
     "kubefleet_heartbeat_period_seconds": simple(validate_heartbeat, "int"),
     "kubefleet_taints": simple(normalize_taints, "list"),
     "fleet_client_id": simple(validate_client_id),
-    "fleet_token_ttl": simple(validate_ttl),
+    "fleet_token_ttl": fleet_token_ttl,
+    "fleet_token_max_ttl": simple(validate_max_ttl),
     "fleet_token_name": simple(validate_name),
     "fleet_values_dest": simple(lambda path, option: check_values_dest(path), files=True),
     "fleet_agent_chart_ref": chart("fleet_agent"),

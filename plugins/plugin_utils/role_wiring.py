@@ -23,8 +23,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 _INJECTED = {"fleetops_member_kubeconfig": "the member credential's", "fleetops_hub_kubeconfig": "the hub credential's",
              "fleetops_hub_context": "the hub credential's", "fleetops_survey_backends": "the survey's",
              "fleetops_survey_leave_workloads": "the survey's"}
-_BOOLEAN = ("replace_rebuilt", "allow_workload_removal", "rotate_credentials", "kubefleet_quarantine", "fleet_agent_force", "keep_agents",
-            "kubefleet_remove_identity")
+_BOOLEAN = ("replace_rebuilt", "allow_workload_removal", "allow_non_expiring_token", "rotate_credentials",
+            "kubefleet_quarantine", "fleet_agent_force", "keep_agents", "kubefleet_remove_identity")
 
 
 def _setting(*sources, default=""):
@@ -56,6 +56,8 @@ SETTINGS = {
         hub_ca_file=_setting("hub:fleetops_ca_file"),
         replace_rebuilt=_setting("fleetops_replace_rebuilt", default=False),
         allow_workload_removal=_setting("fleetops_allow_workload_removal", default=False),
+        allow_non_expiring_token=_setting("fleetops_allow_non_expiring_token", default=False),
+        fleet_token_max_ttl=_setting("fleetops_fleet_token_max_ttl"),
         credential_max_age=_setting("fleetops_credential_max_age"),
         rotate_credentials=_setting("fleetops_rotate_credentials", default=False),
         agent=_setting("fleetops_agent", default={}),
@@ -128,10 +130,10 @@ MODULE_ARGS = {
             secret_values="secret_values_kubefleet", agent="agent", preflight="kubefleet_preflight"),
         "fleet_registration_token": dict(
             _HUB_SIDE, name="token_name", namespace="fleet_namespace", cluster="cluster_name", run_id="state_run_id",
-            ttl="fleet_token_ttl", values_dest="fleet_values_dest"),
+            ttl="fleet_token_ttl", max_ttl="fleet_token_max_ttl", values_dest="fleet_values_dest"),
         "kubefleet_member_identity": dict(
             _HUB_SIDE, name="cluster_name", namespace="kubefleet_identity_namespace",
-            token_lifetime="kubefleet_token_lifetime"),
+            token_lifetime="kubefleet_token_lifetime", allow_non_expiring_token="allow_non_expiring_token"),
         "fleet_cluster": dict(_MEMBER_OBJECT, namespace="fleet_namespace", client_id="fleet_client_id", agent="agent"),
         "kubefleet_member_cluster": dict(
             _MEMBER_OBJECT, identity_namespace="kubefleet_identity_namespace",

@@ -212,7 +212,7 @@ def test_identity_token_never_filled_fails_clearly_and_leaves_nothing(lab, hub, 
     ghost = unique("ghost")
     result = failed(run_module("kubefleet_member_identity", hub_args(
         lab, name=member, service_account_name=ghost, create_service_account=False, wait_timeout=20, wait_sleep=1,
-        token_lifetime=lifetime)))
+        token_lifetime=lifetime, allow_non_expiring_token=True)))
     assert any(fragment in result["msg"] for fragment in fragments), result["msg"]
     assert ghost in result["msg"]
     assert "create_service_account" in result["msg"]
@@ -240,10 +240,10 @@ def test_identity_refuses_a_service_account_or_token_secret_the_collection_did_n
 
 def test_identity_migrates_a_legacy_token_and_revoking_a_holder_revokes_its_token(lab, hub, member):
     sa_name = "%s-hub-cluster-access" % member
-    legacy = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never", return_token=True)))
+    legacy = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never", allow_non_expiring_token=True, return_token=True)))
     assert legacy["token_secret"]["expires"] is None and "exp" not in jwt_claims(legacy["token"])
     assert hub.secret(sa_name + "-token").type == "kubernetes.io/service-account-token"
-    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never"))).changed
+    assert not ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, token_lifetime="never", allow_non_expiring_token=True))).changed
 
     # The default lifetime again: the legacy token is due, a new one is issued next to it, and revoked once asked.
     migrated = ok(run_module("kubefleet_member_identity", hub_args(lab, name=member, return_token=True)))

@@ -252,7 +252,7 @@ def identity_waiting_for_its_token(lab, name, lock, take_over=None):
     kube-controller-manager frozen) until the step has made its token Secret; ``take_over(lease)`` runs then."""
     core = client.CoreV1Api(lab.api_client("hub"))
     step = {"kubeconfig": str(lab.kubeconfig), "context": "hub", "name": name, "member_lock": lock, "wait_timeout": 120,
-            "token_lifetime": "never"}  # a legacy token Secret, which kube-controller-manager fills
+            "token_lifetime": "never", "allow_non_expiring_token": True}  # a legacy token Secret, which kube-controller-manager fills
     lab.freeze("hub-controller-manager")
     try:
         with ThreadPoolExecutor(1) as pool:

@@ -465,7 +465,8 @@ def expiring_credentials(lab, hub, member, tmp_path):
     assert THIRTY_DAYS - 300 <= claims["exp"] - claims["iat"] <= THIRTY_DAYS, claims
     assert claims["kubernetes.io"]["secret"]["name"].startswith(member + "-hub-cluster-access-token"), claims
 
-    watched_join(lab, hub, member, tmp_path, "-e", "fleetops_rotate_credentials=true", "-e", "fleetops_kubefleet_token_lifetime=never")
+    watched_join(lab, hub, member, tmp_path, "-e", "fleetops_rotate_credentials=true",
+                 "-e", "fleetops_kubefleet_token_lifetime=never", "-e", "fleetops_allow_non_expiring_token=true")
     legacy = member_token(lab, hub, member)
     assert legacy != token and "exp" not in jwt_claims(legacy)
     wait_for(lambda: hub_answer(lab, token) == 401 or None, 60, "the hub to reject the replaced token")

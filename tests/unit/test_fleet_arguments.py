@@ -36,7 +36,15 @@ def _fails(result, *words):
 @pytest.mark.parametrize("ttl", ["10d", "-1h", "1w", "3600"])
 def test_token_bad_ttl(nowhere, ttl):
     result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t", "namespace": "clusters", "ttl": ttl})
-    _fails(result, "ttl:", "240h")
+    _fails(result, "ttl:", "1h30m")
+
+
+def test_token_ttl_above_the_ceiling(nowhere):
+    result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t", "namespace": "clusters", "ttl": "48h"})
+    _fails(result, "ttl:", "longer than 24h", "max_ttl")
+    result = run_module("fleet_registration_token", {"kubeconfig": nowhere, "name": "t", "namespace": "clusters", "ttl": "48h",
+                                                     "max_ttl": "1w"})
+    _fails(result, "max_ttl:", "not a duration Fleet accepts")
 
 
 @pytest.mark.parametrize("ttl", ["0", "0s", "0h0m"])

@@ -32,7 +32,8 @@ FLEET_VALUES = {
 
 @pytest.mark.parametrize("ttl", ["240h", "1h30m", "1.5h", "90s", "500ms", "10us", u"3\u00b5s", "2562047h", "1ns"])
 def test_ttl_accepts_what_the_crd_accepts(ttl):
-    assert rules.validate_ttl(ttl) == ttl
+    """With the ceiling raised to Go's maximum duration (the CRD's own limit)."""
+    assert rules.validate_ttl(ttl, max_ttl="2562047h") == ttl
 
 
 @pytest.mark.parametrize("ttl,words", [
@@ -45,7 +46,7 @@ def test_ttl_rejects_with_the_parameter_and_the_fix(ttl, words):
         rules.validate_ttl(ttl)
     assert err.value.param == "ttl"
     assert words in err.value.msg
-    assert "240h" in err.value.hint and "days" in err.value.hint
+    assert "1h30m" in err.value.hint and "days" in err.value.hint
 
 
 @pytest.mark.parametrize("ttl", ["0", "0s", "0h0m0s", "0.0h", "0ns", "0.1ns", " 0 "])
@@ -479,3 +480,16 @@ def test_a_lease_holder_is_departed_only_when_every_agent_pod_is_newer_than_its_
     assert not lease_holder_departed(lease, [])  # no agent pod at all: nothing waits for the Lease
     assert not lease_holder_departed({"spec": {"acquireTime": "2026-11-23T10:00:05Z"}}, [pod("2026-11-23T10:00:11Z")])
     assert not lease_holder_departed(None, [pod("2026-11-23T10:00:11Z")])
+
+
+def test_ttl_longer_than_the_ceiling_is_refused_naming_both_options():
+    """A registration token lets any cluster register until it expires: a day at most unless max_ttl is raised."""
+    assert rules.validate_ttl("24h") == "24h"
+    with pytest.raises(ParameterError) as err:
+        rules.validate_ttl("25h")
+    assert err.value.param == "ttl" and "longer than 24h" in err.value.msg and "(max_ttl)" in err.value.msg
+    assert "fleetops_fleet_token_max_ttl" in err.value.hint
+    assert rules.validate_ttl("240h", max_ttl="240h") == "240h"
+    with pytest.raises(ParameterError) as err:
+        rules.validate_ttl("1h", max_ttl="0s")
+    assert err.value.param == "max_ttl" and "never expires" in err.value.msg

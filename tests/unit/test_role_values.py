@@ -134,6 +134,15 @@ CASES = [
     ("member_join", {"member_join_fleet_token_ttl": "0"}, {},
      "ttl (from member_join_fleet_token_ttl): '0' means the registration token never expires"),
     ("member_join", {"member_join_fleet_token_ttl": "1d"}, {}, "ttl (from member_join_fleet_token_ttl): '1d' is not a duration Fleet accepts"),
+    # the ceilings (issue 46): a free-text answer cannot give a registration token days, nor a member token no expiry
+    ("member_join", {"member_join_fleet_token_ttl": "2562047h"}, {},
+     "ttl (from member_join_fleet_token_ttl): '2562047h' is longer than 24h, the longest a registration token may live"),
+    ("member_join", {"member_join_fleet_token_ttl": "3h", "fleetops_fleet_token_max_ttl": "2h"}, {},
+     "'3h' is longer than 2h, the longest a registration token may live (max_ttl"),
+    ("member_join", {"fleetops_fleet_token_max_ttl": "0"}, {},
+     "max_ttl (from fleetops_fleet_token_max_ttl (member_join_fleet_token_max_ttl)): '0' means the registration token never expires"),
+    ("member_join", {"fleetops_kubefleet_token_lifetime": "never"}, {},
+     "kubefleet_token_lifetime (from fleetops_kubefleet_token_lifetime): never makes a member token that does not expire"),
     ("member_join", {"member_join_kubefleet_heartbeat_period_seconds": 900}, {},
      "heartbeat_period_seconds (from member_join_kubefleet_heartbeat_period_seconds): 900 is out of range"),
     # KubeFleet taints, the agents' setting, the Fleet client ID and token

@@ -216,3 +216,12 @@ def test_fleet_status_warns_of_a_hub_token_overdue_for_renewal_and_shows_none_wh
         assert rows == {"east-1": {}, "west-2": {}}
     with pytest.raises(ApiError):
         FleetStatus(_Module()).add_credentials(_Hub([], 500), found, {"east-1": {}, "west-2": {}})
+
+
+def test_a_token_that_never_expires_is_issued_only_when_acknowledged():
+    with pytest.raises(ParameterError) as err:
+        tokens.allowed_lifetime("never", False)
+    assert err.value.param == "token_lifetime" and "does not expire" in err.value.msg
+    assert "allow_non_expiring_token: true" in err.value.hint and "fleetops_allow_non_expiring_token" in err.value.hint
+    assert tokens.allowed_lifetime("never", True) is None
+    assert tokens.allowed_lifetime("1h", False) == 3600

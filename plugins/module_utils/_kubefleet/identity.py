@@ -41,7 +41,7 @@ class MemberIdentity(Runner):
         validate_dns_subdomain(self.sa_name, "service_account_name")
         validate_dns_subdomain(self.secret_name, "token_secret_name")
         self.slots = tokens.slots(self.secret_name)
-        self.lifetime = tokens.lifetime_seconds(self.params["token_lifetime"])
+        self.lifetime = tokens.allowed_lifetime(self.params["token_lifetime"], self.params["allow_non_expiring_token"])
         self.namespace_missing = False  # check mode on a hub whose namespace an earlier task only dry-ran
 
     def _identity(self):

@@ -60,6 +60,18 @@ def lifetime_seconds(value, param="token_lifetime"):
     return seconds
 
 
+def allowed_lifetime(value, allow_non_expiring, param="token_lifetime"):
+    """lifetime_seconds of a token about to be issued: ``never`` only with ``allow_non_expiring`` (a token that does
+    not expire lets whoever copies it act as the member until its Secret is deleted)."""
+    seconds = lifetime_seconds(value, param)
+    if seconds is None and not allow_non_expiring:
+        raise ParameterError(param, "never makes a member token that does not expire: a copy of it acts as the member on "
+                             "the hub until its Secret is deleted", "Give a lifetime such as 720h (renewed by a re-run), "
+                             "or acknowledge a non-expiring token with allow_non_expiring_token: true (inventory: "
+                             "fleetops_allow_non_expiring_token)")
+    return seconds
+
+
 def token_window(token):
     """``(issued, expires)`` of a token as aware datetimes from its ``iat``/``exp`` claims (None for a missing one)."""
     claims = jwt_claims(token)

@@ -32,7 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._deps import
 # The CRD's own rule for spec.ttl (Fleet v0.16.0), so bad input fails before any API call.
 _TTL_PATTERN = re.compile(u"^([0-9]+([.][0-9]+)?(ns|us|\u00b5s|ms|s|m|h))+$")
 _TTL_MAX_SECONDS = 2562047 * 3600
-_TTL_HINT = ("Use a Go duration with units ns, us, ms, s, m or h, e.g. 240h, 1h30m or 90s (no days or weeks, no sign)")
+_TTL_HINT = ("Use a Go duration with units ns, us, ms, s, m or h, e.g. 12h, 1h30m or 90s (no days or weeks, no sign)")
 # A registration token lets any cluster register until it expires: one that never expires is refused.
 NO_EXPIRY_HINT = ("Give the token a lifetime, as short as the run allows, e.g. 15m or 1h (with the roles: "
                   "member_join_fleet_token_ttl, in AWX the survey's 'Registration token lifetime'); the run revokes it "
@@ -54,11 +54,34 @@ def validate_name(value, param):
     return value
 
 
-def validate_ttl(ttl, param="ttl"):
-    """Check ``ttl`` the way the ClusterRegistrationToken CRD does, and refuse a TTL that never expires (Fleet reads a
-    zero duration as no expiry); return it as a string (None stays None: an existing token keeps its TTL)."""
+# A registration token lets any cluster register until it expires, and a run killed as a whole (a cancelled AWX job)
+# cannot revoke it: a day at most unless max_ttl says otherwise.
+DEFAULT_MAX_TTL = "24h"
+MAX_TTL_HINT = ("Give a shorter ttl: the run revokes its token once the agents have checked in, so a run's length is "
+                "enough. To allow a longer one knowingly, raise max_ttl (inventory: fleetops_fleet_token_max_ttl)")
+
+
+def validate_ttl(ttl, param="ttl", max_ttl=None, max_param="max_ttl"):
+    """Check ``ttl`` the way the ClusterRegistrationToken CRD does, refuse a TTL that never expires (Fleet reads a zero
+    duration as no expiry) and one longer than ``max_ttl`` (DEFAULT_MAX_TTL when None); return it as a string (None
+    stays None: an existing token keeps its TTL)."""
     if ttl is None:
         return None
+    text, seconds = _token_duration(ttl, param)
+    ceiling_text, ceiling = _token_duration(DEFAULT_MAX_TTL if max_ttl in (None, "") else max_ttl, max_param)
+    if seconds > ceiling:
+        raise ParameterError(param, "%r is longer than %s, the longest a registration token may live (%s)" % (
+            text, ceiling_text, max_param), MAX_TTL_HINT)
+    return text
+
+
+def validate_max_ttl(max_ttl, param="max_ttl"):
+    """A ceiling for ``ttl``: a duration a token may have (so never 0); None is DEFAULT_MAX_TTL."""
+    return _token_duration(DEFAULT_MAX_TTL if max_ttl in (None, "") else max_ttl, param)[0]
+
+
+def _token_duration(ttl, param):
+    """``(text, seconds)`` of a token TTL as the CRD accepts it; a duration that means no expiry is refused."""
     text = str(ttl).strip()
     if text == "0":
         raise ParameterError(param, "%r means the registration token never expires" % text, NO_EXPIRY_HINT)
@@ -73,7 +96,7 @@ def validate_ttl(ttl, param="ttl"):
         raise ParameterError(param, "%r is longer than Go's maximum duration (2562047h)" % text, _TTL_HINT)
     if seconds < 1e-9:  # below Go's nanosecond a duration is 0
         raise ParameterError(param, "%r means the registration token never expires" % text, NO_EXPIRY_HINT)
-    return text
+    return text, seconds
 
 
 def same_ttl(live, desired):

@@ -21,7 +21,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 from ansible_collections.fleetops.registration.plugins.module_utils.waiter import Nudge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import OWNER_CLUSTER_LABEL, TOKEN, VALUES_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
-    NO_EXPIRY_HINT, prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_name, validate_run_id, validate_ttl,
+    NO_EXPIRY_HINT, prunable_tokens, same_ttl, secret_belongs_to_token, token_metadata, validate_max_ttl, validate_name, validate_run_id, validate_ttl,
 )
 
 from ansible_collections.fleetops.registration.plugins.module_utils._deps import yaml
@@ -79,7 +79,7 @@ class TokenRunner(Runner):
         super().__init__(module)
         self.name = validate_name(self.params["name"], "name") if self.params.get("name") else None
         self.namespace = validate_name(self.params["namespace"], "namespace")
-        self.ttl = validate_ttl(self.params.get("ttl"))
+        self.ttl = validate_ttl(self.params.get("ttl"), max_ttl=validate_max_ttl(self.params.get("max_ttl")))
         self.run_id = validate_run_id(self.params.get("run_id"))
         check_values_dest(self.params.get("values_dest"))
         self.cluster = validate_run_id(self.params.get("cluster"), "cluster")
