@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
@@ -44,11 +45,21 @@ FLEET_DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
 AGENT_YAML = yaml.safe_dump_all(OTHERS + [FLEET_DEPLOYMENT])
 
 
+CLUSTER = {"metadata": {"name": "member1", "namespace": "fleet-default"}}
+
+
 def _bundle(content=AGENT_YAML, encoding=None, name="agent.yaml"):
+    """The agent Bundle as Fleet's agent management writes it for CLUSTER."""
     resource = {"name": name, "content": content}
     if encoding:
         resource["encoding"] = encoding
-    return {"spec": {"resources": [resource]}}
+    annotations = {"objectset.rio.cattle.io/id": "fleet-manage-agent", "objectset.rio.cattle.io/owner-gvk": "/v1, Kind=Namespace",
+                   "objectset.rio.cattle.io/owner-name": "fleet-default", "objectset.rio.cattle.io/owner-namespace": ""}
+    return {"metadata": {"name": "fleet-agent-member1", "namespace": "fleet-default", "annotations": annotations,
+                         "labels": {"objectset.rio.cattle.io/hash": "0123"}},
+            "spec": {"defaultNamespace": "cattle-fleet-system", "helm": {"takeOwnership": True}, "resources": [resource],
+                     "targets": [{"clusterName": "member1", "clusterSelector": {"matchExpressions": [
+                         {"key": "fleet.cattle.io/non-managed-agent", "operator": "DoesNotExist"}]}}]}}
 
 
 class _Hub:
@@ -106,8 +117,34 @@ def test_a_proxy_keeps_the_charts_deployment_unless_fleets_spec_has_it():
     assert adoption.startable(spec, values)
 
 
+def _changed(change):
+    bundle = json.loads(json.dumps(_bundle()))
+    change(bundle)
+    return bundle
+
+
+@pytest.mark.parametrize("change", [
+    lambda b: b["metadata"]["annotations"].pop("objectset.rio.cattle.io/id"),
+    lambda b: b["metadata"]["annotations"].update({"objectset.rio.cattle.io/id": "fleet-gitjob"}),
+    lambda b: b["metadata"]["annotations"].update({"objectset.rio.cattle.io/owner-name": "other-namespace"}),
+    lambda b: b["metadata"]["annotations"].update({"objectset.rio.cattle.io/owner-gvk": "fleet.cattle.io/v1alpha1, Kind=GitRepo"}),
+    lambda b: b["metadata"].update(namespace="other-namespace"),
+    lambda b: b["metadata"]["labels"].update({"fleet.cattle.io/repo-name": "fleet-agent"}),
+    lambda b: b["spec"]["targets"].append({"clusterName": "member2"}),
+    lambda b: b["spec"]["targets"][0].update(clusterName="member2"),
+    lambda b: b["spec"]["targets"][0].update(clusterGroup="everyone"),
+    lambda b: b["spec"]["resources"].append({"name": "extra.yaml", "content": "kind: ClusterRoleBinding"}),
+], ids=["no-set-id", "other-set", "other-owner", "owner-not-a-namespace", "other-namespace", "from-a-gitrepo",
+        "another-target", "another-cluster", "a-group", "another-resource"])
+def test_only_the_bundle_fleet_made_for_the_cluster_is_trusted(change):
+    assert adoption.fleet_owned(_bundle(), CLUSTER)
+    forged = _changed(change)
+    assert not adoption.fleet_owned(forged, CLUSTER)
+    assert adoption.read_spec(_Hub(forged), CLUSTER, {}) is None
+
+
 def test_read_spec_gets_the_clusters_bundle_and_falls_back_on_errors():
-    cluster = {"metadata": {"name": "member1", "namespace": "fleet-default"}}
+    cluster = CLUSTER
     hub = _Hub(_bundle())
     assert adoption.read_spec(hub, cluster, {}) == FLEET_SPEC
     assert hub.asked == [("bundles", "fleet-agent-member1", "fleet-default")]

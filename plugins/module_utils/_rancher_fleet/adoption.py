@@ -18,6 +18,11 @@ registered keeps its Lease and checks in one interval after registering. The cha
 Secret, RBAC, ServiceAccount) stay. Not done when the pod could not start or register with Fleet's spec before the
 adoption creates what it needs: pull secrets or a priority class (Fleet deploys those with the Bundle), or an
 environment variable of the chart's (a proxy) that Fleet's spec lacks. Pure, but for ``read_spec``.
+
+Only a Bundle Fleet made for that Cluster is trusted (``fleet_owned``): its spec becomes the agent's pod, which runs with
+the agent's cluster-wide rights, and anyone who may create Bundles in the Cluster's namespace could name one
+``fleet-agent-<cluster>``. Fleet's own is written by its apply (set ID ``fleet-manage-agent``, owned by the namespace),
+comes from no GitRepo, and holds nothing but ``agent.yaml`` for that one Cluster.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -37,6 +42,13 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 BUNDLE = Resource(API_VERSION, "Bundle", "bundles")
 AGENT_BUNDLE_PREFIX = "fleet-agent"
 AGENT_RESOURCE = "agent.yaml"
+# What Fleet's agent management writes on its agent Bundles (wrangler apply: set ID, and the namespace as owner).
+APPLY_SET_ANNOTATION = "objectset.rio.cattle.io/id"
+APPLY_SET_ID = "fleet-manage-agent"
+APPLY_OWNER_GVK_ANNOTATION = "objectset.rio.cattle.io/owner-gvk"
+APPLY_OWNER_NAME_ANNOTATION = "objectset.rio.cattle.io/owner-name"
+NAMESPACE_GVK = "/v1, Kind=Namespace"
+GITREPO_LABEL = "fleet.cattle.io/repo-name"
 # What the pod needs that only the adoption creates on the member.
 NEEDS_BUNDLE = ("imagePullSecrets", "priorityClassName")
 
@@ -79,6 +91,22 @@ def deployment_spec(bundle):
     return None
 
 
+def fleet_owned(bundle, cluster):
+    """Whether ``bundle`` is the agent Bundle Fleet's agent management keeps for ``cluster`` (manageagent's
+    ``newAgentBundle``): written by its apply for the Cluster's namespace, from no GitRepo, in that namespace, with the
+    one resource ``agent.yaml`` and the one target naming the Cluster."""
+    meta, cluster_meta = (bundle or {}).get("metadata") or {}, (cluster or {}).get("metadata") or {}
+    annotations, spec = meta.get("annotations") or {}, (bundle or {}).get("spec") or {}
+    targets, resources = spec.get("targets") or [], spec.get("resources") or []
+    return (annotations.get(APPLY_SET_ANNOTATION) == APPLY_SET_ID
+            and annotations.get(APPLY_OWNER_GVK_ANNOTATION) == NAMESPACE_GVK
+            and annotations.get(APPLY_OWNER_NAME_ANNOTATION) == cluster_meta.get("namespace") == meta.get("namespace")
+            and GITREPO_LABEL not in (meta.get("labels") or {})
+            and [resource.get("name") for resource in resources] == [AGENT_RESOURCE]
+            and [target.get("clusterName") for target in targets] == [cluster_meta.get("name")]
+            and not any(target.get(key) for target in targets for key in ("clusterGroup", "clusterGroupSelector")))
+
+
 def _env_names(pod):
     return set(entry.get("name") for container in pod.get("containers") or [] for entry in container.get("env") or [])
 
@@ -106,8 +134,8 @@ def startable(spec, values):
 
 def read_spec(hub, cluster, values):
     """The Deployment ``spec`` Fleet will adopt the agent of ``cluster`` (the hub's Cluster object) with, or None: no
-    such Bundle (``manageAgent`` off, the Cluster not predefined), one the hub identity may not read, or one the pod
-    could not start with (``startable``)."""
+    such Bundle (``manageAgent`` off, the Cluster not predefined), one the hub identity may not read, one Fleet did not
+    make for that Cluster (``fleet_owned``), or one the pod could not start with (``startable``)."""
     meta = (cluster or {}).get("metadata") or {}
     if not meta.get("name"):
         return None
@@ -115,6 +143,8 @@ def read_spec(hub, cluster, values):
         bundle = hub.get(BUNDLE, agent_bundle_name(meta["name"]), meta.get("namespace"))
     except FleetOpsError:
         return None  # e.g. 403: the chart's Deployment is installed, as before
+    if not fleet_owned(bundle, cluster):
+        return None
     spec = deployment_spec(bundle)
     return spec if startable(spec, values) else None
 
