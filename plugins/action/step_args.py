@@ -167,13 +167,11 @@ class ActionModule(ActionBase):
         return result
 
     def _note_facts(self, result, role, state, task_vars, locked):
-        """The role's facts, set here rather than by set_fact tasks: a task less per host. Before the batch's read
-        ``<role>__request``; after it (member_join) ``done`` and join_facts, and for a member that is done its line in
-        the job's statistics, as set_stats would add it."""
-        if state is None:
-            self._set_facts(result, {"%s__request" % role: result["request"]})
-            return
-        if role != "member_join":
+        """The role's facts, set here rather than by set_fact tasks: a task less per host. After the batch's read
+        (member_join) ``done`` and join_facts, and for a member that is done its line in the job's statistics, as
+        set_stats would add it. The request (the inventory's values, secret ones included) is never a fact: before
+        ansible-core 2.21 an action's facts go to the fact cache, so the roles read it from the registered result."""
+        if state is None or role != "member_join":
             return
         result["done"] = member_done(state, result["problem"], locked)
         facts = join_facts(state, task_vars, bool(task_vars.get("ansible_check_mode")), result["done"])

@@ -57,9 +57,10 @@ options:
   set_facts:
     description:
       - Set the role's facts for this host instead of leaving that to C(set_fact) tasks (a task less per host).
-      - Without states, C(<role>__request) (what RV(request) says). With O(states) or O(states_from) and
-        O(role=member_join), C(member_join_releases_before), and for a member that is RV(done) also C(member_join_summary)
+      - With O(states) or O(states_from) and O(role=member_join), C(member_join_releases_before), and for a member that is RV(done) also C(member_join_summary)
         and its entry of the job's statistics C(fleetops_members), as C(ansible.builtin.set_stats) would add it.
+      - RV(request) is never set as a fact, as it holds the inventory's secret values and before ansible-core 2.21 an
+        action's facts go to the fact cache; the roles read it from the registered result.
     type: bool
     default: false
   validate:

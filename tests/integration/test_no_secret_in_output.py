@@ -114,6 +114,10 @@ PLAYBOOK = """
   hosts: fleet-hub
   gather_facts: false
   tasks:
+    - name: A cacheable fact, to show the job's fact cache is written
+      ansible.builtin.set_fact:
+        fleetops_audit_cached: true
+        cacheable: true
 %(in_controller)s
 %(module_process)s
 - name: Join member2
@@ -242,7 +246,7 @@ def joined_member2(lab, tmp_path):
                for module in ("fleet_agent", "kubefleet_member_agent")), logged[-3000:]
     assert "fleet_agent runs in the controller's process" in stdout and "the task sets environment variables" in stdout
     assert stdout.count("...ignoring") == 4
-    assert "and note what its state is judged against" in stdout  # step_args sets the request fact (no_log)
+    assert "and note what its state is judged against" in stdout  # step_args works out the request (no_log)
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout and "********" in stdout
     helm = lab.run_helm("member2", "get", "values", "member-agent", "--namespace", "default", "--output", "json")
     assert json.loads(helm.stdout)["fleetopsAudit"] == {
@@ -263,6 +267,10 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
         stdout, events, logged = joined_member2(lab, tmp_path)
     finally:
         leave_member2(lab, tmp_path)
-    leaked = {"-vvv stdout": shown(stdout), "job events": shown("\n".join(events)), "syslog": shown(logged)}
-    assert leaked == {"-vvv stdout": [], "job events": [], "syslog": []}, "marked secrets were shown"
+    # ansible-runner keeps the job's fact cache (jsonfile) in its artifacts, as AWX's fact storage reads it
+    cache = {path.name: path.read_text() for path in (tmp_path / "job" / "artifacts" / "job" / "fact_cache").iterdir()}
+    assert any("fleetops_audit_cached" in text for text in cache.values()), "the job's fact cache was not written: %s" % cache
+    leaked = {"-vvv stdout": shown(stdout), "job events": shown("\n".join(events)), "syslog": shown(logged),
+              "fact cache": shown("\n".join(cache.values()))}
+    assert leaked == {"-vvv stdout": [], "job events": [], "syslog": [], "fact cache": []}, "marked secrets were kept"
     shutil.rmtree(tmp_path / "job" / "artifacts", ignore_errors=True)
