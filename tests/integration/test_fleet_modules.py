@@ -335,6 +335,34 @@ def test_manager_initiated_secret_referenced_by_name(lab, hub, hub_ns):
     assert hub.secret(hub_ns, "capi-kubeconfig") is not None
 
 
+def test_a_secret_the_collection_did_not_make_is_never_overwritten_with_a_kubeconfig(lab, hub, hub_ns):
+    """Issue 46: the kubeconfig Secret's name comes from kubeconfig_secret or from the live Cluster's
+    spec.kubeConfigSecret, which anyone who may edit Clusters sets. A Secret of that name the collection did not make
+    for the Cluster is refused (check mode too) and left as it was: not overwritten, not owned by the Cluster."""
+    content = yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                              "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                              "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                              "users": [{"name": "u", "user": {"token": "not-a-real-token-0123456789"}}]})
+    hub.core.create_namespaced_secret(hub_ns, client.V1Secret(metadata=client.V1ObjectMeta(name="someone-elses"),
+                                                              string_data={"value": "theirs"}))
+    words = "kubeconfig_secret: Secret %s/someone-elses exists but was not made by this collection for Cluster taken" % hub_ns
+    for check in (True, False):
+        refused = run_module("fleet_cluster", dict(hub_args(lab), name="taken", namespace=hub_ns, cluster_kubeconfig_content=content,
+                                                   kubeconfig_secret="someone-elses"), check=check)
+        assert refused.failed and refused["msg"].startswith(words), refused["msg"]
+    assert hub.get("clusters", hub_ns, "taken") is None
+    # the name taken from a Cluster someone pointed at that Secret
+    ok(run_module("fleet_cluster", dict(hub_args(lab), name="taken", namespace=hub_ns)))
+    hub.custom.patch_namespaced_custom_object("fleet.cattle.io", "v1alpha1", hub_ns, "clusters", "taken",
+                                              {"spec": {"kubeConfigSecret": "someone-elses"}})
+    refused = run_module("fleet_cluster", dict(hub_args(lab), name="taken", namespace=hub_ns, cluster_kubeconfig_content=content))
+    assert refused.failed and refused["msg"].startswith(words), refused["msg"]
+    kept = hub.secret(hub_ns, "someone-elses")
+    assert base64.b64decode(kept.data["value"]) == b"theirs" and not kept.metadata.owner_references
+    ok(run_module("fleet_cluster", dict(hub_args(lab), name="taken", namespace=hub_ns, state="absent")))
+    assert hub.secret(hub_ns, "someone-elses") is not None
+
+
 TOLERATION = {"key": "fleetops.test/dedicated", "operator": "Exists", "effect": "NoSchedule"}
 
 

@@ -143,6 +143,19 @@ class ClusterRunner(Runner):
                 self.namespace, secret_name, "has no 'value' key" if existing else "does not exist"),
                 "Create it with the kubeconfig under the key 'value' (the cluster-api format), or give cluster_kubeconfig")
 
+    def _check_secret_is_ours(self, secret_name):
+        """Refuse to write the kubeconfig into an existing Secret the collection did not make for this Cluster: the
+        name may come from the live Cluster's spec, which anyone who may edit Clusters sets, and the Secret would be
+        overwritten and then deleted with the Cluster."""
+        existing = self.kube.get(SECRET, secret_name, self.namespace)
+        if existing is not None and self._owned(existing) is None:
+            labels = "%s=%s and %s=%s" % (MANAGED_BY_LABEL, MANAGED_BY, OWNER_CLUSTER_LABEL, self.name)
+            raise ParameterError(
+                "kubeconfig_secret", "Secret %s/%s exists but was not made by this collection for Cluster %s (it lacks the "
+                "labels %s), so it is not overwritten" % (self.namespace, secret_name, self.name, labels),
+                "Give kubeconfig_secret a name of its own for this Cluster, or, to refer to that Secret as it is, give "
+                "kubeconfig_secret without cluster_kubeconfig")
+
     def plan(self):
         """Everything the run will make, checked before anything is changed."""
         labels = normalize_labels(self.params["labels"], "labels") if self.params.get("labels") is not None else None
@@ -162,7 +175,9 @@ class ClusterRunner(Runner):
         if kubeconfig_text is not None and not secret_name:
             secret_name = current_spec.get("kubeConfigSecret") or "%s-kubeconfig" % self.name
         secret = self._secret_desired(secret_name, kubeconfig_text) if kubeconfig_text is not None else None
-        if secret is None and secret_name:
+        if secret is not None:
+            self._check_secret_is_ours(secret_name)
+        elif secret_name:
             self._check_referenced_secret(secret_name)
         desired, result_labels = desired_cluster(self.name, self.namespace, current, client_id, labels,
                                                  self.params.get("labels_mode"), secret_name,
@@ -277,9 +292,10 @@ class ClusterRunner(Runner):
     # -- absent ------------------------------------------------------------------------------------
 
     def _owned_secret(self, name):
-        if not name:
-            return None
-        secret = self.kube.get(SECRET, name, self.namespace)
+        return self._owned(self.kube.get(SECRET, name, self.namespace)) if name else None
+
+    def _owned(self, secret):
+        """``secret`` when the collection made it for this Cluster (its labels), else None."""
         labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
         if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(OWNER_CLUSTER_LABEL) == self.name:
             return secret
