@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first
 
 AGENT_STEPS = ("join", "reregister", "install", "upgrade")
@@ -92,13 +92,16 @@ def _manager_summary(manager, state, results):
     summary.update(shape["extra"](view))
     summary["release"] = _agent_release(state, agent_result)
     summary["healthy"] = _healthy(state, view, health_key, [cluster_result, agent_result])
+    removed = agent_result.get("workloads_removed") if _ran(agent_result) else None
+    if removed:
+        summary["workloads_removed"] = removed
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
-    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s" % (
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
         ", " + health if summary["healthy"] else "", summary["labels"], "; %s" % ", ".join(spec) if spec else "",
         "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
-        if cause else "")
+        if cause else "", placement_guard.removal_allowed(removed) if removed else "")
     return summary
 
 

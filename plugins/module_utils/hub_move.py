@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard
+
 # Where one manager's move stands, from what each hub has of the member.
 NOT_MEMBER = "not_member"   # neither hub has it: nothing to move in this manager
 MOVE = "move"               # only the old hub has it: join the new hub, check, leave the old one
@@ -77,8 +79,7 @@ def member_outcome(before, failure=None, moved_back=None, removed=None):
     outcome = member_move_outcome(before, failure, moved_back)
     if removed:
         outcome["removal_allowed"] = list(removed)
-        outcome["line"] += "; removal allowed (fleetops_allow_workload_removal), the new hub does not place: %s" % ", ".join(
-            "%s %s" % (item["manager"], item["name"]) for item in removed)
+        outcome["line"] += placement_guard.removal_allowed(removed, "the new hub")
     return outcome
 
 

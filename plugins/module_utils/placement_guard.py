@@ -168,6 +168,12 @@ def listing(unplaced):
     return "; ".join("%s %s - %s" % (item["manager"], item["name"], item["why"]) for item in unplaced)
 
 
+def removal_allowed(removed, hub="the hub"):
+    """What a summary line adds for workloads ``removed`` (unplaced items) with fleetops_allow_workload_removal."""
+    return "; removal allowed (fleetops_allow_workload_removal), %s does not place: %s" % (
+        hub, ", ".join("%s %s" % (item["manager"], item["name"]) for item in removed))
+
+
 def refusal(member, hub, unplaced):
     """The message refusing to re-point ``member``'s agents at ``hub`` (a host name) over ``unplaced``, with the fixes."""
     listed = listing(unplaced)

@@ -1,11 +1,12 @@
 """A join never re-registers Fleet's agent with a hub that would take its workloads off the member (issue 45).
 
-member1 joins (Rancher Fleet) and gets a Bundle's ConfigMap. Then its hub loses what it had of the member while the
-agent cannot act (its Deployment scaled to 0): the Bundle and the member's Cluster are deleted, so the agent's credential
-goes with the Cluster - a hub restored without its state, or one that lost the member. A plain join_cluster would
-register the agent again with that hub, and Fleet's agent, registered, uninstalls every release its hub does not place.
-The join refuses, naming the bundle, with nothing on the member changed (sampled every half second). With the Bundle
-back on the hub, the next join re-registers the agent and the workload never leaves the member.
+member1 joins (Rancher Fleet) and gets two Bundles' ConfigMaps. Then its hub loses what it had of the member while the
+agent cannot act (its Deployment scaled to 0): one Bundle and the member's Cluster are deleted, so the agent's
+credential goes with the Cluster - a hub restored without part of its state, or one that lost the member. A plain
+join_cluster would register the agent again with that hub, and Fleet's agent, registered, uninstalls every release its
+hub does not place. The join refuses, naming that one bundle (not the other), with nothing on the member changed
+(sampled every half second). With fleetops_allow_workload_removal the next join re-registers the agent: exactly the
+named workload leaves the member, the summary says so, and the one the hub places never leaves it.
 """
 
 import json
@@ -74,29 +75,35 @@ def test_a_join_refuses_to_register_an_agent_with_a_hub_that_does_not_place_its_
     lab = lab_controllers
     playbook(lab, *JOIN, tmp_path=tmp_path)
     name = unique("guarded")
-    placed = workloads.place_bundle(lab, name, {"env": "lab"})
+    kept, placed = workloads.place_bundle(lab, unique("kept"), {"env": "lab"}), workloads.place_bundle(lab, name, {"env": "lab"})
     try:
         before = workloads.wait_on_member(lab, MEMBER, placed)
+        kept_before = workloads.wait_on_member(lab, MEMBER, kept)
         _lose_the_member(lab, placed)
         try:
-            with Sampler(lab, placed) as sampler:
+            with Sampler(lab, placed) as sampler, Sampler(lab, kept) as kept_sampler:
                 refused = playbook(lab, *JOIN, tmp_path=tmp_path, fails=True)
         finally:
             _scale_agent(lab, 1)  # it runs again, with a credential the hub no longer accepts
         assert "does not place what it deployed on the member" in refused.output, refused.output[-3000:]
         assert "rancher_fleet fleet-default/%s - the hub has no Bundle fleet-default/%s" % (name, name) in refused.output
+        assert kept.name not in refused.output
         assert "fleetops_allow_workload_removal" in refused.output and "Nothing was changed" in refused.output
-        assert not sampler.missing and sampler.samples > 5, (sampler.missing[:10], sampler.samples)
+        for samples in (sampler, kept_sampler):
+            assert not samples.missing and samples.samples > 5, (samples.missing[:10], samples.samples)
         assert workloads.on_member(lab, MEMBER, placed) == before
 
-        placed = workloads.place_bundle(lab, name, {"env": "lab"})
-        with Sampler(lab, placed) as sampler:
-            playbook(lab, *JOIN, tmp_path=tmp_path)
-            wait_for(lambda: workloads.applied_on_hub(lab, placed, MEMBER), 120, "the hub to report the bundle applied on the member")
-        assert not sampler.missing and sampler.samples > 10, (sampler.missing[:10], sampler.samples)
-        assert workloads.on_member(lab, MEMBER, placed)["releases"] == before["releases"]
+        with Sampler(lab, kept) as kept_sampler:
+            allowed = playbook(lab, *(JOIN + ("-e", "fleetops_allow_workload_removal=true")), tmp_path=tmp_path)
+            workloads.wait_gone_from_member(lab, MEMBER, placed)
+            wait_for(lambda: workloads.applied_on_hub(lab, kept, MEMBER), 120, "the hub to report the kept bundle applied")
+        assert ("removal allowed (fleetops_allow_workload_removal), the hub does not place: rancher_fleet fleet-default/%s"
+                % name) in allowed.output, allowed.output[-3000:]
+        assert not kept_sampler.missing and kept_sampler.samples > 10, (kept_sampler.missing[:10], kept_sampler.samples)
+        assert workloads.on_member(lab, MEMBER, kept)["releases"] == kept_before["releases"]
     finally:
-        workloads.remove(lab, placed)
-        workloads.wait_gone_from_member(lab, MEMBER, placed)
-        workloads.remove_from_member(lab, MEMBER, placed)
+        for bundle in (placed, kept):
+            workloads.remove(lab, bundle)
+            workloads.wait_gone_from_member(lab, MEMBER, bundle)
+            workloads.remove_from_member(lab, MEMBER, bundle)
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub," + MEMBER, tmp_path=tmp_path)

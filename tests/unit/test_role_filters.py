@@ -56,6 +56,18 @@ def test_join_summary_of_a_healthy_member_says_unchanged_and_in_sync():
     assert summary["rancher_fleet"]["action"] == "none" and summary["kubefleet"]["agent"] == "unchanged"
 
 
+def test_join_summary_names_each_workload_the_agent_was_allowed_to_remove():
+    """Issue 45: with fleetops_allow_workload_removal the member's line says, per workload, what the hub does not place."""
+    removed = [{"manager": "rancher_fleet", "name": "fleet-default/web", "why": "the hub has no Bundle fleet-default/web"}]
+    info = _info(rancher_fleet=_state("rancher_fleet", "reregister", HEALTHY_FLEET))
+    agent = {"changed": True, "workloads_removed": removed}
+    summary = join_summary(info, {"inventory_hostname": "edge-07", "member_join__fleet_agent": agent})
+    assert summary["rancher_fleet"]["workloads_removed"] == removed
+    assert summary["line"].endswith("; removal allowed (fleetops_allow_workload_removal), the hub does not place: "
+                                    "rancher_fleet fleet-default/web")
+    assert "removal allowed" not in join_summary(info, {"member_join__fleet_agent": {"changed": True}})["line"]
+
+
 def test_join_summary_says_healthy_only_when_member_info_judged_it_so():
     """A member the run did not change is as healthy as member_info's findings say, whatever one hub flag says."""
     unhealthy = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), healthy=False,
