@@ -104,7 +104,7 @@ def test_token_whose_secret_never_appears_fails_and_is_rolled_back(lab, hub, hub
 
 def test_token_bad_ttl_creates_nothing(lab, hub, hub_ns):
     result = run_module("fleet_registration_token", dict(hub_args(lab), name="bad", namespace=hub_ns, ttl="10d"))
-    assert result.failed and result["msg"].startswith("ttl:") and "240h" in result["msg"]
+    assert result.failed and result["msg"].startswith("ttl:") and "1h30m" in result["msg"]
     # a token that would never expire: 0, or no ttl for a new token (Fleet made one that never expires)
     for never in (dict(ttl="0"), dict(ttl="0s"), dict()):
         result = run_module("fleet_registration_token", dict(hub_args(lab), name="bad", namespace=hub_ns, **never))
