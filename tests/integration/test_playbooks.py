@@ -378,6 +378,8 @@ def rotate_credentials(lab, hub, member, tmp_path):
     old_token = hub.secret_value(hub.core, IDENTITY_NS, member + "-hub-cluster-access-token", "token")
     old_credential = agent_credential_token(lab, hub, member)
     assert hub_answer(lab, old_token) == 201 and hub_answer(lab, old_credential) == 201
+    apps = client.AppsV1Api(lab.api_client(member))
+    agent_uid = apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system").metadata.uid
     watch = MemberWatch(hub, member)
     watch.start()
     try:
@@ -403,13 +405,19 @@ def rotate_credentials(lab, hub, member, tmp_path):
     # The run waited for a heartbeat and a check-in newer than the ones before it, so the last sample (after the run)
     # differs from the first (before it).
     assert len(set(s["heartbeat"] for s in watch.samples)) > 1 and len(set(s["last_seen"] for s in watch.samples)) > 1, watch.report()
-    # No check-in missed: the Fleet agent is registered again in place, switched right after a check-in, so the longest
-    # time between two check-ins (the agents' own timestamps, sampled every second; not wall times of the run) stays
-    # near Fleet's restart (ClusterRegisterDelay 15 s + the registration). An uninstall and install took ~4 intervals.
+    # The Fleet agent is registered again in place (its Deployment kept, only its pods replaced), switched right after a
+    # check-in, so the longest time between two check-ins (the agents' own timestamps, sampled every second; not wall
+    # times of the run) stays within Fleet's own restart of an agent: ClusterRegisterDelay (15 s, Fleet v0.16.0
+    # pkg/durations) plus two check-in intervals. How short it is, is the bench's figure (make bench: rotation_gap_intervals),
+    # not this test's: under the suite's parallel load it was seen at 15 s against a 5 s interval.
+    assert apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system").metadata.uid == agent_uid
     interval = fleet_checkin_interval(hub)
-    assert longest_gap(s["last_seen"] for s in watch.samples) <= 2 * interval, (interval, watch.report())
+    assert longest_gap(s["last_seen"] for s in watch.samples) <= FLEET_REGISTER_DELAY + 2 * interval, (interval, watch.report())
     period = hub.member_cluster(member)["spec"].get("heartbeatPeriodSeconds") or 60
     assert longest_gap(s["heartbeat"] for s in watch.samples) <= 2 * period, (period, watch.report())
+
+
+FLEET_REGISTER_DELAY = 15  # seconds: Fleet v0.16.0 durations.ClusterRegisterDelay, an agent's wait before it registers
 
 
 def fleet_checkin_interval(hub):
