@@ -746,14 +746,20 @@ def test_a_member_whose_identity_is_in_fleet_system_moves_to_the_collection_s_na
 
 
 @pytest.fixture
-def hub_without_kubefleet(lab_controllers, hub):
+def hub_without_kubefleet(lab_controllers, hub, tmp_path):
     """The lab hub as a Rancher-Fleet-only hub: KubeFleet's cluster.kubernetes-fleet.io CRDs removed (so that API
-    group is not served at all), restored afterwards with the hub agent restarted on them."""
+    group is not served at all), restored afterwards with the hub agent restarted on them. Members joined before
+    (a test before this one, or one that failed and was put back) leave first: removing the CRDs would delete their
+    MemberClusters under their agents."""
     api = client.ApiextensionsV1Api(lab_controllers.api_client("hub"))
     crds = [crd for crd in api.list_custom_resource_definition().items if crd.spec.group == KUBEFLEET[0]]
     assert [crd.spec.names.plural for crd in crds if crd.spec.names.plural == "memberclusters"], "the lab hub has no KubeFleet"
-    assert not hub.custom.list_cluster_custom_object(*KUBEFLEET, "memberclusters")["items"], \
-        "MemberClusters exist (a test before left them): removing the CRDs would delete them"
+
+    def member_clusters():
+        return [item["metadata"]["name"] for item in hub.custom.list_cluster_custom_object(*KUBEFLEET, "memberclusters")["items"]]
+    if member_clusters():
+        playbook(lab_controllers, "leave_cluster.yml", "-e", "fleetops_leave_all=true", tmp_path=tmp_path)
+    assert not member_clusters(), "MemberClusters of no lab member exist (%s): removing the CRDs would delete them" % member_clusters()
     saved = [api.api_client.sanitize_for_serialization(crd) for crd in crds]
     groups = client.ApisApi(lab_controllers.api_client("hub"))
 
