@@ -236,8 +236,11 @@ options:
         Registered, the agent uninstalls every release its hub does not place. A bundle the hub lacks fails the task
         before anything on the member changes, naming it.
       - V(true) goes on anyway, with a warning and RV(workloads_removed) - the agent then removes those releases.
+      - For the bundles the hub places, the task also waits (within O(wait_timeout)) until the hub has made their
+        C(BundleDeployments) for the predefined Cluster (O(client_id)) before it installs or re-points the agent, whose
+        first clean-up removes the release of a bundle it finds none of; a timeout fails naming them, nothing changed.
       - Needs C(list) on Secrets in every namespace of the member, and on the hub C(get) on C(bundles) (and C(list) on
-        C(clustergroups) when a target names one) in the Cluster's namespace.
+        C(clustergroups) when a target names one) in the Cluster's namespace and C(list) on C(bundledeployments).
     type: bool
     default: false
   keep_namespace:

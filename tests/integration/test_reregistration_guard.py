@@ -7,6 +7,11 @@ join_cluster would register the agent again with that hub, and Fleet's agent, re
 hub does not place. The join refuses, naming that one bundle (not the other), with nothing on the member changed
 (sampled every half second). With fleetops_allow_workload_removal the next join re-registers the agent: exactly the
 named workload leaves the member, the summary says so, and the one the hub places never leaves it.
+
+A hub that places the member's bundles must also have made their BundleDeployments for the member's new Cluster before
+the agent registers: Fleet's agent uninstalls, at its first clean-up, each bundle release it finds no BundleDeployment
+of. With the hub's fleet-controller (which makes them) stopped, the join waits for them and fails with nothing changed;
+once the controller runs, the next join registers the agent and the workload never leaves the member.
 """
 
 import json
@@ -25,6 +30,10 @@ pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_fail
 MEMBER = "member1"
 JOIN = ("join_cluster.yml", "--limit", "fleet-hub," + MEMBER, "-e", json.dumps({"fleetops_backends": ["rancher_fleet"]}))
 AGENT_NS = "cattle-fleet-system"
+FLEET = ("fleet.cattle.io", "v1alpha1")
+# The container of Fleet's controller that makes BundleDeployments (agentmanagement, which makes a Cluster's namespace
+# and a token's values, runs beside it).
+BUNDLE_CONTROLLER = "hub/cattle-fleet-system/fleet-controller-*/fleet-controller"
 
 
 class Sampler(threading.Thread):
@@ -60,15 +69,20 @@ def _scale_agent(lab, replicas):
                  "the fleet-agent pods to go")
 
 
-def _lose_the_member(lab, placed):
-    """The hub forgets the member and its Bundle while the member's agent is stopped, so it sees neither go (as with
-    a hub restored without its state, which the agent's credential no longer opens)."""
+def _lose_the_member(lab, placed=None):
+    """The hub forgets the member (and its Bundle ``placed``) while the member's agent is stopped, so it sees neither go
+    (as with a hub restored without its state, which the agent's credential no longer opens)."""
     _scale_agent(lab, 0)
-    workloads.remove(lab, placed)
+    if placed is not None:
+        workloads.remove(lab, placed)
     custom = client.CustomObjectsApi(lab.api_client("hub"))
-    custom.delete_namespaced_custom_object("fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", MEMBER)
-    wait_for(lambda: absent(lambda: custom.get_namespaced_custom_object("fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", MEMBER)),
+    cluster = custom.get_namespaced_custom_object(*FLEET, "fleet-default", "clusters", MEMBER)
+    custom.delete_namespaced_custom_object(*FLEET, "fleet-default", "clusters", MEMBER)
+    wait_for(lambda: absent(lambda: custom.get_namespaced_custom_object(*FLEET, "fleet-default", "clusters", MEMBER)),
              120, "the member's Cluster to go from the hub")
+    core = client.CoreV1Api(lab.api_client("hub"))
+    wait_for(lambda: absent(lambda: core.read_namespace(cluster["status"]["namespace"])), 120,
+             "the member's Cluster namespace (and its BundleDeployments) to go from the hub")
 
 
 def test_a_join_refuses_to_register_an_agent_with_a_hub_that_does_not_place_its_workloads(lab_controllers, tmp_path):
@@ -106,4 +120,37 @@ def test_a_join_refuses_to_register_an_agent_with_a_hub_that_does_not_place_its_
             workloads.remove(lab, bundle)
             workloads.wait_gone_from_member(lab, MEMBER, bundle)
             workloads.remove_from_member(lab, MEMBER, bundle)
+    playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub," + MEMBER, tmp_path=tmp_path)
+
+
+def test_a_join_registers_the_agent_only_once_the_hub_has_deployed_its_bundles_to_the_member_s_new_cluster(lab_controllers, tmp_path):
+    lab = lab_controllers
+    playbook(lab, *JOIN, tmp_path=tmp_path)
+    placed = workloads.place_bundle(lab, unique("deployed"), {"env": "lab"})
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    try:
+        before = workloads.wait_on_member(lab, MEMBER, placed)
+        _lose_the_member(lab)
+        agent_release = [r for r in workloads.helm_releases(lab, MEMBER, AGENT_NS) if r == "fleet-agent"]
+        with Sampler(lab, placed) as sampler:
+            lab.freeze(BUNDLE_CONTROLLER)
+            try:
+                held = playbook(lab, *(JOIN + ("-e", "member_join_wait_timeout=20")), tmp_path=tmp_path, fails=True)
+                assert apps.read_namespaced_deployment("fleet-agent", AGENT_NS).spec.replicas == 0, \
+                    "the agent was started before the hub deployed the member's bundles"
+            finally:
+                lab.thaw(BUNDLE_CONTROLLER)
+            assert "waiting for the hub to deploy %s to Cluster fleet-default/%s before the agent connects" % (placed.name, MEMBER) \
+                in held.output, held.output[-3000:]
+            assert "still no BundleDeployment of %s" % placed.name in held.output and "Nothing was changed" in held.output
+            assert workloads.helm_releases(lab, MEMBER, AGENT_NS).count("fleet-agent") == len(agent_release) == 1
+
+            joined = playbook(lab, *JOIN, tmp_path=tmp_path)
+            assert "%s: rancher_fleet fleet-default/%s: agent" % (MEMBER, MEMBER) in joined.output, joined.output[-3000:]
+            wait_for(lambda: workloads.applied_on_hub(lab, placed, MEMBER), 120, "the hub to report the bundle applied")
+        assert not sampler.missing and sampler.samples > 20, (sampler.missing[:10], sampler.samples)
+        assert workloads.on_member(lab, MEMBER, placed) == before
+    finally:
+        workloads.remove(lab, placed)
+        workloads.remove_from_member(lab, MEMBER, placed)  # also when the agent does not run (the test failed)
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub," + MEMBER, tmp_path=tmp_path)

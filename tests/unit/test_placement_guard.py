@@ -189,3 +189,41 @@ def test_the_fleet_hub_side_reads_only_the_served_bundles_of_the_cluster_s_names
                       [{"metadata": {"name": "prod-eu"}, "spec": {"selector": {"matchLabels": {"env": "prod"}}}}])
     assert fleet_guard.hub_unplaced(grouped, "fleet-default", served[:1], "member1", LABELS) == []
     assert grouped.calls[-1] == ("list", "clustergroups", "fleet-default")
+
+
+class FakeDeployments:
+    """The one read undeployed makes: LIST of a cluster namespace's BundleDeployments (counted)."""
+
+    def __init__(self, deployments):
+        self.deployments, self.calls = deployments, []
+
+    def list(self, resource, namespace=None, **_):
+        self.calls.append(("list", resource.plural, namespace))
+        return [item for item in self.deployments if item["metadata"]["namespace"] == namespace]
+
+
+def deployment(name, namespace="cluster-fleet-default-member1-1a2b3c", **meta):
+    return {"metadata": dict({"name": name, "namespace": namespace}, **meta)}
+
+
+def test_a_bundle_is_deployed_to_a_cluster_once_its_namespace_holds_a_live_bundle_deployment_of_it():
+    cluster = {"metadata": {"name": "member1", "namespace": "fleet-default"},
+               "status": {"namespace": "cluster-fleet-default-member1-1a2b3c"}}
+    hub = FakeDeployments([deployment("web"), deployment("db", deletionTimestamp="2026-11-28T09:00:00Z"),
+                           deployment("cache", namespace="cluster-fleet-default-member2-4d5e6f")])
+    assert fleet_guard.undeployed(hub, cluster, ["web", "db", "cache"]) == ["cache", "db"]
+    assert hub.calls == [("list", "bundledeployments", "cluster-fleet-default-member1-1a2b3c")]
+    assert fleet_guard.undeployed(hub, cluster, ["web"]) == []
+
+
+def test_a_cluster_without_its_namespace_yet_has_none_of_the_bundles_deployed_and_is_not_read():
+    hub = FakeDeployments([deployment("web")])
+    assert fleet_guard.undeployed(hub, {"metadata": {"name": "member1"}, "status": {}}, ["web", "db"]) == ["db", "web"]
+    assert fleet_guard.undeployed(hub, None, ["web"]) == ["web"]
+    assert hub.calls == []
+
+
+def test_a_member_serving_no_bundle_needs_no_read_of_the_hub():
+    hub = FakeHub([])
+    assert fleet_guard.unplaced(hub, "fleet-default", [], None, LABELS) == []
+    assert hub.calls == []

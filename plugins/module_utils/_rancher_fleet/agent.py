@@ -230,23 +230,46 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
 
     def _guard_workloads(self, state):
         """Fail before anything changes when the agent would register with a hub that does not place every bundle it
-        deployed on the member (workload_guard); ``{"workloads_removed": [...]}`` when allowed to go on."""
+        deployed on the member (workload_guard); ``{"workloads_removed": [...]}`` when allowed to go on. The bundles the
+        hub places must have their BundleDeployments for a predefined Cluster before the agent connects."""
         plan, release = state["plan"], state["release"] or {}
         if not self.hub_configured or not workload_guard.registers_anew(
                 plan.action if plan.changes else None, release.get("values"), state["values"], state["rotating"], state["reinstall"]):
             return {}
         cluster = self._known_cluster(state["values"])
         namespace = state["values"].get("clusterNamespace") or self.params.get("token_namespace")
-        unplaced = workload_guard.unplaced(self.module.kube(), self.module.kube("hub_"), namespace, cluster, self.params.get("labels"))
-        if not unplaced:
-            return {}
-        listed = placement_guard.listing(unplaced)
-        if not self.params.get("allow_workload_removal"):
-            raise FleetOpsError("the agent would register with the hub at %s, which does not place what it deployed on the "
-                                "member, so it would remove it: %s. Nothing was changed" % (state["values"].get("apiServerURL"), listed),
-                                placement_guard.FIX)
-        self.warn("allow_workload_removal: the agent registers with a hub that does not place %s; it removes them" % listed)
-        return {"workloads_removed": unplaced}
+        served = workload_guard.served_bundles(self.module.kube())
+        unplaced = workload_guard.unplaced(self.module.kube("hub_"), namespace, served, cluster, self.params.get("labels"))
+        removed = {}
+        if unplaced:
+            listed = placement_guard.listing(unplaced)
+            if not self.params.get("allow_workload_removal"):
+                raise FleetOpsError("the agent would register with the hub at %s, which does not place what it deployed on the "
+                                    "member, so it would remove it: %s. Nothing was changed" % (state["values"].get("apiServerURL"), listed),
+                                    placement_guard.FIX)
+            self.warn("allow_workload_removal: the agent registers with a hub that does not place %s; it removes them" % listed)
+            removed = {"workloads_removed": unplaced}
+        refused = set(item["name"] for item in unplaced)
+        placed = [name for name in served if "%s/%s" % (namespace, name) not in refused]
+        if placed and cluster is not None and not self.check_mode:
+            self._wait_deployed(cluster, placed)
+        return removed
+
+    def _wait_deployed(self, cluster, bundles):
+        """Wait until the hub's controller has made a BundleDeployment of each of ``bundles`` for the predefined
+        ``cluster``: the agent, once connected, removes the release of a bundle it finds none of."""
+        meta, hub = cluster["metadata"], self.module.kube("hub_")
+        where = "%s/%s" % (meta.get("namespace"), meta["name"])
+        try:
+            self.module.waiter.until(lambda: workload_guard.undeployed(hub, hub.get(CLUSTER, meta["name"], meta.get("namespace")), bundles),
+                                     lambda missing: not missing,
+                                     "the hub to deploy %s to Cluster %s before the agent connects" % (", ".join(bundles), where),
+                                     "wait_timeout: look at the hub's fleet-controller (it makes a BundleDeployment per bundle "
+                                     "and Cluster), or at the bundles' targets")
+        except FleetOpsError as exc:
+            exc.msg += ("; still no BundleDeployment of %s, and the agent would remove what it runs of those. Nothing was "
+                        "changed" % ", ".join(getattr(exc, "last", None) or bundles))
+            raise
 
     def _present(self, state):
         plan = state["plan"]

@@ -9,7 +9,9 @@ for its Cluster; at start it uninstalls each release of its agent namespace whos
 the hub must carry, for every bundle release on the member (``workloads.bundle_releases``: the chart annotation
 ``fleet.cattle.io/bundle-id``, the BundleDeployment's name, which is its Bundle's), a Bundle of that name in the
 Cluster's namespace whose targets select the Cluster (placement_guard's matching of Fleet's). A hub rebuilt without its
-GitRepos, or one that lost the member, would otherwise take every such workload off the member in one run.
+GitRepos, or one that lost the member, would otherwise take every such workload off the member in one run. And the
+hub's controller must have made the BundleDeployments of those bundles for the member's (predefined) Cluster before the
+agent connects (``undeployed``): the agent's first clean-up does not wait for the ones still to come.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.adoption import BUNDLE
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import API_VERSION
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import bundle_releases
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import BUNDLE_DEPLOYMENT, bundle_releases
 
 CLUSTER_GROUP = Resource(API_VERSION, "ClusterGroup", "clustergroups")
 HUB_KEYS = ("apiServerURL", "apiServerCA")
@@ -49,12 +51,29 @@ def hub_unplaced(hub, namespace, served, cluster_name, labels):
     return placement_guard.fleet_unplaced(served, bundles, cluster_name, labels or {}, groups, namespace)
 
 
-def unplaced(member, hub, namespace, cluster, labels):
-    """hub_unplaced for the bundle releases on the member (one LIST of Helm's records there), the Cluster being the hub's
-    ``cluster`` when it is predefined (its name and labels), else one Fleet will name, carrying ``labels``."""
-    served = sorted(set(release["bundle"] for release in bundle_releases(member)))
+def served_bundles(member):
+    """The names of the bundles whose releases Fleet's agent deployed on the member (one LIST of Helm's records there)."""
+    return sorted(set(release["bundle"] for release in bundle_releases(member)))
+
+
+def unplaced(hub, namespace, served, cluster, labels):
+    """hub_unplaced for ``served`` (bundle names), the Cluster being the hub's ``cluster`` when it is predefined (its name
+    and labels), else one Fleet will name, carrying ``labels``."""
     if not served:
         return []
     meta = (cluster or {}).get("metadata") or {}
     return hub_unplaced(hub, namespace, [{"namespace": namespace, "name": name} for name in served], meta.get("name") or "",
                         meta.get("labels") if cluster else labels)
+
+
+def undeployed(hub, cluster, bundles):
+    """Which of ``bundles`` (names) the hub's controller has made no BundleDeployment of for ``cluster`` yet: all of
+    them while the Cluster has no namespace of its own. The agent, once it connects, uninstalls the release of each such
+    bundle at its first clean-up, however soon the controller would have made it (Fleet v0.16.0
+    ``internal/cmd/agent/deployer/cleanup``: the first clean-up runs with the first BundleDeployment it handles)."""
+    cluster_namespace = ((cluster or {}).get("status") or {}).get("namespace")
+    if not cluster_namespace:
+        return sorted(bundles)
+    deployed = set(item["metadata"]["name"] for item in hub.list(BUNDLE_DEPLOYMENT, cluster_namespace)
+                   if not item["metadata"].get("deletionTimestamp"))
+    return sorted(set(bundles) - deployed)
