@@ -166,6 +166,11 @@ class FleetManager:
         """
         raise NotImplementedError
 
+    def desired(self, params: View) -> View:
+        """This manager's own part of what the inventory wants of a member (beside the shared part, member_state's
+        ``desired_for``), from the calling module's ``params``; values are checked here, whatever the member's state."""
+        raise NotImplementedError
+
     def judge(self, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> List[Finding]:
         """Pure: the findings of the manager's rule table, root cause first. ``member_view`` None or {}: the member was
         not read (only the hub's rows can fire); ``desired`` what the inventory wants (``stale_after``, ``now``...)."""

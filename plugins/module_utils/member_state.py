@@ -25,9 +25,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import validate_heartbeat
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import normalize_taints
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME, lifetime_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -54,10 +52,11 @@ def check_distinct_connections(params):
                  "on every host, or member_join_hub_kubeconfig/member_join_hub_context)")
 
 
-def desired_for(name, params):
-    """What the inventory wants of the member in manager ``name`` (the ``desired`` argument of ``decide``)."""
-    force = params.get("force") or []
-    return {
+def desired_for(manager, params):
+    """What the inventory wants of the member in ``manager`` (the ``desired`` argument of ``decide``): the part every
+    manager judges, and the manager's own (``FleetManager.desired``)."""
+    name, force = manager.name, params.get("force") or []
+    return dict({
         "labels": params.get("labels") or {},
         "labels_mode": params.get("labels_mode") or "merge",
         "stale_after": params.get("stale_after"),
@@ -65,27 +64,10 @@ def desired_for(name, params):
         "values": deep_merge((params.get("agent_values") or {}).get(name), (params.get("agent_secret_values") or {}).get(name)),
         "images": dict((key, value) for key, value in ((params.get("agent_images") or {}).get(name) or {}).items() if value),
         "force": name in force,
-        "namespace": params.get("fleet_namespace") if name == "rancher_fleet" else None,
-        "identity_namespace": params.get("identity_namespace") if name == "kubefleet" else None,
         "rotate": bool(params.get("rotate_credentials")),
         "agent": agent_settings.validate(params.get("agent")),
         "credential_max_age": int(parse_duration(params["credential_max_age"], "credential_max_age")) if params.get("credential_max_age") else None,
-        "token_lifetime": _token_lifetime(params) if name == "kubefleet" else None,
-        "heartbeat_period_seconds": _heartbeat(params) if name == "kubefleet" else None,
-        "taints": normalize_taints(params.get("taints")) if name == "kubefleet" else None,
-    }
-
-
-def _heartbeat(params):
-    """The KubeFleet heartbeat period asked for (None: not judged), checked whatever the member's state."""
-    value = params.get("heartbeat_period_seconds")
-    return None if value is None else validate_heartbeat(value)
-
-
-def _token_lifetime(params):
-    """The KubeFleet token lifetime as given (checked here, so a bad value fails whatever the member's state)."""
-    lifetime_seconds(params.get("kubefleet_token_lifetime"), "kubefleet_token_lifetime")
-    return params.get("kubefleet_token_lifetime")
+    }, **manager.desired(params))
 
 
 def summarize(states):
@@ -150,7 +132,7 @@ class MemberInfo:
         hub_object = listed.get(self.name)
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
         member_view = manager.member_view(self.member(), hub, self.params)
-        state = manager.decide(self.name, hub_view, member_view, desired_for(name, self.params))
+        state = manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
         self.warn_of_expiry(manager, member_view)
         agent_versions.warn_of_skew(self.module, manager, hub, member_view, self.name, connection_key(self.params, "hub_"))
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):

@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import desired_for
+from ansible_collections.fleetops.registration.plugins.module_utils.registry import KUBEFLEET, RANCHER_FLEET
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import (
     identity_move_reasons, left_behind, remove_moved_identity,
 )
@@ -41,8 +42,8 @@ def test_a_leaving_member_or_one_without_a_service_account_identity_does_not_mov
 
 def test_member_info_passes_the_identity_namespace_to_kubefleet_only():
     params = {"identity_namespace": "fleetops-system", "labels": {}}
-    assert desired_for("kubefleet", params)["identity_namespace"] == "fleetops-system"
-    assert desired_for("rancher_fleet", params)["identity_namespace"] is None
+    assert desired_for(KUBEFLEET, params)["identity_namespace"] == "fleetops-system"
+    assert desired_for(RANCHER_FLEET, params).get("identity_namespace") is None
 
 
 def _cluster(namespace):

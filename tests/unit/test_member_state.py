@@ -5,6 +5,7 @@ import pytest
 from ansible_collections.fleetops.registration.plugins.module_utils import fleet_managers
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
+from ansible_collections.fleetops.registration.plugins.module_utils.registry import KUBEFLEET, RANCHER_FLEET
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import merge_rows, table
 from ansible_collections.fleetops.registration.plugins.module_utils.member_state import (
     check_distinct_connections, desired_for, new_run_id, summarize,
@@ -23,29 +24,30 @@ def test_desired_state_per_manager():
     params = {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60, "fleet_namespace": "clusters",
               "agent_chart_versions": {"kubefleet": "0.1.0", "rancher_fleet": ""}, "agent_values": {"kubefleet": {"a": 1}},
               "force": ["rancher_fleet"]}
-    assert desired_for("kubefleet", params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
-                                                "chart_version": "0.1.0", "values": {"a": 1}, "force": False, "namespace": None,
-                                                "rotate": False, "credential_max_age": None, "agent": None,
-                                                "identity_namespace": None, "token_lifetime": None, "images": {},
-                                                "heartbeat_period_seconds": None, "taints": None}
-    fleet = desired_for("rancher_fleet", params)
+    assert desired_for(KUBEFLEET, params) == {"labels": {"env": "prod"}, "labels_mode": "replace", "stale_after": 60,
+                                              "chart_version": "0.1.0", "values": {"a": 1}, "force": False,
+                                              "rotate": False, "credential_max_age": None, "agent": None,
+                                              "identity_namespace": None, "token_lifetime": None, "images": {},
+                                              "heartbeat_period_seconds": None, "taints": None}
+    fleet = desired_for(RANCHER_FLEET, params)
     assert fleet["chart_version"] is None and fleet["force"] and fleet["namespace"] == "clusters" and fleet["values"] == {}
-    rotating = desired_for("kubefleet", dict(params, credential_max_age="720h", rotate_credentials=True))
+    assert "taints" not in fleet and "namespace" not in desired_for(KUBEFLEET, params)  # each manager's own part is its own
+    rotating = desired_for(KUBEFLEET, dict(params, credential_max_age="720h", rotate_credentials=True))
     assert rotating["credential_max_age"] == 720 * 3600 and rotating["rotate"] is True
     with pytest.raises(ParameterError, match="credential_max_age"):
-        desired_for("kubefleet", dict(params, credential_max_age="a month"))
-    assert desired_for("kubefleet", dict(params, kubefleet_token_lifetime="168h"))["token_lifetime"] == "168h"
+        desired_for(KUBEFLEET, dict(params, credential_max_age="a month"))
+    assert desired_for(KUBEFLEET, dict(params, kubefleet_token_lifetime="168h"))["token_lifetime"] == "168h"
     with pytest.raises(ParameterError, match="kubefleet_token_lifetime"):
-        desired_for("kubefleet", dict(params, kubefleet_token_lifetime="0"))
-    setting = desired_for("kubefleet", dict(params, agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}, "affinity": None}))
+        desired_for(KUBEFLEET, dict(params, kubefleet_token_lifetime="0"))
+    setting = desired_for(KUBEFLEET, dict(params, agent={"env": {"HTTPS_PROXY": "http://proxy:3128"}, "affinity": None}))
     assert setting["agent"] == {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
     with pytest.raises(ParameterError, match="agent.image_registry"):
-        desired_for("kubefleet", dict(params, agent={"image_registry": "https://mirror.example"}))
-    spec = desired_for("kubefleet", dict(params, heartbeat_period_seconds=30, taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}]))
+        desired_for(KUBEFLEET, dict(params, agent={"image_registry": "https://mirror.example"}))
+    spec = desired_for(KUBEFLEET, dict(params, heartbeat_period_seconds=30, taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}]))
     assert spec["heartbeat_period_seconds"] == 30 and spec["taints"] == [{"key": "gpu", "effect": "NoSchedule"}]
-    assert desired_for("rancher_fleet", dict(params, heartbeat_period_seconds=30))["heartbeat_period_seconds"] is None
+    assert desired_for(RANCHER_FLEET, dict(params, heartbeat_period_seconds=30)).get("heartbeat_period_seconds") is None
     with pytest.raises(ParameterError, match="heartbeat_period_seconds"):
-        desired_for("kubefleet", dict(params, heartbeat_period_seconds=0))
+        desired_for(KUBEFLEET, dict(params, heartbeat_period_seconds=0))
 
 
 @pytest.mark.parametrize("action, steps", [

@@ -215,10 +215,11 @@ def test_a_warning_or_exception_mentioning_a_hidden_value_is_masked_too(logged, 
 
 def test_member_info_compares_the_secret_values_too():
     from ansible_collections.fleetops.registration.plugins.module_utils.member_state import desired_for
+    from ansible_collections.fleetops.registration.plugins.module_utils.registry import KUBEFLEET, RANCHER_FLEET
 
     params = {"agent_values": {"kubefleet": {"image": {"tag": "v1"}}}, "agent_secret_values": {"kubefleet": {"registry": {"password": "pw"}}}}
-    assert desired_for("kubefleet", params)["values"] == {"image": {"tag": "v1"}, "registry": {"password": "pw"}}
-    assert desired_for("rancher_fleet", params)["values"] == {}
+    assert desired_for(KUBEFLEET, params)["values"] == {"image": {"tag": "v1"}, "registry": {"password": "pw"}}
+    assert desired_for(RANCHER_FLEET, params)["values"] == {}
 
 
 def test_secret_values_in_items_of_a_module_whose_spec_lacks_them_are_masked():

@@ -27,10 +27,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
-    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_member_name,
+    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_heartbeat, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
-    agent_configuration, agent_hub_endpoint, secret_token, wanted_configuration,
+    agent_configuration, agent_hub_endpoint, normalize_taints, secret_token, wanted_configuration,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, views
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -130,6 +130,15 @@ class KubeFleet(FleetManager):
         check = credential_check(hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy")))
         credential.update(accepted=check["accepted"], username=check["user"], problem=check["error"])
         return credential
+
+    def desired(self, params):
+        """The identity namespace, the token lifetime, the MemberCluster's heartbeat period and taints (each checked
+        here, so a bad value fails whatever the member's state; None: not judged)."""
+        tokens.lifetime_seconds(params.get("kubefleet_token_lifetime"), "kubefleet_token_lifetime")
+        heartbeat = params.get("heartbeat_period_seconds")
+        return {"identity_namespace": params.get("identity_namespace"), "token_lifetime": params.get("kubefleet_token_lifetime"),
+                "heartbeat_period_seconds": None if heartbeat is None else validate_heartbeat(heartbeat),
+                "taints": normalize_taints(params.get("taints"))}
 
     def judge(self, hub_view, member_view, desired):
         return judge.judge(hub_view, member_view, desired)

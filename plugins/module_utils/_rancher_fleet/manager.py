@@ -77,6 +77,10 @@ class RancherFleet(FleetManager):
                 check = member_side.check_credential(expected[0], expected[1], endpoint[1], proxy=params.get("hub_proxy"))
         return member_side.member_view(facts, check, expected_url)
 
+    def desired(self, params):
+        """The Cluster's namespace."""
+        return {"namespace": params.get("fleet_namespace")}
+
     def judge(self, hub_view, member_view, desired):
         return judge.judge(hub_view, member_view, desired)
 
