@@ -11,11 +11,9 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 
 RELEASE_KEYS = ("name", "namespace", "chart", "chart_version", "revision", "status")
-# The member_join role's registered result of each manager's rollback (tasks_from: rollback).
 NOTHING_TO_ROLL_BACK = "nothing to roll back (as before the run)"
 # The playbook's note of why a member failed (upgrade_agents.yml's rescue).
 FAILURE = "upgrade_agents__failure"
-ROLLBACK_RESULTS = {"rancher_fleet": "member_join_fleet_rollback", "kubefleet": "member_join_kubefleet_rollback"}
 
 
 def _release(release):
@@ -27,15 +25,15 @@ def _release(release):
 
 def agent_releases(member_state):
     """``{manager: release}`` of the agent releases a member runs, from its member_info entry (the member_join role's
-    read before any step): what a rollback returns to. Managers whose agent is not installed are left out. A Rancher
-    Fleet release carries the Cluster's ``agent_fields`` too (what Fleet deploys an agent it manages from)."""
+    read before any step): what a rollback returns to. Managers whose agent is not installed are left out. A release
+    carries what else its manager's rollback returns to (``FleetManager.rollback_context``: Rancher Fleet's
+    ``agent_fields``, what Fleet deploys an agent it manages from)."""
     found = {}
     for manager, state in sorted(((member_state or {}).get("managers") or {}).items()):
         release = _release(((state or {}).get("member") or {}).get("release"))
         if release is not None and release.get("status") == "deployed":
             hub = (state or {}).get("hub")
-            if manager == "rancher_fleet":
-                release["agent_fields"] = (hub if isinstance(hub, dict) else {}).get("agent_fields")
+            release.update(registry.manager(manager).rollback_context(hub if isinstance(hub, dict) else {}))
             found[manager] = release
     return found
 
@@ -84,7 +82,7 @@ def wave_result(host_vars, failure=None):
         if failure is None:
             outcome, after = _after_success(manager, before, summary)
         else:
-            outcome, after = _after_failure(manager, before, host_vars.get(ROLLBACK_RESULTS[manager]))
+            outcome, after = _after_failure(manager, before, host_vars.get(registry.manager(manager).rollback_result))
         result["managers"][manager] = {"outcome": outcome, "before": before, "after": after}
     outcomes = [item["outcome"] for item in result["managers"].values()]
     if failure is not None:

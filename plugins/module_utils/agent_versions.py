@@ -27,17 +27,6 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 
 _RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)(?:\+.*)?$")
 _SOURCE_PLACEHOLDER = "0.0.0"
-KUBEFLEET_AGENT_CONTAINER = "member-agent"
-
-FIXES = {
-    "kubefleet": ("install the member-agent chart of the hub's release - the KubeFleet project's chart at chart version "
-                  "%(hub)s (fleetops_kubefleet_member_agent_chart_version), or with Azure/fleet's chart the image tag "
-                  "v%(hub)s (fleetops_kubefleet_member_agent_image_tag) - and re-run join_cluster.yml"),
-    "rancher_fleet": ("set fleetops_fleet_agent_chart_version to the fleet-agent chart of the hub's Fleet release %(hub)s "
-                      "(helm list -n cattle-fleet-system on the hub) and re-run join_cluster.yml"),
-}
-
-
 def release_version(text):
     """``"1.2.3"`` (pre-release kept, ``v`` and build metadata dropped) when ``text`` names a release, else None."""
     if not isinstance(text, str):
@@ -67,18 +56,6 @@ def deployment_version(deployment, container=None):
     return release_version(image_tag(chosen[0].get("image"))) if chosen else None
 
 
-def agent_version(manager_name, member_view):
-    """The release the member's agent runs or was installed at, as member_view shows it; None when unknown."""
-    member_view = member_view or {}
-    if manager_name == "kubefleet":
-        for container in (member_view.get("agent_pod") or {}).get("containers") or []:
-            if container.get("name") == KUBEFLEET_AGENT_CONTAINER:
-                return release_version(image_tag(container.get("image")))
-        return None
-    release = member_view.get("release") or {}
-    return release_version(release.get("app_version")) or release_version(release.get("chart_version"))
-
-
 def controller_version(hub, controller):
     """The release of the manager's hub controller (``(namespace, Deployment)``), read with one GET; None when the
     Deployment is not there or may not be read (a 403 says nothing about the version)."""
@@ -94,7 +71,7 @@ def skew_warning(manager, agent, hub):
     if not agent or not hub or agent == hub:
         return None
     namespace, name = manager.controller
-    fix = FIXES[manager.name] % {"hub": hub}
+    fix = manager.version_fix % {"hub": hub}
     return ("the agent runs %s %s, the hub %s %s (%s/%s); an agent of another release than its hub is what neither "
             "project tests - %s" % (manager.title, agent, manager.title, hub, namespace, name, fix))
 
@@ -103,7 +80,7 @@ def warn_of_skew(module, manager, hub, member_view, member_name, hub_key):
     """member_info's check: warn (module.warn) when the member's agent and its hub run different releases. The hub's
     controller is read once per hub connection (``hub_key``) and manager for a whole batch, and only for a member
     whose agent version is known."""
-    agent = agent_version(manager.name, member_view)
+    agent = manager.agent_version(member_view or {})
     if agent is None:
         return None
     cache = module.__dict__.setdefault("_fleetops_hub_releases", {})

@@ -53,22 +53,16 @@ STEPS = {
     "reregister": ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous"),
     "join": ("member_object", "identity", "agent"),
 }
-# A join whose only re-registration finding is that the member holds no credential at all (that finding's cause, per
-# manager) gives it one with the join's own steps: nothing on the member to reset, no agent of it to keep joined until
-# a new token works. KubeFleet still issues a new token and revokes the identity's older ones at once (a token an
-# earlier join left on the hub is held by no agent of this member); Fleet's registration token is new in every join.
-FIRST_CREDENTIAL = {"kubefleet": ("credential_missing", ("new_token", "revoke_at_once")),
-                    "rancher_fleet": ("bootstrap_missing", ())}
-
-
 class MemberState:
     """The member as one manager sees it: both views, its findings, and what follows from them (``findings.py``): the
     action it needs, the reasons, whether it is healthy. A state made from an action alone (no findings) is judged as
     one finding with that action."""
 
     def __init__(self, manager: str, name: str, hub: Optional[View], member: Optional[View], action: str = "none",
-                 reasons: Optional[Iterable[str]] = None, findings: Optional[List[Finding]] = None) -> None:
+                 reasons: Optional[Iterable[str]] = None, findings: Optional[List[Finding]] = None,
+                 first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ())) -> None:
         self.manager = manager
+        self.first_credential = first_credential  # the manager's FleetManager.first_credential
         self.name = name
         self.hub = hub
         self.member = member or {}
@@ -81,9 +75,10 @@ class MemberState:
         self.diagnosis = []  # diagnosis.diagnose's presentation, root cause first (set by member_info for an unhealthy member)
 
     @classmethod
-    def judged(cls, manager: str, name: str, hub: Optional[View], member: Optional[View], found: List[Finding]) -> "MemberState":
+    def judged(cls, manager: str, name: str, hub: Optional[View], member: Optional[View], found: List[Finding],
+               first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ())) -> "MemberState":
         """The state the findings make: the most urgent action, the reasons a re-run acts on."""
-        return cls(manager, name, hub, member, judged.pick_action(found), judged.reasons(found), found)
+        return cls(manager, name, hub, member, judged.pick_action(found), judged.reasons(found), found, first_credential)
 
     @property
     def healthy(self) -> bool:
@@ -107,11 +102,11 @@ class MemberState:
     def steps(self) -> Tuple[str, ...]:
         """The steps of the action; a join whose agent must register again too (registered with another hub: a move
         to a new hub, playbook move_hub) takes the re-registration's steps as well, unless all the member lacks is a
-        first credential (FIRST_CREDENTIAL)."""
+        first credential (the manager's ``first_credential``)."""
         again = set(item.get("cause") for item in self.findings if item.get("action") == "reregister")
         if self.action != "join" or not again:
             return STEPS[self.action]
-        cause, first_credential_steps = FIRST_CREDENTIAL.get(self.manager, (None, ()))
+        cause, first_credential_steps = self.first_credential
         if again == {cause}:
             return STEPS["join"] + first_credential_steps
         return tuple(dict.fromkeys(STEPS["join"] + STEPS["reregister"]))
@@ -143,6 +138,11 @@ class FleetManager:
     join_results = ()
     leave_results = {}
     summary_shape = None
+    version_fix = None     # how to run the hub's release of the agent (%(hub)s: that release), for agent_versions' warning
+    # A join whose only re-registration finding is this cause (the member holds no credential at all) gives it one with
+    # the join's own steps and these: nothing on the member to reset, no agent of it to keep joined until a new token works.
+    first_credential = (None, ())
+    rollback_result = None  # the name the member_join role registers this manager's agent rollback under (tasks_from: rollback)
 
     def read_hub(self, hub: KubeClient, names: Optional[Iterable[str]] = None, namespace: Optional[str] = None,
                  label_selector: Optional[str] = None) -> Dict[str, View]:
@@ -166,6 +166,16 @@ class FleetManager:
         """
         raise NotImplementedError
 
+    def agent_version(self, member_view: View) -> Optional[str]:
+        """The release the member's agent runs or was installed at, as ``member_view`` shows it (agent_versions'
+        ``release_version``); None when unknown."""
+        raise NotImplementedError
+
+    def rollback_context(self, hub_view: View) -> View:
+        """What, beside the agent release, a rollback of this manager's agent returns to, from the member's hub view
+        before the run (filter ``waves``); nothing by default."""
+        return {}
+
     def desired(self, params: View) -> View:
         """This manager's own part of what the inventory wants of a member (beside the shared part, member_state's
         ``desired_for``), from the calling module's ``params``; values are checked here, whatever the member's state."""
@@ -179,7 +189,7 @@ class FleetManager:
     def decide(self, name: str, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> MemberState:
         """Pure: a ``MemberState`` of the findings (the same algorithm for every manager; not overridden)."""
         found = self.judge(hub_view, member_view, dict(desired or {}, name=name))
-        return MemberState.judged(self.name, name, hub_view, member_view, found)
+        return MemberState.judged(self.name, name, hub_view, member_view, found, self.first_credential)
 
     def hub_findings(self, hub_view: Optional[View], stale_after: Optional[int] = None, now: Any = None) -> List[Finding]:
         """Pure: the findings of the hub view alone (``fleet_status``, the inventory plugin)."""

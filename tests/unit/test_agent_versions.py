@@ -96,8 +96,8 @@ def test_rancher_fleet_compares_the_agent_releases_app_version_with_the_fleet_co
     assert "fleetops_fleet_agent_chart_version" in warning
     assert hub.gets == [("Deployment", "cattle-fleet-system", "fleet-controller")]
     # Rancher's chart version ends in the Fleet release when the app version is missing
-    assert versions.agent_version("rancher_fleet", {"release": {"chart_version": "107.0.0+up0.16.0"}}) == "0.16.0"
+    assert manager("rancher_fleet").agent_version({"release": {"chart_version": "107.0.0+up0.16.0"}}) == "0.16.0"
     same = {"release": {"chart_version": "0.16.0", "app_version": "0.16.0"}}
     assert versions.warn_of_skew(Module(), manager("rancher_fleet"), hub, same, "edge-02", "hub") is None
     # a chart built from source (the lab's) names no release
-    assert versions.agent_version("rancher_fleet", {"release": {"chart_version": "0.0.0", "app_version": "0.0.0"}}) is None
+    assert manager("rancher_fleet").agent_version({"release": {"chart_version": "0.0.0", "app_version": "0.0.0"}}) is None

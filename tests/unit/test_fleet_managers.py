@@ -8,18 +8,18 @@ from ansible_collections.fleetops.registration.plugins.module_utils import regis
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 
-# Have a default: a manager that leaves nothing on the hub, sets no host variable of its own or knows no member's URL
-# keeps it.
-OPTIONAL = ["tidy_hub", "host_variables", "member_urls"]
+# Have a default: a manager that leaves nothing on the hub, sets no host variable of its own, knows no member's URL or
+# whose rollback returns to its release alone keeps it.
+OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "rollback_context"]
 # What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
 SHARED = ["decide", "hub_findings", "hub_healthy"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]
 ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resources", "controller", "install_hint", "join_results",
-              "leave_results", "summary_shape"]
+              "leave_results", "summary_shape", "version_fix", "first_credential", "rollback_result"]
 
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
-    assert sorted(METHODS) == ["agent_workload", "check_member_name", "desired", "host_view", "hub_view", "judge", "leave_summary",
+    assert sorted(METHODS) == ["agent_version", "agent_workload", "check_member_name", "desired", "host_view", "hub_view", "judge", "leave_summary",
                                "member_view", "read_hub", "stale_problem", "status_row"]
 
 

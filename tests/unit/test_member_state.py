@@ -74,17 +74,22 @@ def _finding(cause, action):
     return {"cause": cause, "evidence": cause, "action": action, "fix": ""}
 
 
+def _judged(manager, findings):
+    """The state ``manager``'s decide makes of ``findings`` (with its first_credential)."""
+    return MemberState.judged(manager.name, "edge-07", None, {}, findings, manager.first_credential)
+
+
 def test_a_join_of_a_member_holding_no_credential_gives_it_one_without_a_re_registration():
     not_member = _finding("not_member", "join")
-    fresh = MemberState.judged("kubefleet", "edge-07", None, {}, [not_member, _finding("credential_missing", "reregister")])
+    fresh = _judged(KUBEFLEET, [not_member, _finding("credential_missing", "reregister")])
     assert fresh.action == "join"
     # No agent holds a token of the identity: the new one is issued and the older ones revoked at once, not after a
     # heartbeat, and nothing on the member is reset.
     assert _needed(fresh) == ["agent", "identity", "member_object", "new_token", "revoke_at_once"]
-    fleet = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("bootstrap_missing", "reregister")])
+    fleet = _judged(RANCHER_FLEET, [not_member, _finding("bootstrap_missing", "reregister")])
     assert _needed(fleet) == ["agent", "identity", "member_object"]
     # Rancher Fleet's credential_missing leaves a bootstrap Secret behind: the agent is made to register again.
-    stuck = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("credential_missing", "reregister")])
+    stuck = _judged(RANCHER_FLEET, [not_member, _finding("credential_missing", "reregister")])
     assert "reset_credential" in _needed(stuck)
 
 
@@ -92,9 +97,9 @@ def test_a_join_of_a_member_whose_agent_holds_a_credential_registers_it_again():
     not_member = _finding("not_member", "join")
     for findings in ([not_member, _finding("credential_rejected", "reregister")],
                      [not_member, _finding("credential_missing", "reregister"), _finding("cluster_replaced", "reregister")]):
-        moved = MemberState.judged("kubefleet", "edge-07", None, {}, findings)
+        moved = _judged(KUBEFLEET, findings)
         assert _needed(moved) == ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]
-    wrong_hub = MemberState.judged("rancher_fleet", "edge-07", None, {}, [not_member, _finding("wrong_hub", "reregister")])
+    wrong_hub = _judged(RANCHER_FLEET, [not_member, _finding("wrong_hub", "reregister")])
     assert _needed(wrong_hub) == ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]
 
 

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_versions import image_tag, release_version
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
@@ -37,6 +38,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.v
     heartbeat_problem,
 )
 
+AGENT_CONTAINER = "member-agent"
 # Options member_view reads from the caller's params: ``kubefleet_<key>`` first (a module serving several
 # managers), then ``<key>`` (kubefleet_member_agent's own names), then the default.
 MEMBER_OPTIONS = {
@@ -68,6 +70,12 @@ class KubeFleet(FleetManager):
     hub_resources = ("memberclusters", "internalmemberclusters")
     controller = (KUBEFLEET_SYSTEM_NAMESPACE, HUB_AGENT)
     install_hint = "apply KubeFleet's hub CRDs and install the hub-agent chart on the hub"
+    version_fix = ("install the member-agent chart of the hub's release - the KubeFleet project's chart at chart version "
+                   "%(hub)s (fleetops_kubefleet_member_agent_chart_version), or with Azure/fleet's chart the image tag "
+                   "v%(hub)s (fleetops_kubefleet_member_agent_image_tag) - and re-run join_cluster.yml")
+    # a new token, and the identity's older ones revoked at once: one an earlier join left on the hub is held by no agent
+    first_credential = ("credential_missing", ("new_token", "revoke_at_once"))
+    rollback_result = "member_join_kubefleet_rollback"
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):
         """One LIST of MemberClusters (cluster-scoped, so ``namespace`` does not apply)."""
@@ -130,6 +138,13 @@ class KubeFleet(FleetManager):
         check = credential_check(hub_access.agent_client(url, ca, token, insecure=insecure, proxy=params.get("hub_proxy")))
         credential.update(accepted=check["accepted"], username=check["user"], problem=check["error"])
         return credential
+
+    def agent_version(self, member_view):
+        """The release in the image tag of the member-agent container of the agent's pod."""
+        for container in (member_view.get("agent_pod") or {}).get("containers") or []:
+            if container.get("name") == AGENT_CONTAINER:
+                return release_version(image_tag(container.get("image")))
+        return None
 
     def desired(self, params):
         """The identity namespace, the token lifetime, the MemberCluster's heartbeat period and taints (each checked

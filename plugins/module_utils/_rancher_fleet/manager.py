@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_versions import release_version
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
@@ -32,6 +33,10 @@ class RancherFleet(FleetManager):
     controller = ("cattle-fleet-system", "fleet-controller")
     install_hint = ("Install Rancher Fleet on the hub: helm install fleet-crd then fleet (charts from "
                     "https://rancher.github.io/fleet-helm-charts/) into cattle-fleet-system")
+    version_fix = ("set fleetops_fleet_agent_chart_version to the fleet-agent chart of the hub's Fleet release %(hub)s "
+                   "(helm list -n cattle-fleet-system on the hub) and re-run join_cluster.yml")
+    first_credential = ("bootstrap_missing", ())  # the join's registration token is new in every join
+    rollback_result = "member_join_fleet_rollback"
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):
         """``{Cluster name: Cluster}`` in ``namespace`` (all namespaces when None), ONE LIST; only ``names`` when given.
@@ -76,6 +81,15 @@ class RancherFleet(FleetManager):
             elif member_side.same_server(endpoint[0], expected[0]):
                 check = member_side.check_credential(expected[0], expected[1], endpoint[1], proxy=params.get("hub_proxy"))
         return member_side.member_view(facts, check, expected_url)
+
+    def agent_version(self, member_view):
+        """The fleet-agent release's app version, else the Fleet release its chart version names."""
+        release = member_view.get("release") or {}
+        return release_version(release.get("app_version")) or release_version(release.get("chart_version"))
+
+    def rollback_context(self, hub_view):
+        """The Cluster's agent fields: what Fleet deploys an agent it manages from, and so what goes back."""
+        return {"agent_fields": hub_view.get("agent_fields")}
 
     def desired(self, params):
         """The Cluster's namespace."""

@@ -1,0 +1,51 @@
+"""Unit tests of the soak's pure parts (bench/soak_faults.py, bench/soak_judge.py): a round's faults come from the seed
+and the round alone, files holding a credential are told from others, and each outcome gets its verdict."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'bench'))
+
+import soak_faults as faults  # noqa: E402  pylint: disable=wrong-import-position
+import soak_judge as judge  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_a_round_s_faults_come_from_the_seed_and_its_number_alone_so_a_round_replays():
+    first = [(kind.name, member, at) for kind, member, at in faults.choose(7, 3)]
+    assert first == [(kind.name, member, at) for kind, member, at in faults.choose(7, 3)]
+    rounds = [[kind.name for kind, _m, _a in faults.choose(7, number)] for number in range(1, 41)]
+    assert len(set(tuple(r) for r in rounds)) > 20 and all(1 <= len(r) <= 2 and len(set(r)) == len(r) for r in rounds)
+    assert set(name for r in rounds for name in r) - set(faults.KINDS) == set()
+    assert all(member in ("member1", "member2", "member3") and 1 <= at <= 20
+               for number in range(1, 41) for _k, member, at in faults.choose(7, number))
+
+
+def test_the_catalogue_has_fourteen_kinds_at_least_each_with_a_step():
+    assert len(faults.CATALOGUE) >= 14 and len(faults.KINDS) == len(faults.CATALOGUE)
+    assert all(kind.before or kind.during for kind in faults.CATALOGUE)
+    assert [kind.name for kind in faults.CATALOGUE if kind.settle] == ["fleet_agent_frozen", "kubefleet_agent_frozen"]
+
+
+def test_a_file_holding_a_token_or_key_is_told_from_other_files(tmp_path):
+    (tmp_path / "local" / "ansible-local-1").mkdir(parents=True)
+    (tmp_path / "local" / "ansible-local-1" / "values.yaml").write_text("token: abc\n")
+    (tmp_path / "kubeconfig").write_text("users:\n- user:\n    client-key-data: QUJD\n")
+    (tmp_path / "AnsiballZ_member_info.py").write_text("print('module')\n")
+    holding, others = judge.secret_files(tmp_path)
+    assert holding == ["kubeconfig", "local/ansible-local-1/values.yaml"] and others == ["AnsiballZ_member_info.py"]
+
+
+def _row(**changes):
+    row = {"runs": 1, "missing_at_end": [], "absent_seconds": {}, "absence_by_design": False, "idempotent": True, "leftovers": []}
+    row.update(changes)
+    return row
+
+
+def test_each_outcome_of_a_round_has_its_verdict():
+    assert judge.verdict(_row()) == "ok"
+    assert judge.verdict(_row(runs=None, idempotent=None)) == "NEVER converged"
+    assert judge.verdict(_row(missing_at_end=["member1: soak-fleet"])) == "workload missing at the end"
+    assert judge.verdict(_row(absent_seconds={"member1 soak-kf": 3.0})) == "workload absent"
+    assert judge.verdict(_row(absent_seconds={"member1 soak-kf": 3.0}, absence_by_design=True)) == "ok"
+    assert judge.verdict(_row(idempotent=False)) == "converged, re-run changed something"
+    assert judge.verdict(_row(leftovers=["member lock fleetops-member-member1"])) == "converged, left something"
