@@ -171,6 +171,11 @@ class FleetManager:
         ``release_version``); None when unknown."""
         raise NotImplementedError
 
+    def status_columns(self, hub: KubeClient, hub_objects: Dict[str, View]) -> Dict[str, View]:
+        """``{member: {column: value}}``: this manager's own columns of fleet_status's rows, from its members' hub
+        objects (``read_hub``'s); a column that is a mapping with a ``warning`` is warned of. None by default."""
+        return {}
+
     def rollback_context(self, hub_view: View) -> View:
         """What, beside the agent release, a rollback of this manager's agent returns to, from the member's hub view
         before the run (filter ``waves``); nothing by default."""

@@ -10,13 +10,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
-from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import live_locks
-from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
-from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
 
 NAME_WIDTH = 16
 
@@ -127,30 +121,17 @@ class FleetStatus:
         rows = {}
         for member, obj in found.items():
             rows[member] = dict(member_row(manager, manager.hub_view(obj)), identity=recorded_identity(obj))
-        if name == "kubefleet":
-            self.add_credentials(hub, found, rows)
+        self.add_columns(manager, hub, found, rows)
         return rows
 
-    def add_credentials(self, hub, found, rows):
-        """KubeFleet: each member's hub token - when it expires, and a warning once it is overdue for renewal - from
-        the metadata of the identity namespaces' token Secrets (one LIST per namespace; none where it may not list)."""
-        identities = dict((member, (obj.get("spec") or {}).get("identity") or {}) for member, obj in found.items())
-        listed = {}
-        for namespace in sorted(set(i.get("namespace") for i in identities.values() if i.get("kind") == "ServiceAccount")):
-            try:
-                listed[namespace] = hub.list(SECRET, namespace, label_selector="%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY))
-            except ApiError as exc:
-                if exc.status not in (403, 404):
-                    raise
-        for member, identity in identities.items():
-            if identity.get("namespace") not in listed:
-                continue
-            credential = tokens.hub_credential(listed[identity["namespace"]], identity.get("name"))
-            if credential is not None:
-                credential["warning"] = expiry_warning(parse_time(credential["issued"]), parse_time(credential["expires"]))
-                if credential["warning"]:
-                    self.module.warn("KubeFleet member %s: %s" % (member, credential["warning"]))
-            rows[member]["credential"] = credential
+    def add_columns(self, manager, hub, found, rows):
+        """The manager's own columns of its members' rows (``FleetManager.status_columns``), each ``warning`` a column
+        carries warned of."""
+        for member, columns in manager.status_columns(hub, found).items():
+            rows[member].update(columns)
+            for column in columns.values():
+                if isinstance(column, dict) and column.get("warning"):
+                    self.module.warn("%s member %s: %s" % (manager.title, member, column["warning"]))
 
     def run(self):
         views = dict((name, self.rows_of(name)) for name in self.backends)

@@ -19,6 +19,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import FleetStatus
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_plan, expiry_warning, renewal_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
+from ansible_collections.fleetops.registration.plugins.module_utils.registry import KUBEFLEET
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER
 
 UTC = datetime.timezone.utc
@@ -205,17 +206,17 @@ def test_fleet_status_warns_of_a_hub_token_overdue_for_renewal_and_shows_none_wh
     fresh = _holder("w-token", "w", _iso(now - DAY), _iso(now + 29 * DAY))
     module, rows = _Module(), {"east-1": {}, "west-2": {}}
     hub = _Hub([overdue, fresh])
-    FleetStatus(module).add_credentials(hub, found, rows)
+    FleetStatus(module).add_columns(KUBEFLEET, hub, found, rows)
     assert hub.listed == [("secrets", "fleet-system", "app.kubernetes.io/managed-by=fleetops.registration")]
     assert rows["east-1"]["credential"]["expires"] == _iso(now + 5.5 * DAY) and "(in 5d)" in rows["east-1"]["credential"]["warning"]
     assert rows["west-2"]["credential"]["warning"] is None
     assert len(module.warnings) == 1 and module.warnings[0].startswith("KubeFleet member east-1: the member agent's token expires at")
     for status in (403, 404):
         rows = {"east-1": {}, "west-2": {}}
-        FleetStatus(_Module()).add_credentials(_Hub([], status), found, rows)
+        FleetStatus(_Module()).add_columns(KUBEFLEET, _Hub([], status), found, rows)
         assert rows == {"east-1": {}, "west-2": {}}
     with pytest.raises(ApiError):
-        FleetStatus(_Module()).add_credentials(_Hub([], 500), found, {"east-1": {}, "west-2": {}})
+        FleetStatus(_Module()).add_columns(KUBEFLEET, _Hub([], 500), found, {"east-1": {}, "west-2": {}})
 
 
 def test_a_token_that_never_expires_is_issued_only_when_acknowledged():

@@ -146,6 +146,10 @@ class KubeFleet(FleetManager):
                 return release_version(image_tag(container.get("image")))
         return None
 
+    def status_columns(self, hub, hub_objects):
+        """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""
+        return dict((member, {"credential": credential}) for member, credential in tokens.hub_credentials(hub, hub_objects).items())
+
     def desired(self, params):
         """The identity namespace, the token lifetime, the MemberCluster's heartbeat period and taints (each checked
         here, so a bad value fails whatever the member's state; None: not judged)."""

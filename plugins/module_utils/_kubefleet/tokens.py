@@ -23,8 +23,10 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import jwt_claims
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
 
 SECOND_SLOT_SUFFIX = "-2"
@@ -182,3 +184,26 @@ def free_slot(names, secrets):
 def issued(secret):
     """When the current token Secret was created (its creationTimestamp), for the member's copy."""
     return ((secret or {}).get("metadata") or {}).get("creationTimestamp")
+
+
+def hub_credentials(hub, member_clusters):
+    """``{member: credential}`` (hub_credential's, with its expiry ``warning``; None when none is found) for the
+    ``{member: MemberCluster}`` whose identity namespace the hub credential may list: one LIST of the collection's
+    token Secrets per namespace, from their metadata; members of a namespace it may not list are left out."""
+    identities = dict((member, (obj.get("spec") or {}).get("identity") or {}) for member, obj in member_clusters.items())
+    listed = {}
+    for namespace in sorted(set(i.get("namespace") for i in identities.values() if i.get("kind") == "ServiceAccount")):
+        try:
+            listed[namespace] = hub.list(SECRET, namespace, label_selector="%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY))
+        except ApiError as exc:
+            if exc.status not in (403, 404):
+                raise
+    found = {}
+    for member, identity in identities.items():
+        if identity.get("namespace") not in listed:
+            continue
+        credential = hub_credential(listed[identity["namespace"]], identity.get("name"))
+        if credential is not None:
+            credential["warning"] = expiry_warning(parse_time(credential["issued"]), parse_time(credential["expires"]))
+        found[member] = credential
+    return found
