@@ -171,6 +171,16 @@ class FleetManager:
         ``release_version``); None when unknown."""
         raise NotImplementedError
 
+    def placements(self, hub: KubeClient, hub_object: View, name: str) -> List[View]:
+        """``[{name, applied, message, ...}]``: what ``hub`` places on the member ``name`` (its ``hub_object``), each
+        applied there or not (hub_move_info)."""
+        raise NotImplementedError
+
+    def unplaced(self, hub: KubeClient, name: str, served: List[View], labels: View, namespace: Optional[str] = None) -> List[View]:
+        """placement_guard's ``[{manager, name, why}]``: each of ``served`` (another hub's ``placements`` of the member)
+        that ``hub`` would not place on the member ``name`` carrying ``labels`` (``namespace``: the member object's)."""
+        raise NotImplementedError
+
     def status_columns(self, hub: KubeClient, hub_objects: Dict[str, View]) -> Dict[str, View]:
         """``{member: {column: value}}``: this manager's own columns of fleet_status's rows, from its members' hub
         objects (``read_hub``'s); a column that is a mapping with a ``warning`` is warned of. None by default."""

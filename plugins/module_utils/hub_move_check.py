@@ -2,63 +2,17 @@
 # Copyright (c) 2026, fleetops.registration contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """hub_move_info's runner: what the old and the new hub have of a member in each fleet manager, and whether the new hub
-has taken it over - it judges the member healthy and reports its own placements applied on it (Rancher Fleet: the
-member's BundleDeployments ready with their current deployment; KubeFleet: each ClusterResourcePlacement's status for
-the member ``Applied``). The decisions are hub_move.py's."""
+has taken it over - it judges the member healthy and reports its own placements applied on it (each manager's
+``placements``: Rancher Fleet the member's BundleDeployments ready with their current deployment, KubeFleet each
+ClusterResourcePlacement's status for the member ``Applied``). The decisions are hub_move.py's."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard, registry
+from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workload_guard as fleet_workload_guard
-
-BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
-PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
-                     namespaced=False)
-CLUSTER_NAMESPACE_LABEL = "fleet.cattle.io/cluster-namespace"
-CLUSTER_LABEL = "fleet.cattle.io/cluster"
-# Fleet's own per-cluster agent bundle (manageAgent): each hub has its own, it is not a workload that moves.
-FLEET_AGENT_BUNDLE_PREFIX = "fleet-agent-"
-
-
-def fleet_placements(bundle_deployments):
-    """``[{name, applied, message}]`` of a Fleet cluster namespace's BundleDeployments (the agent's own left out): applied
-    when the agent reports it ready with the deployment the hub asks for (``appliedDeploymentID == deploymentID``)."""
-    found = []
-    for item in bundle_deployments:
-        name = item["metadata"]["name"]
-        if name.startswith(FLEET_AGENT_BUNDLE_PREFIX):
-            continue
-        status, spec = item.get("status") or {}, item.get("spec") or {}
-        current = bool(spec.get("deploymentID")) and status.get("appliedDeploymentID") == spec.get("deploymentID")
-        applied = current and bool(status.get("ready"))
-        message = None if applied else ("not deployed with its current content yet" if not current else
-                                        "deployed, not ready: %s" % ((status.get("display") or {}).get("message") or status.get("state") or "?"))
-        labels = item["metadata"].get("labels") or {}
-        found.append({"name": name, "applied": applied, "message": message,
-                      "bundle": {"namespace": labels.get(placement_guard.BUNDLE_NAMESPACE_LABEL) or item["metadata"].get("namespace"),
-                                 "name": labels.get(placement_guard.BUNDLE_NAME_LABEL) or name}})
-    return sorted(found, key=lambda item: item["name"])
-
-
-def kubefleet_placements(placements, member):
-    """``[{name, applied, message}]`` of the ClusterResourcePlacements whose status names ``member``: applied when that
-    status has ``Applied`` true."""
-    found = []
-    for crp in placements:
-        for status in (crp.get("status") or {}).get("placementStatuses") or []:
-            if status.get("clusterName") != member:
-                continue
-            cond = next((item for item in status.get("conditions") or [] if item.get("type") == "Applied"), {})
-            applied = cond.get("status") == "True"
-            found.append({"name": crp["metadata"]["name"], "applied": applied,
-                          "message": None if applied else (cond.get("message") or cond.get("reason") or "not applied yet")})
-    return sorted(found, key=lambda item: item["name"])
-
 
 class HubMove:
     """Read both hubs for one member; with ``wait``, wait until the new hub has taken it over in every manager."""
@@ -72,15 +26,6 @@ class HubMove:
             raise ParameterError("old_hub_kubeconfig", "is required: the hub the member moves from",
                                  "Give old_hub_kubeconfig (and old_hub_context), the connection of the hub the member is in now")
 
-    def placements(self, manager_name, hub, obj):
-        if obj is None:
-            return []
-        if manager_name == "rancher_fleet":
-            # Fleet labels each BundleDeployment with its Cluster (they live in the Cluster's own cluster namespace).
-            selector = "%s=%s,%s=%s" % (CLUSTER_NAMESPACE_LABEL, obj["metadata"].get("namespace"), CLUSTER_LABEL, self.name)
-            return fleet_placements(hub.list(BUNDLE_DEPLOYMENT, label_selector=selector))
-        return kubefleet_placements(hub.list(PLACEMENT), self.name)
-
     def read_one(self, manager_name, hub):
         manager = registry.manager(manager_name)
         obj = manager.read_hub(hub, names=[self.name], namespace=self.params["fleet_namespace"]).get(self.name)
@@ -88,7 +33,7 @@ class HubMove:
             return None, None, []
         found = manager.hub_findings(manager.hub_view(obj))
         problem = first(problems(found))
-        return obj, {"healthy": healthy(found), "problem": problem and problem.get("evidence")}, self.placements(manager_name, hub, obj)
+        return obj, {"healthy": healthy(found), "problem": problem and problem.get("evidence")}, manager.placements(hub, obj, self.name)
 
     def unplaced(self, manager_name, hub, old_obj, new_obj, old_placements):
         """What the member's agent serves from the old hub (its placements there) that the new hub would not place on it,
@@ -98,11 +43,7 @@ class HubMove:
             labels = self.params.get("labels")
         if labels is None:
             labels = old_obj["metadata"].get("labels") or {}
-        if manager_name == "rancher_fleet":
-            return fleet_workload_guard.hub_unplaced(hub, self.params["fleet_namespace"], [item["bundle"] for item in old_placements],
-                                                     self.name, labels)
-        served = [item["name"] for item in old_placements]
-        return placement_guard.kubefleet_unplaced(served, hub.list(PLACEMENT) if served else [], self.name, labels)
+        return registry.manager(manager_name).unplaced(hub, self.name, old_placements, labels, self.params["fleet_namespace"])
 
     def read_manager(self, manager_name):
         old_obj, dummy, old_placements = self.read_one(manager_name, self.module.kube("old_hub_"))

@@ -9,7 +9,8 @@ import yaml
 
 from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move
-from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import fleet_placements, kubefleet_placements
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import placement_rows as kubefleet_placements
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import placement_rows as fleet_placements
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard as guard
-from ansible_collections.fleetops.registration.plugins.module_utils.hub_move_check import fleet_placements
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import placement_rows as fleet_placements
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workload_guard as fleet_guard
 
 LABELS = {"env": "prod", "region": "eu"}

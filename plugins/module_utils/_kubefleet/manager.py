@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint, placement_guard
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_versions import image_tag, release_version
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
@@ -33,7 +33,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_configuration, agent_hub_endpoint, normalize_taints, secret_token, wanted_configuration,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, views
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, views, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import PLACEMENT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
 )
@@ -145,6 +146,13 @@ class KubeFleet(FleetManager):
             if container.get("name") == AGENT_CONTAINER:
                 return release_version(image_tag(container.get("image")))
         return None
+
+    def placements(self, hub, hub_object, name):
+        return workloads.placement_rows(hub.list(PLACEMENT), name)
+
+    def unplaced(self, hub, name, served, labels, namespace=None):
+        names = [item["name"] for item in served]
+        return placement_guard.kubefleet_unplaced(names, hub.list(PLACEMENT) if names else [], name, labels)
 
     def status_columns(self, hub, hub_objects):
         """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""

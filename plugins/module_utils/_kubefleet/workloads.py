@@ -20,6 +20,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 
 APPLIED_WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "AppliedWork", "appliedworks", namespaced=False)
+PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
+                     namespaced=False)
 WORKLOADS = ("keep", "remove")
 
 
@@ -120,3 +122,18 @@ def remove_applied_works(member, waiter, works, check_mode):
                  "the garbage collector to delete what the AppliedWorks %s applied" % ", ".join(w["name"] for w in works),
                  "kube-controller-manager's garbage collector deletes objects whose owner is gone; check that it runs, and "
                  "the finalizers of the objects still there")
+
+
+def placement_rows(placements, member):
+    """``[{name, applied, message}]`` of the ClusterResourcePlacements whose status names ``member``: applied when that
+    status has ``Applied`` true."""
+    found = []
+    for crp in placements:
+        for status in (crp.get("status") or {}).get("placementStatuses") or []:
+            if status.get("clusterName") != member:
+                continue
+            cond = next((item for item in status.get("conditions") or [] if item.get("type") == "Applied"), {})
+            applied = cond.get("status") == "True"
+            found.append({"name": crp["metadata"]["name"], "applied": applied,
+                          "message": None if applied else (cond.get("message") or cond.get("reason") or "not applied yet")})
+    return sorted(found, key=lambda item: item["name"])

@@ -14,7 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, judge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views, workload_guard, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, AGENT_POD_SELECTOR, API_VERSION, CLUSTER, TOKEN,
 )
@@ -86,6 +86,12 @@ class RancherFleet(FleetManager):
         """The fleet-agent release's app version, else the Fleet release its chart version names."""
         release = member_view.get("release") or {}
         return release_version(release.get("app_version")) or release_version(release.get("chart_version"))
+
+    def placements(self, hub, hub_object, name):
+        return workloads.placements(hub, hub_object)
+
+    def unplaced(self, hub, name, served, labels, namespace=None):
+        return workload_guard.hub_unplaced(hub, namespace, [item["bundle"] for item in served], name, labels)
 
     def rollback_context(self, hub_view):
         """The Cluster's agent fields: what Fleet deploys an agent it manages from, and so what goes back."""

@@ -15,12 +15,14 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import decode_release
+from ansible_collections.fleetops.registration.plugins.module_utils.placement_guard import BUNDLE_NAME_LABEL, BUNDLE_NAMESPACE_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_NAMESPACE, AGENT_RELEASE
 
 BUNDLE_ID_ANNOTATION = "fleet.cattle.io/bundle-id"
-BUNDLE_NAME_LABEL = "fleet.cattle.io/bundle-name"
 BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
+CLUSTER_NAMESPACE_LABEL = "fleet.cattle.io/cluster-namespace"
+CLUSTER_LABEL = "fleet.cattle.io/cluster"
 WORKLOADS = ("keep", "remove")
 REMOVE_HINT = ("Fleet's agent uninstalls the release of each BundleDeployment that goes, once the member's Cluster is "
                "deleted (member_leave deletes it first with fleetops_leave_workloads=remove); check the agent's log, or "
@@ -88,3 +90,31 @@ def bundle_deployments(hub, cluster_namespace, cluster_name):
         if name != "%s-%s" % (AGENT_RELEASE, cluster_name):
             names.add(name)
     return sorted(names)
+
+
+def placements(hub, cluster):
+    """``[{name, applied, message, bundle}]`` of the BundleDeployments a hub has for ``cluster`` (its Cluster object),
+    the agent's own left out: applied when the agent reports it ready with the deployment the hub asks for
+    (``appliedDeploymentID == deploymentID``). One LIST: Fleet labels each with its Cluster."""
+    meta = cluster["metadata"]
+    selector = "%s=%s,%s=%s" % (CLUSTER_NAMESPACE_LABEL, meta.get("namespace"), CLUSTER_LABEL, meta["name"])
+    return placement_rows(hub.list(BUNDLE_DEPLOYMENT, label_selector=selector))
+
+
+def placement_rows(bundle_deployments):
+    """placements' rows of listed BundleDeployments."""
+    found = []
+    for item in bundle_deployments:
+        name = item["metadata"]["name"]
+        if name.startswith(AGENT_RELEASE + "-"):
+            continue  # Fleet's own per-cluster agent bundle (manageAgent): each hub has its own, not a workload
+        status, spec = item.get("status") or {}, item.get("spec") or {}
+        current = bool(spec.get("deploymentID")) and status.get("appliedDeploymentID") == spec.get("deploymentID")
+        applied = current and bool(status.get("ready"))
+        message = None if applied else ("not deployed with its current content yet" if not current else
+                                        "deployed, not ready: %s" % ((status.get("display") or {}).get("message") or status.get("state") or "?"))
+        labels = item["metadata"].get("labels") or {}
+        found.append({"name": name, "applied": applied, "message": message,
+                      "bundle": {"namespace": labels.get(BUNDLE_NAMESPACE_LABEL) or item["metadata"].get("namespace"),
+                                 "name": labels.get(BUNDLE_NAME_LABEL) or name}})
+    return sorted(found, key=lambda item: item["name"])
