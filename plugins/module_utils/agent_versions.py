@@ -27,6 +27,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 
 _RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)(?:\+.*)?$")
 _SOURCE_PLACEHOLDER = "0.0.0"
+
+
 def release_version(text):
     """``"1.2.3"`` (pre-release kept, ``v`` and build metadata dropped) when ``text`` names a release, else None."""
     if not isinstance(text, str):

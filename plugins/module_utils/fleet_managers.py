@@ -53,6 +53,8 @@ STEPS = {
     "reregister": ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous"),
     "join": ("member_object", "identity", "agent"),
 }
+
+
 class MemberState:
     """The member as one manager sees it: both views, its findings, and what follows from them (``findings.py``): the
     action it needs, the reasons, whether it is healthy. A state made from an action alone (no findings) is judged as

@@ -14,6 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import hub_m
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
 
+
 class HubMove:
     """Read both hubs for one member; with ``wait``, wait until the new hub has taken it over in every manager."""
 
