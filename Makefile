@@ -31,7 +31,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 LAB_DIR := $(or $(FLEETOPS_LAB_DIR),$(CURDIR)/.lab)
 export PATH := $(LAB_DIR)/bin:$(VENV)/bin:$(PATH)
 
-.PHONY: demo test venv venv-oldest oldest sanity-oldest lint-oldest unit-oldest collection stress-rejoin molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check docs-lint lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
+.PHONY: demo test venv venv-oldest oldest sanity-oldest lint-oldest unit-oldest collection stress-rejoin soak molecule ee-context kind-demo kind-down changelog changelog-lint changelog-check docs-lint lab-build lab-up lab-status lab-down bench unit sanity lint lab-tests test-mutations
 
 # make_venv DIR REQUIREMENTS MIN MAX newest|oldest PYTHON: a virtualenv made anew when its Python is not the one
 # chosen (e.g. a .venv of Python 3.11 from before ansible-core 2.21), else updated in place.
@@ -150,6 +150,13 @@ bench: venv collection lab-build
 N ?= 20
 stress-rejoin: venv collection lab-build
 	$(PY) bench/stress_rejoin.py --cycles $(N) $(STRESS_ARGS)
+
+# Chaos soak on a lab of its own (.cache/soak-lab, hub + 3 members): N rounds of random faults drawn from SEED, each
+# followed by plain joins judged by the soak's own reads (bench/soak.py); ONLY=<round> replays one round. Figures in
+# .cache/soak/soak.json. Not part of make test.
+SEED ?= 1
+soak: venv collection lab-build
+	$(PY) bench/soak.py --rounds $(N) --seed $(SEED) $(if $(ONLY),--only $(ONLY))
 
 unit: venv collection
 	PYTHONPATH=$(COLLECTIONS):$(CURDIR)/tests:$(CURDIR)/lab $(PY) -m pytest tests/unit -q
