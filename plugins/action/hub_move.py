@@ -12,7 +12,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard, registry
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_wiring
 

@@ -15,10 +15,10 @@ from ansible.plugins import action as ansible_action
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
-from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
-from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
-from ansible_collections.fleetops.registration.plugins.filter.waves import agent_releases
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
+from ansible_collections.fleetops.registration.plugins.plugin_utils.summaries import join_summary
+from ansible_collections.fleetops.registration.plugins.plugin_utils.waves import agent_releases
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_spec, role_values, role_wiring
 
 display = Display()

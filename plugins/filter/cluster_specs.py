@@ -10,7 +10,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_str
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import requested_backends
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import requested_backends
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.registry import manager

@@ -20,8 +20,8 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_dict, check_type_int, check_type_list, check_type_str
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
-from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, check_chart_ref, check_repo_url

@@ -100,7 +100,7 @@ def test_the_agent_unavailable_fix_says_what_a_rerun_does_and_what_it_cannot():
 
 
 def test_the_join_summary_says_re_registered_only_when_the_agent_step_changed_something():
-    from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
+    from ansible_collections.fleetops.registration.plugins.plugin_utils.summaries import join_summary
     state = {"action": "reregister", "reasons": ["the member agent's last heartbeat is 600s old"], "hub": {"joined": True},
              "member": {}, "diagnosis": []}
     info = {"name": "edge-07", "managers": {"kubefleet": state}}

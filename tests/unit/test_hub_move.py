@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import placement_rows as kubefleet_placements
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import placement_rows as fleet_placements

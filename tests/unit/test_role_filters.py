@@ -3,8 +3,8 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request, requested_backends
-from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary, leave_summary
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request, requested_backends
+from ansible_collections.fleetops.registration.plugins.plugin_utils.summaries import join_summary, leave_summary
 from ansible_collections.fleetops.registration.plugins.filter.survey_labels import survey_labels
 
 
@@ -224,7 +224,7 @@ def test_backend_request_of_members_named_in_hostvars():
 
 
 def test_errors_name_the_inventory_variable_a_role_user_set():
-    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
     said = inventory_terms("name: 'Member_2' is not a valid name. Use lower-case letters", "member_join")
     assert said.startswith("name (from fleetops_cluster_name") and said.endswith(": 'Member_2' is not a valid name. Use lower-case letters")
     assert "the hub host's fleetops_ca_file" in inventory_terms("hub_api_server_ca: /x does not exist", "member_join")
@@ -235,7 +235,7 @@ def test_errors_name_the_inventory_variable_a_role_user_set():
 
 
 def test_a_later_step_s_error_names_the_variable_behind_that_module_s_option():
-    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
     chart = "chart_version: the local chart /c is version 0.16.0, not 9.9.9"
     assert inventory_terms(chart, "member_join", "fleetops.registration.fleet_agent").startswith(
         "chart_version (from fleetops_fleet_agent_chart_version (member_join_fleet_agent_chart_version)): the local chart")
@@ -250,7 +250,7 @@ def test_a_later_step_s_error_names_the_variable_behind_that_module_s_option():
 
 
 def test_a_hub_side_step_s_connection_is_the_hub_s_and_the_leave_speaks_its_own_words():
-    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
     said = inventory_terms("context: context 'nope' is not in /k", "member_join", "fleetops.registration.fleet_cluster")
     assert said.startswith("context (from the hub host's fleetops_context, or the hub credential's fleetops_hub_context "
                            "(member_join_hub_context))")
@@ -306,7 +306,7 @@ def test_leave_summary_names_the_removed_workloads_per_manager():
 
 
 def test_a_rescue_passes_the_failed_result_and_task_as_they_are():
-    from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+    from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
     failed = {"failed": True, "msg": "namespace: namespace nope does not exist on the hub"}
     said = inventory_terms(failed, "member_join", {"action": "fleetops.registration.fleet_cluster", "name": "x"})
     assert said == inventory_terms(failed["msg"], "member_join", "fleetops.registration.fleet_cluster")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.fleetops.registration.plugins.filter.backends import backend_request
+from ansible_collections.fleetops.registration.plugins.plugin_utils.backends import backend_request
 from ansible_collections.fleetops.registration.plugins.filter.cluster_specs import cluster_specs
-from ansible_collections.fleetops.registration.plugins.filter.inventory_terms import inventory_terms
+from ansible_collections.fleetops.registration.plugins.plugin_utils.inventory_terms import inventory_terms
 from ansible_collections.fleetops.registration.plugins.plugin_utils import role_values, role_wiring as wiring
 
 REPO = Path(__file__).resolve().parents[2]

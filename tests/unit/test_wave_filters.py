@@ -1,7 +1,7 @@
 """Agent upgrades in waves: which release a member ran before, and what the run left on each member (pure filters)."""
 
-from ansible_collections.fleetops.registration.plugins.filter.summaries import join_summary
-from ansible_collections.fleetops.registration.plugins.filter.waves import agent_releases, wave_result, wave_summary
+from ansible_collections.fleetops.registration.plugins.plugin_utils.summaries import join_summary
+from ansible_collections.fleetops.registration.plugins.plugin_utils.waves import agent_releases, wave_result, wave_summary
 
 REV1 = {"name": "member-agent", "namespace": "default", "chart": "member-agent", "chart_version": "0.1.0", "revision": 1,
         "status": "deployed", "values": {"logVerbosity": 5}}
