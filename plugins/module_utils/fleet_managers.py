@@ -183,6 +183,12 @@ class FleetManager:
         that ``hub`` would not place on the member ``name`` carrying ``labels`` (``namespace``: the member object's)."""
         raise NotImplementedError
 
+    def contact(self, hub_view: View) -> Tuple[Optional[str], Optional[float]]:
+        """``(the hub's record of the agent's last contact, seconds within which a live agent contacts it again)``:
+        member_info gives an agent judged silent that long to be heard from before it re-registers it (silence.py).
+        ``(None, None)`` by default: silence is not waited out."""
+        return None, None
+
     def status_columns(self, hub: KubeClient, hub_objects: Dict[str, View]) -> Dict[str, View]:
         """``{member: {column: value}}``: this manager's own columns of fleet_status's rows, from its members' hub
         objects (``read_hub``'s); a column that is a mapping with a ``warning`` is warned of. None by default."""

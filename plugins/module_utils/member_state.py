@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.fleetops.registration.plugins.module_utils import (
-    agent_settings, agent_versions, cluster_identity, diagnosis, hub_endpoint, registry)
+    agent_settings, agent_versions, cluster_identity, diagnosis, hub_endpoint, registry, silence)
 from ansible_collections.fleetops.registration.plugins.module_utils.module import connection_key
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
@@ -133,6 +133,8 @@ class MemberInfo:
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
         member_view = manager.member_view(self.member(), hub, self.params)
         state = manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
+        if silence.silent_only(state.findings):
+            hub_object, hub_view, state = self.wait_out_silence(manager, hub, hub_view, member_view, state, hub_object)
         self.warn_of_expiry(manager, member_view)
         agent_versions.warn_of_skew(self.module, manager, hub, member_view, self.name, connection_key(self.params, "hub_"))
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
@@ -140,6 +142,23 @@ class MemberInfo:
         state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
         state.diagnosis = diagnosis.diagnose(manager, self.member(), state)
         return state
+
+    def wait_out_silence(self, manager, hub, hub_view, member_view, state, hub_object):
+        """A member judged silent, and for nothing else, is heard from within its manager's contact period (then judged
+        again) or re-registered as judged: ``(hub object, hub view, state)``. A GET of its hub object every 2 s; the
+        batch's members wait side by side, and after a hub outage each is heard from within one period."""
+        before, grace = manager.contact(hub_view)
+        if grace is None:
+            return hub_object, hub_view, state
+
+        resource = manager.member_resource
+        fleet_namespace = self.params.get("fleet_namespace") if resource.namespaced else None
+        newer = silence.heard_from(lambda: hub.get(resource, self.name, fleet_namespace), lambda obj: manager.contact(manager.hub_view(obj))[0],
+                                   before, grace)
+        if newer is None:
+            return hub_object, hub_view, state
+        hub_view = manager.hub_view(newer)
+        return newer, hub_view, manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
 
     def warn_of_expiry(self, manager, member_view):
         """Warn (and say in the member view's ``credential.warning``) when the agent's credential expires soon and was

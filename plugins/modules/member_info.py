@@ -92,6 +92,10 @@ options:
       - Unset, each fleet manager's own rule applies - the same that M(fleetops.registration.fleet_status) and the
         inventory plugin apply - Rancher Fleet 3600 seconds after the last check-in, KubeFleet three
         C(heartbeatPeriodSeconds) after the last heartbeat. O(stale_after=0) turns Rancher Fleet's off.
+      - A KubeFleet member whose only reason to re-register is silence is first given one C(heartbeatPeriodSeconds)
+        (and 5 seconds) to be heard from, by a GET of its C(MemberCluster) every 2 seconds, and is judged again when a
+        newer heartbeat comes. After a hub outage every agent's last heartbeat is old until its next one, and a run right
+        after it would otherwise re-register every member's agent.
     type: int
   fleet_namespace:
     description:

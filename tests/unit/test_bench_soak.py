@@ -48,4 +48,5 @@ def test_each_outcome_of_a_round_has_its_verdict():
     assert judge.verdict(_row(absent_seconds={"member1 soak-kf": 3.0})) == "workload absent"
     assert judge.verdict(_row(absent_seconds={"member1 soak-kf": 3.0}, absence_by_design=True)) == "ok"
     assert judge.verdict(_row(idempotent=False)) == "converged, re-run changed something"
+    assert judge.verdict(_row(untouched_changed=["member3"])) == "changes on members the fault did not touch"
     assert judge.verdict(_row(leftovers=["member lock fleetops-member-member1"])) == "converged, left something"

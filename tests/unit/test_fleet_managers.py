@@ -10,7 +10,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 
 # Have a default: a manager that leaves nothing on the hub, sets no host variable of its own, knows no member's URL or
 # whose rollback returns to its release alone, or that adds no column to the status table keeps it.
-OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "rollback_context", "status_columns"]
+OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "rollback_context", "status_columns", "contact"]
 # What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
 SHARED = ["decide", "hub_findings", "hub_healthy"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]

@@ -28,7 +28,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
-    HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_heartbeat, validate_member_name,
+    DEFAULT_HEARTBEAT_PERIOD, HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname, validate_heartbeat,
+    validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_configuration, agent_hub_endpoint, normalize_taints, secret_token, wanted_configuration,
@@ -153,6 +154,10 @@ class KubeFleet(FleetManager):
     def unplaced(self, hub, name, served, labels, namespace=None):
         names = [item["name"] for item in served]
         return placement_guard.kubefleet_unplaced(names, hub.list(PLACEMENT) if names else [], name, labels)
+
+    def contact(self, hub_view):
+        """The last heartbeat; the agent sends one every heartbeatPeriodSeconds (and a few seconds' margin)."""
+        return hub_view.get("heartbeat"), (hub_view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD) + 5
 
     def status_columns(self, hub, hub_objects):
         """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""
