@@ -172,9 +172,11 @@ def play_round(fleet, seed, number, placed):
     watch.start()
     first = play_faulted_run(fleet, number, faults)
     problems, runs = judged(fleet, since), 1
+    changed = set(host for host, counts in first.items() if counts['changed'] and host in fleet.members)
     if problems:
         fleet.runs = []
-        fleet.start_run('soak-%d-run2' % number).wait()
+        second = fleet.start_run('soak-%d-run2' % number).wait()
+        changed.update(host for host, counts in recap(second).items() if counts['changed'] and host in fleet.members)
         problems, runs = judged(fleet, since), 2
     idempotent = None
     if not problems:
@@ -188,7 +190,8 @@ def play_round(fleet, seed, number, placed):
     return {
         'round': number, 'seed': seed,
         'faults': [{'kind': kind.name, 'member': member, 'at_second': delay if kind.during else None} for kind, member, delay in faults],
-        'first_run': first, 'runs': runs if not problems else None, 'problems': problems, 'idempotent': idempotent,
+        'first_run': first, 'changed_members': sorted(changed), 'untouched_changed': sorted(changed - set(m for _k, m, _d in faults)),
+        'runs': runs if not problems else None, 'problems': problems, 'idempotent': idempotent,
         'leftovers': left, 'other_controller_files': len(others),
         'absent_seconds': dict(('%s %s' % key, value) for key, value in absences.items()),
         'absence_by_design': removes, 'missing_at_end': watch.missing_now(), 'notes': fleet.notes,

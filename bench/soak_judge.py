@@ -158,6 +158,8 @@ def verdict(row):
         return 'workload missing at the end'
     if row['absent_seconds'] and not row['absence_by_design']:
         return 'workload absent'
+    if row.get('untouched_changed'):
+        return 'changes on members the fault did not touch'
     if row['idempotent'] is False:
         return 'converged, re-run changed something'
     if row['leftovers']:
