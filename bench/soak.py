@@ -130,8 +130,11 @@ def play_faulted_run(fleet, number, faults):
     """Apply the faults, run the join (with what its faults add), heal what a run cannot; the run's recap."""
     for kind, member, _delay in faults:
         if kind.before:
-            kind.before(fleet, member)
-            fleet.note('%s before on %s' % (kind.name, member))
+            try:
+                kind.before(fleet, member)
+                fleet.note('%s before on %s' % (kind.name, member))
+            except Exception as exc:  # pylint: disable=broad-except  # e.g. what it acts on is gone: noted, not fatal
+                fleet.note('%s before on %s could not be applied: %r' % (kind.name, member, exc))
     settle = max([kind.settle for kind, _member, _delay in faults] + [0])
     if settle:
         time.sleep(settle)

@@ -193,6 +193,24 @@ def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
     _assert_joined_since(sides, rerun, fault_at)
 
 
+def test_deleted_agent_deployments_are_made_again(lab_controllers, play, sides):
+    """Found by make soak: a deleted KubeFleet member-agent Deployment was never made again (its release unchanged, the
+    step waited for a rollout of nothing); the re-run upgrades the release, and Helm creates what its manifest holds."""
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        apps.delete_namespaced_deployment(agent, namespace)
+    wait_for(lambda: not (_agent_pids(lab, "member-agent") | _agent_pids(lab, "fleet-agent")), 120, "both agents to stop")
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agent Deployments were deleted as unchanged"
+    for agent, namespace in (KF_AGENT, FLEET_AGENT):
+        assert (apps.read_namespaced_deployment(agent, namespace).status.available_replicas or 0) > 0, agent
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
 def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     lab = lab_controllers
     play.converges("join_cluster.yml", *LIMIT)

@@ -362,6 +362,17 @@ def test_the_member_agent_release_decision_is_the_core_release_plan():
     assert other.action == "upgrade" and "2" not in " ".join(other.reasons)
 
 
+
+def test_an_installed_release_whose_agent_deployment_was_deleted_is_upgraded_so_helm_makes_it_again():
+    release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0", "values": {"a": 1}}
+    gone = rules.release_plan(release, "member-agent", "0.1.0", {"a": 1}, "fleet-system/member-agent")
+    assert gone.action == "upgrade" and gone.reasons == ["the agent Deployment fleet-system/member-agent is missing"]
+    assert rules.release_plan(release, "member-agent", "0.1.0", {"a": 1}, None).action == "none"
+    assert rules.release_plan(None, "member-agent", "0.1.0", {"a": 1}, "fleet-system/member-agent").action == "install"
+    newer = rules.release_plan(release, "member-agent", "0.2.0", {"a": 1}, "fleet-system/member-agent")
+    assert newer.action == "upgrade" and len(newer.reasons) == 2
+
+
 SECRET = rules.desired_hub_secret("hub-kubeconfig-secret", "default", "tok")
 NO_RELEASE_CHANGE = ReleasePlan("none", [])
 UPGRADE = ReleasePlan("upgrade", ["values differ"])

@@ -32,7 +32,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_configuration, agent_values, configuration_drift, desired_hub_secret, desired_namespace, made_by_collection,
-    plan_agent, release_view, secret_token, service_account_username, token_location, wanted_configuration,
+    plan_agent, release_plan, release_view, secret_token, service_account_username, token_location, wanted_configuration,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
@@ -168,7 +168,11 @@ class MemberAgent(AgentFlow, Runner):
         secret = self.kube.get(SECRET, self.secret_name, self.secret_namespace)
         desired_values = self.values(url, ca, chart)
         desired_secret = desired_hub_secret(self.secret_name, self.secret_namespace, token, source) if token else None
-        plan = plan_agent(secret, desired_secret, ReleasePlan.decide(prior, chart_name, chart_version, desired_values),
+        deployment = chart_fullname(self.release_name)
+        gone = None
+        if prior and self.kube.get(DEPLOYMENT, deployment, self.agent_namespace) is None:
+            gone = "%s/%s" % (self.agent_namespace, deployment)
+        plan = plan_agent(secret, desired_secret, release_plan(prior, chart_name, chart_version, desired_values, gone),
                           missing, self._moved_token(prior))
         self.check_release_records(plan.release.action)
         for namespace in plan.create_namespaces:

@@ -13,6 +13,7 @@ __metaclass__ = type
 import hashlib
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import clean, merge_patch
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, pem_certificates
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_key_problem, label_patch, label_value_problem, reconcile_labels
@@ -413,6 +414,17 @@ class AgentPlan:
     @property
     def token_changed(self):
         return self.secret_action in ("update", "predict") and self.secret_patch is not None and self.new_token
+
+
+def release_plan(prior, chart_name, chart_version, desired_values, deployment):
+    """Pure: ``ReleasePlan.decide``, and an upgrade of an installed release whose agent Deployment (``deployment``, its
+    name when it is gone, else None) was deleted: Helm's upgrade creates what its manifest holds and the cluster lacks;
+    nothing else would bring the agent back."""
+    plan = ReleasePlan.decide(prior, chart_name, chart_version, desired_values)
+    if plan.action != ReleasePlan.INSTALL and prior is not None and deployment:
+        plan.reasons.append("the agent Deployment %s is missing" % deployment)
+        plan.action = ReleasePlan.UPGRADE
+    return plan
 
 
 def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), moved=None):
