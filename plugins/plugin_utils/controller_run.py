@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,41 @@ IN_CONTROLLER = ("fleet_agent", "fleet_cluster", "fleet_cluster_info", "fleet_re
 # options (to mask them), and the alias warnings and deprecations AnsibleModule would report.
 VALIDATOR_INTERNALS = ("_no_log_values", "_warnings", "_deprecations")
 _PROBED = {}
+# An ansible-playbook process's local temporary directory: tempfile.mkdtemp(prefix="ansible-local-<pid>"), whose
+# random part is 8 characters.
+LOCAL_TMP = re.compile(r"^ansible-local-(\d+)[a-z0-9_]{8}$")
+_SWEPT = []
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_dead_runs(local_tmp, alive=_pid_alive):
+    """Remove the private directories (``fleetops-*``: client keys, Helm's kubeconfig) that in-controller modules of a
+    run killed with SIGKILL left in that run's ``ansible-local-<pid>...`` directory, beside ``local_tmp`` (this run's):
+    nothing removes them otherwise. Only where that PID no longer runs; returns what was removed."""
+    parent = os.path.dirname(os.path.normpath(local_tmp or ""))
+    try:
+        names = os.listdir(parent) if parent else []
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = LOCAL_TMP.match(name)
+        if not match or os.path.join(parent, name) == os.path.normpath(local_tmp) or alive(int(match.group(1))):
+            continue
+        for child in os.listdir(os.path.join(parent, name)) if os.path.isdir(os.path.join(parent, name)) else []:
+            if child.startswith("fleetops-"):
+                shutil.rmtree(os.path.join(parent, name, child), ignore_errors=True)
+                removed.append(os.path.join(name, child))
+    return removed
 
 
 def missing_validator_internals(validator=ArgumentSpecValidator):
@@ -143,6 +179,8 @@ class ControllerModule(FleetClients):
     @property
     def tmpdir(self):
         if self._fleet_tmpdir is None:
+            if not _SWEPT:  # once per ansible-playbook process, before its first key file
+                _SWEPT.append(sweep_dead_runs(self._tmp_parent))
             self._fleet_tmpdir = private_tempdir(self._tmp_parent)
         return self._fleet_tmpdir
 

@@ -176,3 +176,21 @@ def test_the_controller_runs_helm_as_the_module_process_would():
     assert "could not run /nonexistent/helm" in str(failed.value)
     assert ControllerModule.get_bin_path(os.path.basename(PYTHON)) or ControllerModule.get_bin_path("sh")
     assert ControllerModule.get_bin_path("fleetops-no-such-binary") is None
+
+
+def test_a_run_killed_with_sigkill_leaves_key_directories_the_next_run_removes(tmp_path):
+    """make soak found them: an ansible-playbook SIGKILLed while a module ran in its process left that module's
+    private directory (client keys, 0600) in its ansible-local directory. The next run's first module that writes
+    key files removes every such directory of a run whose process is gone, and nothing else."""
+    mine, dead, live = tmp_path / "ansible-local-4242abcd_e12", tmp_path / "ansible-local-1717x1y2z3w4", tmp_path / "ansible-local-99qwertyui"
+    for local in (mine, dead, live):
+        (local / "fleetops-k3y5").mkdir(parents=True)
+        (local / "fleetops-k3y5" / "hub_client-key-1.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+        (local / "AnsiballZ_member_info.py").write_text("# Ansible's own\n")
+    (tmp_path / "unrelated-1717dir").mkdir()
+    (tmp_path / "unrelated-1717dir" / "fleetops-keep").mkdir()
+    removed = controller_run.sweep_dead_runs(str(mine), alive=lambda pid: pid in (4242, 99))
+    assert removed == [os.path.join("ansible-local-1717x1y2z3w4", "fleetops-k3y5")]
+    assert not (dead / "fleetops-k3y5").exists() and (dead / "AnsiballZ_member_info.py").exists()
+    assert (mine / "fleetops-k3y5").exists() and (live / "fleetops-k3y5").exists() and (tmp_path / "unrelated-1717dir" / "fleetops-keep").exists()
+    assert controller_run.sweep_dead_runs(str(tmp_path / "no-such-dir" / "ansible-local-1abcdefgh")) == []
