@@ -3,8 +3,9 @@ summary), what was left behind, and how long a placed workload was ever absent.
 
 ``converged(fleet, since)`` returns the problems found (empty: converged): every member joined and healthy in both
 fleet managers - a Fleet check-in newer than ``since``, a KubeFleet heartbeat within two of its periods -, its agents'
-Deployments available, its hub objects labelled as the inventory says. ``leftovers(fleet)`` lists what no run
-should leave: registration tokens, member locks, identities of no member, more than one identity token per member.
+Deployments available and their credential Secrets on the member, its hub objects labelled as the inventory says.
+``leftovers(fleet)`` lists what no run should leave: registration tokens, member locks, identities of no member, more
+than one identity token per member.
 ``secret_files`` finds files holding a credential in the runs' own temporary directory. ``WorkloadWatch`` samples
 every placed ConfigMap on every member twice a second. ``verdict`` names a round's outcome.
 """
@@ -49,7 +50,14 @@ def fleet_problems(fleet, member, since):
         problems.append('rancher_fleet: Cluster labels %s' % cluster['metadata'].get('labels'))
     if not _available(fleet, member, FLEET_AGENT):
         problems.append('rancher_fleet: agent Deployment not available')
+    if not _secret(fleet, member, FLEET_AGENT[0], 'fleet-agent'):
+        problems.append('rancher_fleet: no agent credential (Secret cattle-fleet-system/fleet-agent) on the member')
     return problems
+
+
+def _secret(fleet, member, namespace, name):
+    """Whether the Secret is on the member: a running agent keeps checking in with the credential it read at start."""
+    return fleet.read_or_none(lambda: fleet.core(member).read_namespaced_secret(name, namespace)) is not None
 
 
 def kubefleet_problems(fleet, member):
@@ -71,6 +79,8 @@ def kubefleet_problems(fleet, member):
         problems.append('kubefleet: MemberCluster labels %s' % mc['metadata'].get('labels'))
     if not _available(fleet, member, KUBEFLEET_AGENT):
         problems.append('kubefleet: agent Deployment not available')
+    if not _secret(fleet, member, 'fleet-hub-credentials', 'hub-kubeconfig-secret'):
+        problems.append('kubefleet: no hub token (Secret fleet-hub-credentials/hub-kubeconfig-secret) on the member')
     return problems
 
 
