@@ -362,7 +362,6 @@ def test_the_member_agent_release_decision_is_the_core_release_plan():
     assert other.action == "upgrade" and "2" not in " ".join(other.reasons)
 
 
-
 def test_an_installed_release_whose_agent_deployment_was_deleted_is_upgraded_so_helm_makes_it_again():
     release = {"status": "deployed", "chart": "member-agent", "chart_version": "0.1.0", "values": {"a": 1}}
     gone = rules.release_plan(release, "member-agent", "0.1.0", {"a": 1}, "fleet-system/member-agent")
