@@ -84,7 +84,11 @@ def sweep_dead_runs(local_tmp, alive=_pid_alive):
         match = LOCAL_TMP.match(name)
         if not match or os.path.join(parent, name) == os.path.normpath(local_tmp) or alive(int(match.group(1))):
             continue
-        for child in os.listdir(os.path.join(parent, name)) if os.path.isdir(os.path.join(parent, name)) else []:
+        try:
+            children = os.listdir(os.path.join(parent, name))
+        except OSError:  # not a directory, or another user's (ANSIBLE_LOCAL_TEMP in a shared place)
+            continue
+        for child in children:
             if child.startswith("fleetops-"):
                 shutil.rmtree(os.path.join(parent, name, child), ignore_errors=True)
                 removed.append(os.path.join(name, child))

@@ -194,3 +194,17 @@ def test_a_run_killed_with_sigkill_leaves_key_directories_the_next_run_removes(t
     assert not (dead / "fleetops-k3y5").exists() and (dead / "AnsiballZ_member_info.py").exists()
     assert (mine / "fleetops-k3y5").exists() and (live / "fleetops-k3y5").exists() and (tmp_path / "unrelated-1717dir" / "fleetops-keep").exists()
     assert controller_run.sweep_dead_runs(str(tmp_path / "no-such-dir" / "ansible-local-1abcdefgh")) == []
+
+
+def test_the_sweep_passes_over_what_it_may_not_read(tmp_path, monkeypatch):
+    """ANSIBLE_LOCAL_TEMP in a shared place: another user's ansible-local directory (0700) cannot be listed."""
+    (tmp_path / "ansible-local-1717x1y2z3w4" / "fleetops-k3y5").mkdir(parents=True)
+    (tmp_path / "ansible-local-1818x1y2z3w4").write_text("a file, not a directory")
+    listdir = os.listdir
+
+    def guarded(path):
+        if str(path).endswith("ansible-local-1717x1y2z3w4"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return listdir(path)
+    monkeypatch.setattr(controller_run.os, "listdir", guarded)
+    assert controller_run.sweep_dead_runs(str(tmp_path / "ansible-local-4242abcd_e12"), alive=lambda pid: False) == []
