@@ -146,7 +146,7 @@ class MemberInfo:
     def wait_out_silence(self, manager, hub, hub_view, member_view, state, hub_object):
         """A member judged silent, and for nothing else, is heard from within its manager's contact period (then judged
         again) or re-registered as judged: ``(hub object, hub view, state)``. A GET of its hub object every 2 s; the
-        batch's members wait side by side, and after a hub outage each is heard from within one period."""
+        batch's members wait side by side."""
         before, grace = manager.contact(hub_view)
         if grace is None:
             return hub_object, hub_view, state

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether an agent judged silent is silent: after a hub outage every agent's last contact is old, though each
 contacts the hub again at its next heartbeat. A member whose only reason to re-register is silence is given its
-manager's contact period (``FleetManager.contact``) to be heard from; only then is its agent re-registered. Without
-this a run right after an outage re-registered every member's agent, fleet-wide (found by ``make soak``)."""
+manager's contact period (``FleetManager.contact``) to be heard from; only then is its agent re-registered. That
+covers an agent whose next try falls within the period; after a long hub outage KubeFleet's agent backs off its
+heartbeat for longer, and is still re-registered (``make soak``, docs/testing.md)."""
 
 from __future__ import absolute_import, division, print_function
 
