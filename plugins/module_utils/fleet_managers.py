@@ -168,6 +168,13 @@ class FleetManager:
         """
         raise NotImplementedError
 
+    def running(self, member: KubeClient) -> List[View]:
+        """``[{placement, record, ...}]``: the placed workloads this manager's agent manages on the member now, read from
+        the member alone (one read), sorted: ``placement`` the hub object that places it, ``record`` what the agent
+        keeps of it on the member. What a re-point or re-registration must find placed again, and what member_info
+        reports (also when the hub is gone)."""
+        raise NotImplementedError
+
     def agent_version(self, member_view: View) -> Optional[str]:
         """The release the member's agent runs or was installed at, as ``member_view`` shows it (agent_versions'
         ``release_version``); None when unknown."""

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.fleetops.registration.plugins.module_utils import (
     agent_settings, agent_versions, cluster_identity, diagnosis, hub_endpoint, registry, silence)
 from ansible_collections.fleetops.registration.plugins.module_utils.module import connection_key
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiNotServed, FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ApiNotServed, FleetOpsError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import parse_survey_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
@@ -131,7 +131,7 @@ class MemberInfo:
             listed = manager.read_hub(hub, names=[self.name], namespace=self.params.get("fleet_namespace"))
         hub_object = listed.get(self.name)
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
-        member_view = manager.member_view(self.member(), hub, self.params)
+        member_view = dict(manager.member_view(self.member(), hub, self.params), workloads=self.running(manager))
         state = manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
         if silence.silent_only(state.findings):
             hub_object, hub_view, state = self.wait_out_silence(manager, hub, hub_view, member_view, state, hub_object)
@@ -142,6 +142,16 @@ class MemberInfo:
         state = cluster_identity.judge(state, hub_object, self.identity(), self.params.get("replace_rebuilt"))
         state.diagnosis = diagnosis.diagnose(manager, self.member(), state)
         return state
+
+    def running(self, manager):
+        """What the manager's agent runs on the member (``FleetManager.running``); None where the credential may not
+        read it (a view role without Helm's records or AppliedWorks)."""
+        try:
+            return manager.running(self.member())
+        except ApiError as exc:
+            if exc.status == 403:
+                return None
+            raise
 
     def wait_out_silence(self, manager, hub, hub_view, member_view, state, hub_object):
         """A member judged silent, and for nothing else, is heard from within its manager's contact period (then judged

@@ -315,6 +315,12 @@ managers:
       member knows - agent release, credential present and accepted, the token's expiry and, for KubeFleet,
       C(credential.warning) once it is overdue for renewal), C(action), C(reasons),
       C(healthy), C(findings) and C(diagnosis).
+    - C(member.workloads) is what the manager's agent runs on the member now, read from the member alone (so also when
+      the hub lost it or is gone), one item per placed workload - C(placement) (Rancher Fleet the Bundle, KubeFleet the
+      ClusterResourcePlacement) and C(record) (Rancher Fleet C(release <namespace>/<name>), the Helm release its agent
+      deployed for the bundle; KubeFleet C(AppliedWork <name>), with C(objects), what it applied). Null when the
+      credential may not read them (Helm's release records in every namespace; AppliedWorks). A re-point or
+      re-registration of the agent requires its hub to place each of them.
     - C(findings) is the judgement all of it comes from - each fleet manager's one rule table, a list of C(cause),
       C(evidence), C(action) (what a plain re-run does about it, C(none) when nothing does) and C(fix), root cause
       first. The member's C(action) is the most urgent finding's (in the order of RV(actions)' values C(join),
@@ -352,7 +358,8 @@ managers:
           action: reregister
           fix: A re-run issues a new credential (...). A plain re-run registers the member again (action reregister).
       hub: {"joined": true, "heartbeat_age_seconds": 12}
-      member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false}}
+      member: {"release": {"status": "deployed", "chart_version": "0.1.0"}, "credential": {"present": true, "accepted": false},
+               "workloads": [{"placement": "web", "record": "AppliedWork web-work", "objects": ["Namespace web"]}]}
 labels:
   description: The labels of O(labels) as a validated mapping with string values, for the steps that set them.
   returned: without O(members)

@@ -95,14 +95,29 @@ def _manager_summary(manager, state, results):
     removed = agent_result.get("workloads_removed") if _ran(agent_result) else None
     if removed:
         summary["workloads_removed"] = removed
+    summary["workloads"] = _running(state)
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
-    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s%s" % (
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s%s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
         ", " + health if summary["healthy"] else "", summary["labels"], "; %s" % ", ".join(spec) if spec else "",
         "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
-        if cause else "", placement_guard.removal_allowed(removed) if removed else "")
+        if cause else "", _running_text(summary["workloads"]), placement_guard.removal_allowed(removed) if removed else "")
     return summary
+
+
+def _running(state):
+    """The placements whose workloads the agent ran on the member when member_info read it (before the run's steps):
+    sorted names, None when the credential could not read them."""
+    rows = (state.get("member") or {}).get("workloads")
+    return None if rows is None else sorted(set(row["placement"] for row in rows))
+
+
+def _running_text(placements, shown=5):
+    if not placements:
+        return ""
+    more = len(placements) - shown
+    return "; runs %s%s" % (", ".join(placements[:shown]), " and %d more" % more if more > 0 else "")
 
 
 def _registered(host_vars, name):

@@ -15,6 +15,7 @@ from kubernetes import client
 
 import fleet_workloads as workloads
 from kube_helpers import unique
+from modrun import run_module
 from test_playbooks import Hub, assert_left, playbook
 
 pytestmark = pytest.mark.lab
@@ -28,6 +29,14 @@ def _owned_by_applied_work(lab, member, placed):
     objects = {"Namespace %s" % placed.namespace: core.read_namespace(placed.namespace),
                "ConfigMap %s/%s" % (placed.namespace, placed.name): core.read_namespaced_config_map(placed.name, placed.namespace)}
     return [what for what, obj in objects.items() if any(ref.kind == "AppliedWork" for ref in obj.metadata.owner_references or [])]
+
+
+def _running(lab, member):
+    """Issue 45: member_info's ``member.workloads`` per manager, what the agents run on ``member`` (read from it)."""
+    result = run_module("member_info", {"kubeconfig": str(lab.kubeconfig), "context": member, "name": member,
+                                        "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"})
+    assert not result.failed, result
+    return dict((manager, state["member"]["workloads"]) for manager, state in result["managers"].items())
 
 
 def _summary(run, member):
@@ -49,6 +58,11 @@ def test_a_leave_keeps_the_fleet_s_workloads_by_default_and_removes_them_when_as
         kept = "kept: AppliedWork %s (Namespace %s, ConfigMap %s/%s)" % (work, kubefleet.name, kubefleet.name, kubefleet.name)
         kept_fleet = "kept: release %s/%s (bundle %s), namespace %s" % (fleet.namespace, release, fleet.name, fleet.namespace)
         removed = ("AppliedWork %s (Namespace" % work, "the releases of bundle(s) %s" % fleet.name)
+        running = _running(lab, KEEPING)
+        assert {"placement": fleet.name, "record": "release %s/%s" % (fleet.namespace, release)} in running["rancher_fleet"]
+        (row,) = [row for row in running["kubefleet"] if row["placement"] == kubefleet.name]
+        assert row["record"] == "AppliedWork %s" % work
+        assert sorted(row["objects"]) == ["ConfigMap %s/%s" % (kubefleet.name, kubefleet.name), "Namespace %s" % kubefleet.name]
 
         predicted = playbook(lab, *leave, "--check", tmp_path=tmp_path)
         assert kept in _summary(predicted, KEEPING) and kept_fleet in _summary(predicted, KEEPING)

@@ -20,7 +20,7 @@ ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resource
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
     assert sorted(METHODS) == ["agent_version", "agent_workload", "check_member_name", "desired", "host_view", "hub_view", "judge", "leave_summary",
-                               "member_view", "placements", "read_hub", "stale_problem", "status_row", "unplaced"]
+                               "member_view", "placements", "read_hub", "running", "stale_problem", "status_row", "unplaced"]
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

@@ -68,6 +68,20 @@ def test_join_summary_names_each_workload_the_agent_was_allowed_to_remove():
     assert "removal allowed" not in join_summary(info, {"member_join__fleet_agent": {"changed": True}})["line"]
 
 
+def test_join_summary_says_which_placements_member_info_found_running_on_the_member():
+    """Issue 45: what the agents ran on the member when it was read, per manager; nothing said when none or unreadable."""
+    fleet = dict(_state("rancher_fleet", "none", HEALTHY_FLEET), member={"workloads": [
+        {"placement": "web", "record": "release web/web"}, {"placement": "api", "record": "release api/api"},
+        {"placement": "web", "record": "release web2/web"}]})
+    kubefleet = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), member={"workloads": None})
+    summary = join_summary(_info(rancher_fleet=fleet, kubefleet=kubefleet), {"inventory_hostname": "edge-07"})
+    assert summary["rancher_fleet"]["workloads"] == ["api", "web"] and summary["kubefleet"]["workloads"] is None
+    assert summary["line"] == ("edge-07: rancher_fleet fleet-default/edge-07: agent unchanged, checked in, ready; labels in sync; "
+                               "runs api, web | kubefleet edge-07: agent unchanged, joined, healthy; labels in sync")
+    many = dict(fleet, member={"workloads": [{"placement": "p%d" % n, "record": "-"} for n in range(7)]})
+    assert join_summary(_info(rancher_fleet=many), {})["line"].endswith("; runs p0, p1, p2, p3, p4 and 2 more")
+
+
 def test_join_summary_says_healthy_only_when_member_info_judged_it_so():
     """A member the run did not change is as healthy as member_info's findings say, whatever one hub flag says."""
     unhealthy = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), healthy=False,

@@ -5,6 +5,8 @@ import base64
 import gzip
 import json
 
+import pytest
+
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import workloads as kubefleet
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workloads as fleet
@@ -90,3 +92,33 @@ def test_a_kept_object_loses_only_its_applied_work_s_owner_reference():
     assert kubefleet.without_owner({"metadata": {"ownerReferences": [{"uid": "w1"}]}}, "w1") == []
     assert kubefleet.without_owner(obj, "other") is None  # nothing to take off: no patch
     assert kubefleet.without_owner({"metadata": {}}, "w1") is None
+
+
+def test_what_runs_on_a_member_is_each_bundle_release_by_its_bundle_read_in_one_list():
+    member = Listing([_storage("shop", "shop", 2, {fleet.BUNDLE_ID_ANNOTATION: "shop"}),
+                      _storage("web", "web-release", 1, {fleet.BUNDLE_ID_ANNOTATION: "web"}),
+                      _storage("shop2", "shop", 1, {fleet.BUNDLE_ID_ANNOTATION: "shop"}),
+                      _storage("other", "other", 3)])
+    assert fleet.running(member) == [{"placement": "shop", "record": "release shop/shop"},
+                                     {"placement": "shop", "record": "release shop2/shop"},
+                                     {"placement": "web", "record": "release web/web-release"}]
+    assert member.asked == [("secrets", None, "owner=helm")]
+
+
+@pytest.mark.parametrize("work, placement", [
+    ("web-work", "web"), ("web-3", "web"), ("my-app-2-work", "my-app-2"), ("a-1-2", "a-1"), ("x-work-work", "x-work"),
+    ("shop-configmap-6f1c2a9e-4b7d-4c1e-9a57-0d3e8f2b1c44", "shop"), ("unnamed", "unnamed"),
+])
+def test_an_applied_work_names_its_placement_as_kubefleet_names_works(work, placement):
+    assert kubefleet.placement_of(work) == placement
+
+
+def test_what_runs_on_a_member_is_each_applied_work_by_its_placement_with_what_it_applied():
+    items = [{"metadata": {"name": "web-work", "uid": "w1"}, "spec": {"workNamespace": "fleet-member-m1"},
+              "status": {"appliedResources": [{"kind": "Namespace", "version": "v1", "resource": "namespaces", "name": "web"}]}},
+             {"metadata": {"name": "api-work", "uid": "w2"}, "spec": {}, "status": {}}]
+    member = Listing(items)
+    assert kubefleet.running(member) == [{"placement": "api", "record": "AppliedWork api-work", "objects": []},
+                                         {"placement": "web", "record": "AppliedWork web-work", "objects": ["Namespace web"]}]
+    assert member.asked == [("appliedworks", None, None)]
+    assert kubefleet.running(Listing(error=ApiError("no CRD", status=404))) == []

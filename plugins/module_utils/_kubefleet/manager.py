@@ -148,6 +148,10 @@ class KubeFleet(FleetManager):
                 return release_version(image_tag(container.get("image")))
         return None
 
+    def running(self, member):
+        """The AppliedWorks KubeFleet's agent keeps on the member, each by its placement and with what it applied."""
+        return workloads.running(member)
+
     def placements(self, hub, hub_object, name):
         return workloads.placement_rows(hub.list(PLACEMENT), name)
 

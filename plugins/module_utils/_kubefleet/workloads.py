@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 
@@ -23,6 +25,7 @@ APPLIED_WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "AppliedWork", 
 PLACEMENT = Resource("placement.kubernetes-fleet.io/v1beta1", "ClusterResourcePlacement", "clusterresourceplacements",
                      namespaced=False)
 WORKLOADS = ("keep", "remove")
+WORK_NAME = re.compile(r"^(.+?)-(?:work|\d+|configmap-[0-9a-f-]+)$")
 
 
 def applied_resource(entry):
@@ -53,6 +56,22 @@ def read_applied_works(member):
               "work_namespace": (w.get("spec") or {}).get("workNamespace"),
               "resources": list((w.get("status") or {}).get("appliedResources") or [])} for w in items]
     return sorted(works, key=lambda w: w["name"])
+
+
+def placement_of(work_name):
+    """The ClusterResourcePlacement a Work (and its AppliedWork) was made for, from its name: KubeFleet v0.14.0 names
+    them ``<placement>-work``, ``<placement>-<subindex>`` and ``<placement>-configmap-<uuid>`` (apis/placement/v1beta1
+    ``FirstWorkNameFmt``, ``WorkNameWithSubindexFmt``, ``WorkNameWithConfigEnvelopeFmt``)."""
+    match = WORK_NAME.match(work_name or "")
+    return match.group(1) if match else work_name
+
+
+def running(member):
+    """What KubeFleet's agent runs on the member: ``[{'placement', 'record': 'AppliedWork <name>', 'objects'}]`` of its
+    AppliedWorks (one LIST), sorted by placement."""
+    rows = [{"placement": placement_of(work["name"]), "record": "AppliedWork %s" % work["name"],
+             "objects": [describe(entry) for entry in work["resources"]]} for work in read_applied_works(member)]
+    return sorted(rows, key=lambda row: (row["placement"], row["record"]))
 
 
 def work_view(work):

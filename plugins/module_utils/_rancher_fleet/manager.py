@@ -87,6 +87,10 @@ class RancherFleet(FleetManager):
         release = member_view.get("release") or {}
         return release_version(release.get("app_version")) or release_version(release.get("chart_version"))
 
+    def running(self, member):
+        """The bundles whose releases Fleet's agent deployed on the member (its Helm records in every namespace)."""
+        return workloads.running(member)
+
     def placements(self, hub, hub_object, name):
         return workloads.placements(hub, hub_object)
 

@@ -68,6 +68,14 @@ def bundle_releases(member):
     return sorted(found, key=lambda r: (r["namespace"], r["name"]))
 
 
+def running(member):
+    """What Fleet's agent runs on the member: ``[{'placement': bundle, 'record': 'release <namespace>/<name>'}]`` of
+    bundle_releases (one LIST), sorted by bundle."""
+    rows = [{"placement": release["bundle"], "record": "release %s/%s" % (release["namespace"], release["name"])}
+            for release in bundle_releases(member)]
+    return sorted(rows, key=lambda row: (row["placement"], row["record"]))
+
+
 def release_text(release):
     return "%s/%s (bundle %s)" % (release["namespace"], release["name"], release["bundle"])
 
