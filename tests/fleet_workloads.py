@@ -18,12 +18,15 @@ API (``lab`` is the session fixture; ``hub`` a lab context, ``hub`` by default, 
     wait_gone_from_member(lab, "member1", placed)                  # ConfigMap and release/AppliedWork gone
     remove(lab, placed)                                             # hub objects gone (the members follow the manager)
     remove_from_member(lab, "member1", placed)                      # what a kept workload left on a member
+    with Sampler(lab, members, [placed]) as sampler: ...            # sampler.missing: when it was not there
 
 ``placements(lab, labels)`` is the context manager most tests want: one of each, removed afterwards from the hub and
 from ``members``.
 """
 
 import contextlib
+import threading
+import time
 from dataclasses import dataclass, field
 
 import yaml
@@ -174,6 +177,34 @@ def remove_from_member(lab, member, placed):
             ignore_404(lambda n=name: custom.delete_cluster_custom_object(*APPLIED_WORK, n))
     core = client.CoreV1Api(lab.api_client(member))
     ignore_404(lambda: core.delete_namespace(placed.namespace))
+
+
+class Sampler(threading.Thread):
+    """Reads the ConfigMap of each of ``placed`` on each of ``members`` every half second while a run goes on;
+    ``missing`` lists each ``(time, member, placement)`` it was not there with its data (use as a context manager)."""
+
+    def __init__(self, lab, members, placed):
+        super().__init__(daemon=True)
+        self.lab, self.members, self.placed = lab, list(members), list(placed)
+        self.missing, self.samples = [], 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for member in self.members:
+                for one in self.placed:
+                    if on_member(self.lab, member, one)["configmap"] != one.data:
+                        self.missing.append((time.strftime("%H:%M:%S"), member, one.name))
+            self.samples += 1
+            self.done.wait(0.5)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join(30)
 
 
 @contextlib.contextmanager

@@ -36,8 +36,9 @@ def parse(argv):
                                 'start: start it again with its ports, certificates and data')
     component.add_argument('name', help='as "status --json" lists them under "components", e.g. hub/kube-apiserver '
                                         '(short: hub-apiserver), etcd, runner, member1/fleet-system/member-agent-*/member-agent')
-    rebuild = sub.add_parser('rebuild', help='make a member cluster again from nothing under the same name (a new kube-system UID)')
-    rebuild.add_argument('name', help='the member, e.g. member2')
+    rebuild = sub.add_parser('rebuild', help='make a member or a hub again from nothing under the same name, URL and CA '
+                                             '(a new kube-system UID; a hub gets its controllers and nothing else)')
+    rebuild.add_argument('name', help='the cluster, e.g. member2 or hub')
     sub.add_parser('runner', help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 

@@ -383,7 +383,7 @@ def component(action, name, paths=None):
 
 
 def rebuild(name, paths=None):
-    """``rebuild MEMBER``: the member cluster made again from nothing under the same name (a new kube-system UID)."""
+    """``rebuild CLUSTER``: a member or a hub made again from nothing under the same name (a new kube-system UID)."""
     from fleetlab import rebuild as labrebuild  # pylint: disable=import-outside-toplevel
     paths = paths or LabPaths()
     with exclusive(paths):

@@ -1,9 +1,12 @@
-"""``rebuild MEMBER``: the member cluster made again from nothing under the same name, as a platform team rebuilds one.
+"""``rebuild CLUSTER``: a member or a hub made again from nothing under the same name, as a platform team rebuilds one.
 
 Its control plane stops, its keys in the shared etcd (``--etcd-prefix``) are deleted, and it starts again: a new
-``kube-system`` Namespace (a new UID), no agents, no Secrets, only what ``up`` gives a member (its CRDs). The
-runner sees the pods gone and stops the old agents. The PKI is kept, so the kubeconfig, the inventory and the clients
-the tests hold stay valid; the collection tells clusters apart by the ``kube-system`` UID, not by the CA.
+``kube-system`` Namespace (a new UID), no agents, no Secrets, only what ``up`` gives it - a member its CRDs, a hub its
+Fleet and KubeFleet controllers (waited for), but none of what was registered or placed there: a hub restored
+without its etcd. The runner sees the pods gone and stops the old agents and controllers. The PKI is kept, so the
+kubeconfig, the inventory and the clients the tests hold stay valid (the hub's URL and CA too: the members' agents
+still reach it, with credentials it no longer knows); the collection tells clusters apart by the ``kube-system``
+UID, not by the CA.
 """
 
 import base64
@@ -31,18 +34,25 @@ def delete_prefix(etcd_url, prefix):
 
 
 def rebuild(paths, name, build):
-    """Rebuild the member ``name`` of the lab in ``paths``; returns the number of etcd keys removed."""
+    """Rebuild the cluster ``name`` (a member or a hub) of the lab in ``paths``; returns the number of etcd keys removed."""
     state = labstate.load(paths)
     if state is None:
         raise LabError('no lab in %s' % paths.root)
-    if (state['clusters'].get(name) or {}).get('role') != 'member':
-        raise LabError('"%s" is not a member of the lab; members: %s' % (
-            name, ', '.join(n for n, c in sorted(state['clusters'].items()) if c['role'] == 'member')))
+    role = (state['clusters'].get(name) or {}).get('role')
+    if role not in ('member', 'hub'):
+        raise LabError('"%s" is not a cluster of the lab; clusters: %s' % (name, ', '.join(sorted(state['clusters']))))
+    if role == 'hub' and not state.get('controllers', True):
+        raise LabError('the lab runs without controllers: a rebuilt hub would get none either; rebuild a member')
     for process in CONTROL_PLANE:
         labcontrol.stop(labcontrol.resolve(state, '%s/%s' % (name, process)))
     restarter = labcontrol.Restarter(paths, state)
     deleted = delete_prefix(restarter.etcd.url, restarter.clusters[name].etcd_prefix)
     for process in reversed(CONTROL_PLANE):
         restarter.start(labcontrol.resolve(restarter.state, '%s/%s' % (name, process)))
-    labhub.prepare_member(labhub.Tools(paths, state['binaries']), restarter.clusters[name], build)
+    tools, cluster = labhub.Tools(paths, state['binaries']), restarter.clusters[name]
+    if role == 'member':
+        labhub.prepare_member(tools, cluster, build)
+    else:
+        labhub.install_hub_controllers(tools, cluster, build)
+        labhub.wait_hub_controllers(tools, cluster, labcontrol.APISERVER_TIMEOUT, lambda: None)
     return deleted
