@@ -20,11 +20,13 @@ _ARGUMENT_SPEC = dict(
     step=dict(type="str", required=True, choices=["guard", "read", "back", "check", "failed", "moved_back", "stop", "summary"]),
 )
 MODULE = "fleetops.registration.hub_move_info"
+MEMBER_INFO = "fleetops.registration.member_info"
 # The playbook's notes (register names in move_hub.yml).
 FAILURE = "move_hub__failure"
 BACK = "move_hub__back"
 GUARD = "move_hub__guard"
 ALLOW_REMOVAL = "fleetops_allow_workload_removal"
+OLD_HUB_LOST = "fleetops_old_hub_lost"
 # How long the KubeFleet leave of the hub a member left waits for an acknowledgement no agent will give.
 FORCE_GRACE_PERIOD = 5
 
@@ -52,6 +54,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("hub_move step=%s runs after step=read (registered as %s)" % (step, role_wiring.MOVE_STEP))
         if step == "back":
             before = current["before"]
+            if before.get("left_on_old_hub"):
+                raise AnsibleActionFail("%s=true: the old hub %s cannot be reached, so the member is not moved back; it "
+                                        "stays as the new hub has it" % (OLD_HUB_LOST, current["old_hub"]["host"]))
             return dict(result, changed=False, before=before, old_hub=current["old_hub"], new_hub=current["new_hub"],
                         roles=hub_move.role_steps(current["old_hub"], current["new_hub"], before["join"], before["join"],
                                                   FORCE_GRACE_PERIOD))
@@ -114,9 +119,9 @@ class ActionModule(ActionBase):
     def _read(self, task_vars):
         found, old_hub, new_hub = self._hubs(task_vars)
         reading = self._module(task_vars, found, old_hub, new_hub, wait=False)
-        before = dict((key, reading.get(key)) for key in ("phase", "join", "leave", "settled", "managers", "phases"))
+        before = dict((key, reading.get(key)) for key in ("phase", "join", "leave", "left_on_old_hub", "settled", "managers", "phases"))
         before["name"] = found["cluster_name"]
-        return {"changed": False, "before": before, "old_hub": old_hub, "new_hub": new_hub,
+        return {"changed": False, "before": before, "old_hub": old_hub, "new_hub": new_hub, "leaving": bool(before["leave"]),
                 "roles": hub_move.role_steps(new_hub, old_hub, before["join"], before["leave"], FORCE_GRACE_PERIOD)}
 
     def _module(self, task_vars, found, old_hub, new_hub, wait, timeout=None, guard=False):
@@ -129,10 +134,28 @@ class ActionModule(ActionBase):
             module_args.update(guard=True, labels=dict((str(key), str(value)) for key, value in labels.items()))
         if timeout:
             module_args["wait_timeout"] = int(timeout)
+        if role_wiring.as_bool(self._var(task_vars, OLD_HUB_LOST)):
+            module_args.update(self._running(task_vars, found, new_hub, backends))
+            del module_args["old_hub_kubeconfig"], module_args["old_hub_context"]
         reading = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         if reading.get("failed"):
             raise AnsibleActionFail(reading.get("msg") or "hub_move_info failed", result=reading)
         return reading
+
+    def _running(self, task_vars, found, new_hub, backends):
+        """hub_move_info's options for an evacuation (fleetops_old_hub_lost): what runs on the member stands for the old
+        hub - member_info, read from the member (its hub side from the new hub)."""
+        info = self._execute_module(module_name=MEMBER_INFO, task_vars=task_vars, module_args={
+            "name": found["cluster_name"], "backends": backends, "fleet_namespace": found["fleet_namespace"],
+            "kubeconfig": found.get("kubeconfig") or None, "context": found.get("context") or None,
+            "hub_kubeconfig": new_hub["kubeconfig"], "hub_context": new_hub["context"]})
+        if info.get("failed"):
+            raise AnsibleActionFail("%s=true: what runs on member %s could not be read from it: %s" % (
+                OLD_HUB_LOST, found["cluster_name"], info.get("msg")), result=info)
+        members = dict((name, state.get("member") or {}) for name, state in (info.get("managers") or {}).items())
+        return {"old_hub_lost": True, "member_agents": sorted(name for name, view in members.items() if view.get("release")),
+                "member_workloads": dict((name, sorted(set(row["placement"] for row in view.get("workloads") or [])))
+                                         for name, view in members.items())}
 
     def _check(self, task_vars, current):
         if self._task.check_mode:

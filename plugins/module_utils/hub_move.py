@@ -56,10 +56,14 @@ def takeover_problems(new_present, new_healthy, new_problem, placements, old_nam
     return problems
 
 
-def plan(managers):
+def plan(managers, old_hub_lost=False):
     """The member's move from each manager's reading ``{manager: {old_present, new_present, settled}}``: per manager its
     ``phase``, the managers the member joins on the new hub (``join``), those it leaves on the old (``leave``), and the
-    member's ``phase`` - ``not_member`` (no manager has it), ``moved`` (nothing left to do) or ``move``."""
+    member's ``phase`` - ``not_member`` (no manager has it), ``moved`` (nothing left to do) or ``move``.
+
+    ``old_hub_lost``: the old hub cannot be reached (an evacuation); ``old_present`` then says that the member's agent of
+    that manager runs (read from the member). Nothing is left there: ``leave`` is empty and ``left_on_old_hub`` names
+    the managers whose objects stay on the old hub, for a later move with it back (or leave_cluster.yml) to remove."""
     phases = dict((name, manager_phase(item.get("old_present"), item.get("new_present"), item.get("settled")))
                   for name, item in sorted(managers.items()))
     join = [name for name, phase in phases.items() if phase != NOT_MEMBER]
@@ -70,13 +74,20 @@ def plan(managers):
         overall = MOVED
     else:
         overall = MOVE
-    return {"phases": phases, "join": join, "leave": leave, "phase": overall}
+    return {"phases": phases, "join": join, "leave": [] if old_hub_lost else leave,
+            "left_on_old_hub": leave if old_hub_lost else [], "phase": overall}
 
 
 def member_outcome(before, failure=None, moved_back=None, removed=None):
     """member_move_outcome, saying what the run allowed the member's agents to remove (``removed``: the guard's
-    ``unplaced``) - with fleetops_allow_workload_removal, per workload."""
+    ``unplaced``) - with fleetops_allow_workload_removal, per workload - and, in an evacuation, what stays on the
+    old hub."""
     outcome = member_move_outcome(before, failure, moved_back)
+    left = (before or {}).get("left_on_old_hub") if isinstance(before, dict) else None
+    if left and outcome["outcome"] != "untouched":
+        outcome["left_on_old_hub"] = list(left)
+        outcome["line"] += ("; left there: its %s objects of the member (a move_hub.yml run with that hub back, or "
+                            "leave_cluster.yml against it, removes them)" % ", ".join(left))
     if removed:
         outcome["removal_allowed"] = list(removed)
         outcome["line"] += placement_guard.removal_allowed(removed, "the new hub")
@@ -101,12 +112,18 @@ def member_move_outcome(before, failure=None, moved_back=None):
         if before.get("phase") == MOVED:
             return {"outcome": "moved", "changed": False, "line": "moved: already on the new hub (%s), nothing to do" % join}
         return {"outcome": "moved", "changed": True,
-                "line": "moved: %s on the new hub, its placements applied there; the old hub's objects removed" % join}
+                "line": "moved: %s on the new hub, its placements applied there; %s" % (join, _old_hub_text(before))}
     if moved_back is True:
         return {"outcome": "moved back", "changed": True, "failure": failure,
                 "line": "moved back to the old hub (%s): %s" % (join, failure)}
     why = "the move back failed too: %s" % moved_back if moved_back else "it was not moved back"
     return {"outcome": "failed", "changed": True, "failure": failure, "line": "failed: %s; %s" % (failure, why)}
+
+
+def _old_hub_text(before):
+    if before.get("leave"):
+        return "the old hub's objects removed"
+    return "the old hub not reached" if before.get("left_on_old_hub") else "the old hub had nothing of it"
 
 
 def hub_hosts(groups, new_hub=None, old_hub=None):

@@ -23,7 +23,10 @@ class HubMove:
         self.params = module.params
         self.name = self.params["name"]
         self.backends = [registry.manager(name).name for name in dict.fromkeys(self.params.get("backends") or [])]
-        if not any(self.params.get("old_hub_" + key) for key in ("kubeconfig", "context", "host")):
+        self.lost = bool(self.params.get("old_hub_lost"))
+        for name in (self.params.get("member_agents") or []) + sorted(self.params.get("member_workloads") or {}):
+            registry.manager(name, param="member_agents")
+        if not self.lost and not any(self.params.get("old_hub_" + key) for key in ("kubeconfig", "context", "host")):
             raise ParameterError("old_hub_kubeconfig", "is required: the hub the member moves from",
                                  "Give old_hub_kubeconfig (and old_hub_context), the connection of the hub the member is in now")
 
@@ -43,25 +46,37 @@ class HubMove:
         if labels is None:
             labels = self.params.get("labels")
         if labels is None:
-            labels = old_obj["metadata"].get("labels") or {}
+            labels = ((old_obj or {}).get("metadata") or {}).get("labels") or {}
         return registry.manager(manager_name).unplaced(hub, self.name, old_placements, labels, self.params["fleet_namespace"])
 
+    def read_old(self, manager_name):
+        """``(old hub object, whether the member is in this manager there, the old hub's placements on it)``; with
+        ``old_hub_lost`` the old hub is not read: what the member's agent runs (``member_agents``, ``member_workloads``:
+        member_info's, read from the member) stands for it, each placement by its name in the Fleet clusters namespace."""
+        if not self.lost:
+            old_obj, dummy, old_placements = self.read_one(manager_name, self.module.kube("old_hub_"))
+            return old_obj, old_obj is not None, old_placements
+        names = (self.params.get("member_workloads") or {}).get(manager_name) or []
+        namespace = self.params["fleet_namespace"]
+        return None, manager_name in (self.params.get("member_agents") or []), [
+            {"name": name, "bundle": {"namespace": namespace, "name": name}} for name in names]
+
     def read_manager(self, manager_name):
-        old_obj, dummy, old_placements = self.read_one(manager_name, self.module.kube("old_hub_"))
+        old_obj, old_present, old_placements = self.read_old(manager_name)
         new_obj, health, new_placements = self.read_one(manager_name, self.module.kube())
         health = health or {"healthy": False, "problem": None}
         found = hub_move.takeover_problems(new_obj is not None, health["healthy"], health["problem"], new_placements,
                                            [item["name"] for item in old_placements])
-        reading = {"old_present": old_obj is not None, "new_present": new_obj is not None, "new_healthy": health["healthy"],
+        reading = {"old_present": old_present, "new_present": new_obj is not None, "new_healthy": health["healthy"],
                    "placements": new_placements, "old_placements": [item["name"] for item in old_placements],
                    "settled": not found, "problems": found}
-        if self.params.get("guard") and old_obj is not None:
+        if self.params.get("guard") and old_present:
             reading["unplaced"] = self.unplaced(manager_name, self.module.kube(), old_obj, new_obj, old_placements)
         return reading
 
     def read(self):
         managers = dict((name, self.read_manager(name)) for name in self.backends)
-        result = hub_move.plan(managers)
+        result = hub_move.plan(managers, old_hub_lost=self.lost)
         result["managers"] = managers
         for name, phase in result["phases"].items():
             managers[name]["phase"] = phase

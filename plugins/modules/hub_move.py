@@ -31,7 +31,13 @@ description:
     move back worked; V(stop) fails the member with both.
   - V(summary) (once per batch) says for every member of the play C(moved), C(moved back), C(failed) or C(untouched),
     and adds it to the job's statistics (C(fleetops_moves)).
-  - Runs on the controller; only V(guard), V(read) and V(check) read the hubs, and nothing is changed.
+  - With the extra var C(fleetops_old_hub_lost) true (an evacuation from a hub that cannot be reached), V(guard),
+    V(read) and V(check) do not read the old hub - what runs on the member, read from it with
+    M(fleetops.registration.member_info), stands for what the old hub had of it (M(fleetops.registration.hub_move_info)'s
+    C(old_hub_lost)) - V(read) leaves nothing to member_leave (RV(leaving) false), V(back) fails (there is no way back),
+    and V(summary) names per member what stays on the old hub.
+  - Runs on the controller; only V(guard), V(read) and V(check) read the hubs (and, in an evacuation, the member), and
+    nothing is changed.
 author:
   - fleetops.registration contributors (@fleetops)
 attributes:
@@ -75,6 +81,10 @@ roles:
   description: What the roles C(member_join) and C(member_leave) get for this direction of the move, by role.
   returned: with O(step=read) or O(step=back)
   type: dict
+leaving:
+  description: Whether the member leaves the old hub in any fleet manager (member_leave runs only then).
+  returned: with O(step=read)
+  type: bool
 settled:
   description: Whether the new hub has taken the member over.
   returned: with O(step=check)
@@ -89,7 +99,8 @@ removal_allowed:
   returned: with O(step=guard), when RV(unplaced) is not empty
   type: bool
 results:
-  description: Per member of the play C(outcome) (C(moved), C(moved back), C(failed), C(untouched)), C(changed), C(line).
+  description: Per member of the play C(outcome) (C(moved), C(moved back), C(failed), C(untouched)), C(changed), C(line),
+    and in an evacuation C(left_on_old_hub) (the fleet managers whose objects of the member stay on the old hub).
   returned: with O(step=summary)
   type: dict
 lines:

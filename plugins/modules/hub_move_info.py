@@ -80,6 +80,28 @@ options:
       - Seconds between reads while waiting.
     type: int
     default: 2
+  old_hub_lost:
+    description:
+      - The old hub cannot be reached (or is gone) - an evacuation. It is not read, and the C(old_hub_) options may be
+        left out; what runs on the member stands for what the old hub had of it - O(member_agents) for the managers
+        it is in, O(member_workloads) for their placements (the guard and the takeover check require the new hub to place
+        each of them). RV(leave) is empty and RV(left_on_old_hub) names the managers whose objects stay on the old hub.
+    type: bool
+    default: false
+  member_agents:
+    description:
+      - With O(old_hub_lost), the fleet managers whose agent runs on the member (from
+        M(fleetops.registration.member_info)'s C(member.release) per manager).
+    type: list
+    elements: str
+    default: []
+  member_workloads:
+    description:
+      - With O(old_hub_lost), per fleet manager the names of the placements whose workloads its agent runs on the member
+        (M(fleetops.registration.member_info)'s C(member.workloads), each C(placement)) - Rancher Fleet bundles (taken to
+        be in O(fleet_namespace)), KubeFleet C(ClusterResourcePlacement)s.
+    type: dict
+    default: {}
 seealso:
   - module: fleetops.registration.member_info
 '''
@@ -108,10 +130,18 @@ join:
   type: list
   elements: str
 leave:
-  description: The fleet managers whose old hub still has the member (those it leaves there, hub-side).
+  description: The fleet managers whose old hub still has the member (those it leaves there, hub-side); empty with
+    O(old_hub_lost).
   returned: always
   type: list
   elements: str
+left_on_old_hub:
+  description: With O(old_hub_lost), the fleet managers whose objects of the member stay on the old hub (a move with
+    that hub back, or a leave against it, removes them).
+  returned: always
+  type: list
+  elements: str
+  sample: ["kubefleet", "rancher_fleet"]
 settled:
   description: Whether the new hub has taken the member over in every manager of RV(join).
   returned: always
@@ -151,6 +181,9 @@ def argument_spec():
         wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=300),
         wait_sleep=dict(type="int", default=2),
+        old_hub_lost=dict(type="bool", default=False),
+        member_agents=dict(type="list", elements="str", default=[]),
+        member_workloads=dict(type="dict", default={}),
     )
 
 

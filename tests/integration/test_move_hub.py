@@ -141,3 +141,60 @@ def move_there_and_back(lab, on_hub, on_hub2, tmp_path):
         assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in back.output
         assert all(applied_on_hub(lab, one, member) for one in on_hub.values()), member
         assert hub_objects(lab, "hub2", member) == [], member
+
+
+def test_members_are_evacuated_from_a_hub_that_is_down_without_a_gap_and_the_old_hub_is_cleared_once_it_is_back(lab_hub2, tmp_path):
+    """Issue 45 item 4: with hub's API server stopped, move_hub.yml -e fleetops_old_hub_lost=true judges what runs on
+    each member (read from it) instead of hub's placements: refused while hub2 places none of them, nothing changed;
+    with them on hub2 it moves both members there with no workload ever leaving a member, hub2 reports them applied,
+    and each member's line says what stays on hub. With hub back, the plain move finds the members on both hubs and
+    removes hub's objects; then both move back to hub, as the lab's other tests expect them."""
+    lab = lab_hub2.lab
+    playbook(lab, "join_cluster.yml", "--limit", "fleet-hub," + ",".join(MEMBERS), *extra(), tmp_path=tmp_path)
+    prepare_hub2(lab)
+    labels, lost = {"env": "lab"}, extra(fleetops_old_hub_lost=True)
+    with placements(lab, "evacuated", labels, members=MEMBERS) as on_hub:
+        for member in MEMBERS:
+            for one in on_hub.values():
+                wait_on_member(lab, member, one)
+        sampler = Sampler(lab, list(on_hub.values()))
+        lab.stop("hub-apiserver")
+        try:
+            sampler.start()
+            refused = playbook(lab, "move_hub.yml", *LIMIT, *lost, tmp_path=tmp_path, fails=True)
+            assert "Nothing was changed" in refused.output, refused.output[-3000:]
+            assert all("%s %s" % (one.manager, ("fleet-default/" if one.manager == "rancher_fleet" else "") + one.name)
+                       in refused.output for one in on_hub.values()), refused.output[-3000:]
+            assert all(hub_objects(lab, "hub2", member) == [] for member in MEMBERS)
+            # The sampler stops before the placements on hub2 go: their clean-up takes the (same) workloads off the members.
+            with placements(lab, "evacuated", labels, members=MEMBERS, hub="hub2") as on_hub2:
+                moved = playbook(lab, "move_hub.yml", *LIMIT, *lost, tmp_path=tmp_path)
+                _evacuated(lab, moved, on_hub2, tmp_path)
+                gaps = sampler.stop()
+        finally:
+            sampler.stop()
+            lab.start("hub-apiserver")
+        assert not gaps and sampler.samples > 20, (gaps[:10], sampler.samples)
+
+
+def _evacuated(lab, moved, on_hub2, tmp_path):
+    """After the evacuation: the members on hub2 with its placements applied and their objects still on hub; with hub
+    back, a plain move clears those, then both members move back to hub."""
+    for member in MEMBERS:
+        assert ('"%s": "moved: kubefleet, rancher_fleet on the new hub, its placements applied there; the old hub not '
+                'reached; left there: its kubefleet, rancher_fleet objects of the member' % member) in moved.output, moved.output[-3000:]
+        assert all(applied_on_hub(lab, one, member) for one in on_hub2.values()), member
+    lab.start("hub-apiserver")
+    assert all(hub_objects(lab, "hub", member) != [] for member in MEMBERS)
+
+    cleared = playbook(lab, "move_hub.yml", *LIMIT, *extra(), tmp_path=tmp_path)
+    for member in MEMBERS:
+        assert ('"%s": "moved: kubefleet, rancher_fleet on the new hub, its placements applied there; the old hub\'s '
+                'objects removed"' % member) in cleared.output, cleared.output[-3000:]
+        assert hub_objects(lab, "hub", member) == [], member
+        assert all(applied_on_hub(lab, one, member) for one in on_hub2.values()), member
+
+    back = playbook(lab, "move_hub.yml", *LIMIT, *extra(**BACK_TO_HUB), tmp_path=tmp_path)
+    for member in MEMBERS:
+        assert '"%s": "moved: kubefleet, rancher_fleet on the new hub' % member in back.output, back.output[-3000:]
+        assert hub_objects(lab, "hub2", member) == [], member

@@ -20,13 +20,14 @@ from test_playbooks import members_restored_on_failure, playbook  # noqa: F401 p
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_failure")]
 
-FLEET_CREDENTIAL = ("fleet-agent", "cattle-fleet-system")
+CREDENTIALS = (("fleet-agent", "cattle-fleet-system"), ("hub-kubeconfig-secret", "fleet-hub-credentials"))
 
 
-def _fleet_credential_version(lab, member):
-    """The resourceVersion of the Fleet agent's hub credential on ``member`` (None when there is none)."""
-    secret = read_or_none(lambda: client.CoreV1Api(lab.api_client(member)).read_namespaced_secret(*FLEET_CREDENTIAL))
-    return secret.metadata.resource_version if secret is not None else None
+def _credential_versions(lab, member):
+    """The resourceVersions of the agents' hub credentials on ``member`` (Fleet's, KubeFleet's; None when missing)."""
+    core = client.CoreV1Api(lab.api_client(member))
+    secrets = [read_or_none(lambda n=name, ns=namespace: core.read_namespaced_secret(n, ns)) for name, namespace in CREDENTIALS]
+    return [secret.metadata.resource_version if secret is not None else None for secret in secrets]
 
 
 def test_a_join_against_a_rebuilt_hub_takes_no_workload_off_a_member_and_finishes_once_the_placements_are_back(lab_controllers, tmp_path):
@@ -37,20 +38,21 @@ def test_a_join_against_a_rebuilt_hub_takes_no_workload_off_a_member_and_finishe
     with workloads.placements(lab, unique("rebuilt"), {"env": "lab"}, members=members) as placed:
         fleet, kubefleet = placed["rancher_fleet"], placed["kubefleet"]
         before = dict(((m, p.name), workloads.wait_on_member(lab, m, p)) for m in members for p in (fleet, kubefleet))
-        credentials = dict((m, _fleet_credential_version(lab, m)) for m in members)
+        credentials = dict((m, _credential_versions(lab, m)) for m in members)
         with workloads.Sampler(lab, members, [fleet, kubefleet]) as sampler:
             lab.rebuild("hub")
             refused = playbook(lab, *join, tmp_path=tmp_path, fails=True)
             for member in members:
                 assert "%s - the hub has no Bundle fleet-default/%s" % (fleet.name, fleet.name) in refused.output, refused.output[-4000:]
             assert "does not place what it deployed on the member" in refused.output and "Nothing was changed" in refused.output
-            assert dict((m, _fleet_credential_version(lab, m)) for m in members) == credentials, "a refused member's Fleet agent changed"
+            assert dict((m, _credential_versions(lab, m)) for m in members) == credentials, "a refused member's agents changed"
 
             workloads.place_bundle(lab, fleet.name, {"env": "lab"})
             workloads.place_placement(lab, kubefleet.name, {"env": "lab"})
             joined = playbook(lab, *join, tmp_path=tmp_path)
             for member in members:
-                assert "kubefleet %s: agent" % member in joined.output and "%s: rancher_fleet fleet-default/%s: agent registered" % (member, member) in joined.output, joined.output[-4000:]
+                registered = "%s: rancher_fleet fleet-default/%s: agent registered" % (member, member)
+                assert registered in joined.output and "kubefleet %s: agent" % member in joined.output, joined.output[-4000:]
                 for one in (fleet, kubefleet):
                     wait_for(lambda m=member, p=one: workloads.applied_on_hub(lab, p, m), 180,
                              "the rebuilt hub to report %s applied on %s" % (one.name, member))

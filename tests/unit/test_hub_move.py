@@ -46,7 +46,7 @@ def test_the_plan_joins_every_manager_the_member_is_in_and_leaves_only_where_the
     plan = hub_move.plan({"kubefleet": {"old_present": True, "new_present": True, "settled": False},
                           "rancher_fleet": {"old_present": False, "new_present": True, "settled": True}})
     assert plan == {"phases": {"kubefleet": "finish", "rancher_fleet": "moved"}, "join": ["kubefleet", "rancher_fleet"],
-                    "leave": ["kubefleet"], "phase": "move"}
+                    "leave": ["kubefleet"], "left_on_old_hub": [], "phase": "move"}
     done = hub_move.plan({"kubefleet": {"old_present": False, "new_present": True, "settled": True},
                           "rancher_fleet": {"old_present": False, "new_present": False}})
     assert (done["phase"], done["join"], done["leave"]) == ("moved", ["kubefleet"], [])
@@ -54,7 +54,22 @@ def test_the_plan_joins_every_manager_the_member_is_in_and_leaves_only_where_the
     assert (nowhere["phase"], nowhere["join"]) == ("not_member", [])
 
 
-BEFORE = {"phase": "move", "join": ["kubefleet", "rancher_fleet"]}
+def test_an_evacuation_joins_where_the_member_s_agents_run_and_leaves_nothing_on_the_lost_hub_but_names_it():
+    """Issue 45 item 4: with the old hub lost, old_present says the member's agent of that manager runs."""
+    lost = hub_move.plan({"kubefleet": {"old_present": True, "new_present": False},
+                          "rancher_fleet": {"old_present": True, "new_present": True, "settled": False}}, old_hub_lost=True)
+    assert (lost["join"], lost["leave"], lost["left_on_old_hub"], lost["phase"]) == (
+        ["kubefleet", "rancher_fleet"], [], ["kubefleet", "rancher_fleet"], "move")
+    moved = hub_move.member_outcome(dict(lost))
+    assert moved["outcome"] == "moved" and moved["left_on_old_hub"] == ["kubefleet", "rancher_fleet"]
+    assert moved["line"] == ("moved: kubefleet, rancher_fleet on the new hub, its placements applied there; the old hub not "
+                             "reached; left there: its kubefleet, rancher_fleet objects of the member (a move_hub.yml run "
+                             "with that hub back, or leave_cluster.yml against it, removes them)")
+    assert "left there" in hub_move.member_outcome(dict(lost), "the agent never checked in", "the old hub is lost")["line"]
+    assert "left_on_old_hub" not in hub_move.member_outcome(None)
+
+
+BEFORE = {"phase": "move", "join": ["kubefleet", "rancher_fleet"], "leave": ["kubefleet", "rancher_fleet"]}
 
 
 def test_the_summary_says_moved_moved_back_failed_or_untouched():
@@ -64,6 +79,8 @@ def test_the_summary_says_moved_moved_back_failed_or_untouched():
     assert (nowhere["outcome"], nowhere["changed"]) == ("untouched", False)
     moved = hub_move.member_outcome(BEFORE)
     assert (moved["outcome"], moved["changed"]) == ("moved", True) and "kubefleet, rancher_fleet" in moved["line"]
+    assert moved["line"].endswith("the old hub's objects removed")
+    assert hub_move.member_outcome(dict(BEFORE, leave=[]))["line"].endswith("the old hub had nothing of it")
     again = hub_move.member_outcome({"phase": "moved", "join": ["kubefleet"]})
     assert (again["outcome"], again["changed"]) == ("moved", False) and "nothing to do" in again["line"]
     back = hub_move.member_outcome(BEFORE, "the agent never checked in", True)
