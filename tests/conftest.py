@@ -141,12 +141,12 @@ class Lab:
         """Start a stopped component again with its ports, certificates and data; waits until it is ready."""
         return self.component('start', name)
 
-    def rebuild(self, cluster):
+    def rebuild(self, cluster, new_ca=False):
         """Make ``cluster`` (a member, or ``hub``: restored without its etcd, only its controllers back) again from
-        nothing under the same name (a new kube-system UID, no agents; same URL and PKI)."""
+        nothing under the same name (a new kube-system UID, no agents; same URL, and same PKI unless ``new_ca``)."""
         from fleetlab import lab as fleetlab_lab  # pylint: disable=import-outside-toplevel
         from fleetlab.paths import LabPaths  # pylint: disable=import-outside-toplevel
-        return fleetlab_lab.rebuild(cluster, LabPaths())
+        return fleetlab_lab.rebuild(cluster, LabPaths(), new_ca=new_ca)
 
     def heal(self):
         """What ``python -m fleetlab up`` does on a lab that is partly down: start what is down, thaw what is frozen."""

@@ -39,6 +39,7 @@ def parse(argv):
     rebuild = sub.add_parser('rebuild', help='make a member or a hub again from nothing under the same name, URL and CA '
                                              '(a new kube-system UID; a hub gets its controllers and nothing else)')
     rebuild.add_argument('name', help='the cluster, e.g. member2 or hub')
+    rebuild.add_argument('--new-ca', action='store_true', help='with a new CA and certificates (kubeconfig and inventory rewritten)')
     sub.add_parser('runner', help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -64,7 +65,7 @@ def main(argv=None):
             print(lab.component(args.action, args.name))
             return 0
         if args.command == 'rebuild':
-            print(lab.rebuild(args.name))
+            print(lab.rebuild(args.name, new_ca=args.new_ca))
             return 0
         if args.command == 'env':
             sys.stdout.write(lab.env_exports())

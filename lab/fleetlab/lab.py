@@ -382,15 +382,15 @@ def component(action, name, paths=None):
         return labcontrol.act(paths, action, name)
 
 
-def rebuild(name, paths=None):
+def rebuild(name, paths=None, new_ca=False):
     """``rebuild CLUSTER``: a member or a hub made again from nothing under the same name (a new kube-system UID)."""
     from fleetlab import rebuild as labrebuild  # pylint: disable=import-outside-toplevel
     paths = paths or LabPaths()
     with exclusive(paths):
         started = time.monotonic()
-        deleted = labrebuild.rebuild(paths, name, _build())
-    return '%s rebuilt: %d objects removed, API server and controller manager started again (%.1fs)' % (
-        name, deleted, time.monotonic() - started)
+        deleted = labrebuild.rebuild(paths, name, _build(), new_ca=new_ca)
+    return '%s rebuilt%s: %d objects removed, API server and controller manager started again (%.1fs)' % (
+        name, ' with a new CA' if new_ca else '', deleted, time.monotonic() - started)
 
 
 def _mib(value):

@@ -6,7 +6,8 @@ Fleet and KubeFleet controllers (waited for), but none of what was registered or
 without its etcd. The runner sees the pods gone and stops the old agents and controllers. The PKI is kept, so the
 kubeconfig, the inventory and the clients the tests hold stay valid (the hub's URL and CA too: the members' agents
 still reach it, with credentials it no longer knows); the collection tells clusters apart by the ``kube-system``
-UID, not by the CA.
+UID, not by the CA. ``--new-ca`` gives it a new PKI instead (as a hub recreated at the same address): the lab's
+kubeconfig and inventory are written again with it, and the members' agents no longer trust it.
 """
 
 import base64
@@ -16,6 +17,7 @@ import urllib.request
 from fleetlab import control as labcontrol
 from fleetlab import hub as labhub
 from fleetlab import state as labstate
+from fleetlab.access import write_access_files
 from fleetlab.processes import LabError
 
 CONTROL_PLANE = ('kube-controller-manager', 'kube-apiserver')
@@ -33,8 +35,10 @@ def delete_prefix(etcd_url, prefix):
         return int(json.loads(response.read()).get('deleted') or 0)
 
 
-def rebuild(paths, name, build):
-    """Rebuild the cluster ``name`` (a member or a hub) of the lab in ``paths``; returns the number of etcd keys removed."""
+def rebuild(paths, name, build, new_ca=False):
+    """Rebuild the cluster ``name`` (a member or a hub) of the lab in ``paths``; returns the number of etcd keys removed.
+    ``new_ca``: it comes back with a PKI of its own (a new CA, serving and admin certificates, service-account key),
+    written to the lab's kubeconfig and inventory (the runner's watch reconnects with it)."""
     state = labstate.load(paths)
     if state is None:
         raise LabError('no lab in %s' % paths.root)
@@ -47,6 +51,9 @@ def rebuild(paths, name, build):
         labcontrol.stop(labcontrol.resolve(state, '%s/%s' % (name, process)))
     restarter = labcontrol.Restarter(paths, state)
     deleted = delete_prefix(restarter.etcd.url, restarter.clusters[name].etcd_prefix)
+    if new_ca:
+        restarter.clusters[name].prepare()
+        write_access_files(paths, list(restarter.clusters.values()), state['binaries'])
     for process in reversed(CONTROL_PLANE):
         restarter.start(labcontrol.resolve(restarter.state, '%s/%s' % (name, process)))
     tools, cluster = labhub.Tools(paths, state['binaries']), restarter.clusters[name]

@@ -225,6 +225,17 @@ class Runner:
                 if not self.stopping.is_set():
                     LOG.warning('%s: pod watch failed (%s); relisting', cluster, exc)
                     self.stopping.wait(2)
+                    api = self._reconnect(cluster, api)
+
+    def _reconnect(self, cluster, api):
+        """A client made again from the kubeconfig (a cluster rebuilt with a new CA, ``rebuild --new-ca``); the
+        one it had when the kubeconfig cannot be read."""
+        try:
+            self.apis[cluster] = ClusterAPI(cluster, self.kubeconfig, cluster)
+        except Exception as exc:  # pylint: disable=broad-except
+            LOG.info('%s: kept the old client (%s)', cluster, exc)
+            return api
+        return self.apis[cluster]
 
     def _watch_once(self, cluster, api, version):
         resp = api.watch_pods(version)

@@ -1,9 +1,9 @@
 """A join against a hub rebuilt without its state takes no workload off a member (issue 45, item 5).
 
-Both members join and get a Rancher Fleet Bundle's and a KubeFleet placement's ConfigMap. Then the hub is restored
-without its etcd (``fleetlab rebuild hub``: the same URL and CA, its controllers back, nothing registered or placed).
-The agents' credentials no longer open it, so a plain join_cluster registers every member again - with a hub that
-places nothing. Fleet's agent, registered, would uninstall every bundle release its hub does not place, fleet-wide,
+Both members join and get a Rancher Fleet Bundle's and a KubeFleet placement's ConfigMap. Then the hub is recreated at
+the same URL (``fleetlab rebuild hub --new-ca``: a new CA, its controllers back, nothing registered or placed). The
+agents neither trust it nor hold a credential it knows, so a plain join_cluster registers every member again - with a
+hub that places nothing. Fleet's agent, registered, would uninstall every bundle release its hub does not place, fleet-wide,
 in one run: the join refuses each member's Fleet step, naming the bundle, with the Fleet agent untouched. KubeFleet's
 agent joins (it removes only what its hub deletes the Work of, never a Work its hub lacks): its AppliedWork and objects
 stay. With the placements back on the hub, the next join re-registers every member; Fleet's agent waits for its
@@ -40,7 +40,7 @@ def test_a_join_against_a_rebuilt_hub_takes_no_workload_off_a_member_and_finishe
         before = dict(((m, p.name), workloads.wait_on_member(lab, m, p)) for m in members for p in (fleet, kubefleet))
         credentials = dict((m, _credential_versions(lab, m)) for m in members)
         with workloads.Sampler(lab, members, [fleet, kubefleet]) as sampler:
-            lab.rebuild("hub")
+            lab.rebuild("hub", new_ca=True)
             refused = playbook(lab, *join, tmp_path=tmp_path, fails=True)
             for member in members:
                 assert "%s - the hub has no Bundle fleet-default/%s" % (fleet.name, fleet.name) in refused.output, refused.output[-4000:]
