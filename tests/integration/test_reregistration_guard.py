@@ -15,8 +15,6 @@ once the controller runs, the next join registers the agent and the workload nev
 """
 
 import json
-import threading
-import time
 
 import pytest
 from kubernetes import client
@@ -36,28 +34,9 @@ FLEET = ("fleet.cattle.io", "v1alpha1")
 BUNDLE_CONTROLLER = "hub/cattle-fleet-system/fleet-controller-*/fleet-controller"
 
 
-class Sampler(threading.Thread):
+def _sampler(lab, placed):
     """Reads the placed ConfigMap on the member every half second; ``missing`` lists the moments it was not there."""
-
-    def __init__(self, lab, placed):
-        super().__init__(daemon=True)
-        self.lab, self.placed, self.missing, self.samples = lab, placed, [], 0
-        self.done = threading.Event()
-
-    def run(self):
-        while not self.done.is_set():
-            if workloads.on_member(self.lab, MEMBER, self.placed)["configmap"] != self.placed.data:
-                self.missing.append(time.strftime("%H:%M:%S"))
-            self.samples += 1
-            self.done.wait(0.5)
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        self.join(30)
+    return workloads.Sampler(lab, [MEMBER], [placed])
 
 
 def _scale_agent(lab, replicas):
@@ -95,7 +74,7 @@ def test_a_join_refuses_to_register_an_agent_with_a_hub_that_does_not_place_its_
         kept_before = workloads.wait_on_member(lab, MEMBER, kept)
         _lose_the_member(lab, placed)
         try:
-            with Sampler(lab, placed) as sampler, Sampler(lab, kept) as kept_sampler:
+            with _sampler(lab, placed) as sampler, _sampler(lab, kept) as kept_sampler:
                 refused = playbook(lab, *JOIN, tmp_path=tmp_path, fails=True)
         finally:
             _scale_agent(lab, 1)  # it runs again, with a credential the hub no longer accepts
@@ -107,7 +86,7 @@ def test_a_join_refuses_to_register_an_agent_with_a_hub_that_does_not_place_its_
             assert not samples.missing and samples.samples > 5, (samples.missing[:10], samples.samples)
         assert workloads.on_member(lab, MEMBER, placed) == before
 
-        with Sampler(lab, kept) as kept_sampler:
+        with _sampler(lab, kept) as kept_sampler:
             allowed = playbook(lab, *(JOIN + ("-e", "fleetops_allow_workload_removal=true")), tmp_path=tmp_path)
             workloads.wait_gone_from_member(lab, MEMBER, placed)
             wait_for(lambda: workloads.applied_on_hub(lab, kept, MEMBER), 120, "the hub to report the kept bundle applied")
@@ -132,7 +111,7 @@ def test_a_join_registers_the_agent_only_once_the_hub_has_deployed_its_bundles_t
         before = workloads.wait_on_member(lab, MEMBER, placed)
         _lose_the_member(lab)
         agent_release = [r for r in workloads.helm_releases(lab, MEMBER, AGENT_NS) if r == "fleet-agent"]
-        with Sampler(lab, placed) as sampler:
+        with _sampler(lab, placed) as sampler:
             lab.freeze(BUNDLE_CONTROLLER)
             try:
                 held = playbook(lab, *(JOIN + ("-e", "member_join_wait_timeout=20")), tmp_path=tmp_path, fails=True)
