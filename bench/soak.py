@@ -11,6 +11,7 @@ Not part of ``make test``.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -32,9 +33,10 @@ for path in (BENCH, REPO_ROOT / 'tests', REPO_ROOT / 'lab'):
 # pylint: disable=wrong-import-position
 import fleet_workloads as workloads  # noqa: E402
 import scale_lab as labctl  # noqa: E402
+import scale_netns as netns  # noqa: E402
 import soak_judge as judge  # noqa: E402
 from process_tree import kill_tree  # noqa: E402
-from soak_faults import CATALOGUE, FLEET, MEMBERS, RUN_VARS, choose  # noqa: E402
+from soak_faults import CATALOGUE, FLEET, MEMBERS, RUN_VARS, choose, round_delay_ms  # noqa: E402
 from soak_judge import secret_files, verdict  # noqa: E402
 
 OUT = REPO_ROOT / '.cache' / 'soak'
@@ -51,6 +53,7 @@ class Fleet:
         self.kubeconfig = labctl.LAB_DIR / 'kubeconfig'
         self.stopping = threading.Event()
         self.notes, self.runs, self.scratch = [], [], None
+        self.wrapper = ()  # the argv prefix of the round's runs (a delayed network namespace)
 
     # -- clients (workloads.py takes ``lab.api_client``) ----------------------------------------------------------
     def api_client(self, context):
@@ -98,7 +101,7 @@ class Fleet:
     def start_run(self, label):
         scratch = self.scratch
         env = {'TMPDIR': str(scratch), 'ANSIBLE_LOCAL_TEMP': str(scratch / 'local'), 'ANSIBLE_REMOTE_TEMP': str(scratch / 'remote')}
-        run = labctl.Playbook(label, JOIN, labctl.LAB_DIR / 'inventory.yml', extra_vars=RUN_VARS, env=env)
+        run = labctl.Playbook(label, JOIN, labctl.LAB_DIR / 'inventory.yml', extra_vars=RUN_VARS, env=env, wrapper=self.wrapper)
         self.runs.append(run)
         return run
 
@@ -164,6 +167,24 @@ def judged(fleet, since):
     return problems
 
 
+@contextlib.contextmanager
+def round_network(fleet, faults):
+    """The round's runs, for its duration, behind a relay that delays every API request (a latency fault), else
+    on the loopback as they are."""
+    one_way = round_delay_ms(faults)
+    if not one_way:
+        yield
+        return
+    urls = [entry['url'] for entry in labctl.lab_report().get('clusters', {}).values() if entry.get('url')]
+    with netns.DelayedNetwork(urls, one_way_ms=one_way) as network:
+        fleet.wrapper = network.wrapper()
+        fleet.note('the runs cross a %g ms one-way relay to %d API servers' % (one_way, len(network.endpoints)))
+        try:
+            yield
+        finally:
+            fleet.wrapper = ()
+
+
 def play_round(fleet, seed, number, placed):
     faults = choose(seed, number)
     fleet.notes, fleet.runs = [], []
@@ -173,6 +194,11 @@ def play_round(fleet, seed, number, placed):
     since = time.time()
     watch = judge.WorkloadWatch(fleet, placed)
     watch.start()
+    with round_network(fleet, faults):
+        return _judged_round(fleet, seed, number, faults, since, watch)
+
+
+def _judged_round(fleet, seed, number, faults, since, watch):
     first = play_faulted_run(fleet, number, faults)
     problems, runs = judged(fleet, since), 1
     changed = set(host for host, counts in first.items() if counts['changed'] and host in fleet.members)

@@ -38,6 +38,7 @@ class Kind:
     heal: Optional[Callable] = None
     removes: bool = False
     settle: float = 0  # seconds after ``before`` until the fault can be seen (a silent agent: its staleness rule)
+    delay_ms: float = 0  # one-way delay between the round's runs and every API server (bench/scale_netns.py's relay)
 
 
 def _agent_component(member, agent):
@@ -167,8 +168,16 @@ CATALOGUE = [
     Kind('relabelled_on_hub', before=relabel, removes=True),
     Kind('agent_image_changed', before=change_agent_image),
     Kind('lock_of_a_dead_run_elsewhere', before=foreign_lock),
+    # Every API request of the round's runs crosses a relay holding it 25 ms each way (a 50 ms round trip), on its own
+    # or with the round's other fault; the agents and the soak's own reads are not delayed.
+    Kind('latency_50ms_for_the_round', delay_ms=25),
 ]
 KINDS = dict((kind.name, kind) for kind in CATALOGUE)
+
+
+def round_delay_ms(faults):
+    """The one-way delay the round's runs cross (the largest a fault of ``faults`` asks for; 0: none)."""
+    return max([kind.delay_ms for kind, _member, _delay in faults] + [0])
 
 
 def choose(seed, number):

@@ -20,10 +20,19 @@ def test_a_round_s_faults_come_from_the_seed_and_its_number_alone_so_a_round_rep
                for number in range(1, 41) for _k, member, at in faults.choose(7, number))
 
 
-def test_the_catalogue_has_fourteen_kinds_at_least_each_with_a_step():
+def test_the_catalogue_has_fourteen_kinds_at_least_each_with_a_step_or_a_delay():
     assert len(faults.CATALOGUE) >= 14 and len(faults.KINDS) == len(faults.CATALOGUE)
-    assert all(kind.before or kind.during for kind in faults.CATALOGUE)
+    assert all(kind.before or kind.during or kind.delay_ms for kind in faults.CATALOGUE)
     assert [kind.name for kind in faults.CATALOGUE if kind.settle] == ["fleet_agent_frozen", "kubefleet_agent_frozen"]
+
+
+def test_a_latency_fault_puts_the_round_s_runs_behind_a_50_ms_round_trip_and_no_other_fault_does():
+    latency = faults.KINDS["latency_50ms_for_the_round"]
+    other = faults.KINDS["fleet_agent_deleted"]
+    assert faults.round_delay_ms([(latency, "member1", 3.0), (other, "member2", 5.0)]) == 25
+    assert faults.round_delay_ms([(other, "member2", 5.0)]) == 0 and faults.round_delay_ms([]) == 0
+    chosen = [number for number in range(1, 61) if faults.round_delay_ms(faults.choose(1, number))]
+    assert chosen, "no round of seed 1 (1-60) draws the latency fault"
 
 
 def test_a_file_holding_a_token_or_key_is_told_from_other_files(tmp_path):
