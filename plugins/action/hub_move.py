@@ -152,10 +152,10 @@ class ActionModule(ActionBase):
         if info.get("failed"):
             raise AnsibleActionFail("%s=true: what runs on member %s could not be read from it: %s" % (
                 OLD_HUB_LOST, found["cluster_name"], info.get("msg")), result=info)
-        members = dict((name, state.get("member") or {}) for name, state in (info.get("managers") or {}).items())
-        return {"old_hub_lost": True, "member_agents": sorted(name for name, view in members.items() if view.get("release")),
-                "member_workloads": dict((name, sorted(set(row["placement"] for row in view.get("workloads") or [])))
-                                         for name, view in members.items())}
+        try:
+            return hub_move.lost_hub_options(info.get("managers") or {})
+        except ValueError as exc:
+            raise AnsibleActionFail("%s=true: member %s: %s" % (OLD_HUB_LOST, found["cluster_name"], exc))
 
     def _check(self, task_vars, current):
         if self._task.check_mode:

@@ -120,6 +120,21 @@ def member_move_outcome(before, failure=None, moved_back=None):
     return {"outcome": "failed", "changed": True, "failure": failure, "line": "failed: %s; %s" % (failure, why)}
 
 
+def lost_hub_options(managers):
+    """hub_move_info's options for an evacuation from member_info's ``managers`` (read from the member): the managers
+    whose agent runs there and the placements of what each runs. Raises ValueError when an agent runs but what it runs
+    could not be read (null ``workloads``): the move could not prove the new hub places it."""
+    members = dict((name, state.get("member") or {}) for name, state in managers.items())
+    unread = sorted(name for name, view in members.items() if view.get("release") and view.get("workloads") is None)
+    if unread:
+        raise ValueError("what its %s agent(s) run could not be read (the member credential may not list Helm's release "
+                         "records in every namespace, or AppliedWorks), so the move cannot prove the new hub places it; "
+                         "grant those reads (extensions/rbac/member.yml)" % ", ".join(unread))
+    return {"old_hub_lost": True, "member_agents": sorted(name for name, view in members.items() if view.get("release")),
+            "member_workloads": dict((name, sorted(set(row["placement"] for row in view.get("workloads") or [])))
+                                     for name, view in sorted(members.items()))}
+
+
 def _old_hub_text(before):
     if before.get("leave"):
         return "the old hub's objects removed"

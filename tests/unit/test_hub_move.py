@@ -69,6 +69,21 @@ def test_an_evacuation_joins_where_the_member_s_agents_run_and_leaves_nothing_on
     assert "left_on_old_hub" not in hub_move.member_outcome(None)
 
 
+def test_an_evacuation_takes_what_runs_on_the_member_and_refuses_what_it_could_not_read():
+    """Issue 45 item 4: what runs on the member stands for the lost hub; an agent whose workloads are unreadable (null)
+    stops the move, since the new hub could not be proven to place them."""
+    running = [{"placement": "web", "record": "release web/web"}, {"placement": "web", "record": "release w2/web"}]
+    managers = {"rancher_fleet": {"member": {"release": {"name": "fleet-agent"}, "workloads": running}},
+                "kubefleet": {"member": {"release": None, "workloads": []}}}
+    assert hub_move.lost_hub_options(managers) == {"old_hub_lost": True, "member_agents": ["rancher_fleet"],
+                                                   "member_workloads": {"kubefleet": [], "rancher_fleet": ["web"]}}
+    managers["kubefleet"]["member"] = {"release": {"name": "member-agent"}, "workloads": None}
+    with pytest.raises(ValueError, match="what its kubefleet agent.s. run could not be read"):
+        hub_move.lost_hub_options(managers)
+    managers["kubefleet"]["member"]["release"] = None  # no agent: nothing of it to place
+    assert hub_move.lost_hub_options(managers)["member_agents"] == ["rancher_fleet"]
+
+
 BEFORE = {"phase": "move", "join": ["kubefleet", "rancher_fleet"], "leave": ["kubefleet", "rancher_fleet"]}
 
 
