@@ -120,6 +120,7 @@ class CredentialRules:
     argument, ``actions`` the action of each cause in this manager, ``reissue`` what its re-run does about a credential."""
 
     CAUSES = ("token_expired", "hub_ca_untrusted", "hub_unreachable", "credential_rejected")
+    reads = "secrets"  # the credential is a Secret on the member
 
     def __init__(self, read: Callable[[Dict[str, Any]], Dict[str, Any]], actions: Dict[str, str], reissue: str) -> None:
         self.read, self.actions, self.reissue = read, actions, reissue

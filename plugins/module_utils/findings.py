@@ -44,6 +44,9 @@ CAUSES = (
     "identity_unrecorded",
 )
 MAX_EVIDENCE = 400
+# What a member view lists in ``unread`` when the member credential may not read the member's Secrets (a view role):
+# Helm's release records and the agents' credentials, so no row that reads them is applied.
+SECRETS = "secrets"
 
 
 def finding(cause: str, evidence: str, action: str, fix: str) -> Finding:
@@ -62,12 +65,15 @@ class Rule:
     """One row of a manager's rule table: ``when(hub, member, desired)`` gives the evidence (a string, a list of
     strings - one finding each - or nothing); ``fix`` is a string or ``fix(hub, member, desired)``. ``hub`` is the hub
     view (None: the hub has no object for the member), ``member`` the member view ({} when the member was not read),
-    ``desired`` what the inventory wants (``now`` and ``stale_after`` among it)."""
+    ``desired`` what the inventory wants (``now`` and ``stale_after`` among it). ``reads``: the evidence the row
+    needs from the member (``secrets``); a member view that lists it in ``unread`` could not read it, so the row is not
+    applied (its absence is not evidence)."""
 
-    def __init__(self, cause: str, action: str, when: Callable[..., Evidence], fix: Union[str, Callable[..., str]]) -> None:
+    def __init__(self, cause: str, action: str, when: Callable[..., Evidence], fix: Union[str, Callable[..., str]],
+                 reads: Optional[str] = None) -> None:
         if cause not in CAUSES or action not in ACTIONS:
             raise ValueError("unknown cause %r or action %r" % (cause, action))
-        self.cause, self.action, self.when, self.fix = cause, action, when, fix
+        self.cause, self.action, self.when, self.fix, self.reads = cause, action, when, fix, reads
 
     def apply(self, hub: Optional[Dict[str, Any]], member: Dict[str, Any], desired: Dict[str, Any]) -> List[Finding]:
         evidence = self.when(hub, member, desired)
@@ -79,10 +85,12 @@ class Rule:
 
 def judge(rules: Iterable[Rule], hub: Optional[Dict[str, Any]], member: Optional[Dict[str, Any]],
           desired: Optional[Dict[str, Any]]) -> List[Finding]:
-    """Every row's findings, root cause first (the rows' own order among findings of one cause)."""
-    found = []
+    """Every row's findings, root cause first (the rows' own order among findings of one cause). A row that reads
+    what the member view lists as ``unread`` is skipped."""
+    found, unread = [], (member or {}).get("unread") or ()
     for rule in rules:
-        found += rule.apply(hub, member or {}, desired or {})
+        if getattr(rule, "reads", None) not in unread:
+            found += rule.apply(hub, member or {}, desired or {})
     return in_order(found)
 
 

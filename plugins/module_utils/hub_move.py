@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 
 # Where one manager's move stands, from what each hub has of the member.
 NOT_MEMBER = "not_member"   # neither hub has it: nothing to move in this manager
@@ -125,6 +126,11 @@ def lost_hub_options(managers):
     whose agent runs there and the placements of what each runs. Raises ValueError when an agent runs but what it runs
     could not be read (null ``workloads``): the move could not prove the new hub places it."""
     members = dict((name, state.get("member") or {}) for name, state in managers.items())
+    unknown = sorted(name for name, view in members.items() if SECRETS in (view.get("unread") or ()))
+    if unknown:
+        raise ValueError("whether its %s agent(s) run could not be read (the member credential may not read the member's "
+                         "Secrets, where Helm keeps its release records), so the move cannot prove the new hub places what "
+                         "they run; run it with the member role of extensions/rbac/member.yml, not the view role" % ", ".join(unknown))
     unread = sorted(name for name, view in members.items() if view.get("release") and view.get("workloads") is None)
     if unread:
         raise ValueError("what its %s agent(s) run could not be read (the member credential may not list Helm's release "

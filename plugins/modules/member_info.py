@@ -321,6 +321,10 @@ managers:
       deployed for the bundle; KubeFleet C(AppliedWork <name>), with C(objects), what it applied). Null when the
       credential may not read them (Helm's release records in every namespace; AppliedWorks). A re-point or
       re-registration of the agent requires its hub to place each of them.
+    - C(member.unread) lists what the member credential may not read - C(secrets) with the member view role of
+      C(extensions/rbac/member.yml), which reads no Secret. Then C(member.release) and C(member.credential) are null
+      (not known, rather than missing), no finding is drawn from them, and the member is judged on the rest (the hub,
+      the agent's Deployment, what it runs).
     - C(findings) is the judgement all of it comes from - each fleet manager's one rule table, a list of C(cause),
       C(evidence), C(action) (what a plain re-run does about it, C(none) when nothing does) and C(fix), root cause
       first. The member's C(action) is the most urgent finding's (in the order of RV(actions)' values C(join),

@@ -5,18 +5,22 @@ label env=lab, put a ConfigMap on each. Then both leave in one run - member1 wit
 variable of a second inventory source), member2 with the default (keep) - check mode first, which only predicts. Kept:
 both workloads stay on member2, unmanaged, and its summary lists them. Removed: they are gone from member1. Neither
 keeps anything of the agents. The members end as the other tests expect to find them: not joined, with nothing of this
-test on them or on the hub.
+test on them or on the hub. While both are joined and run both workloads, member_info also reads member2 with the
+shipped member view role (issue 46 item 3), which reads no Secret.
 """
 
+import os
 import time
 
 import pytest
+import yaml
 from kubernetes import client
+from kubernetes import config as kube_config
 
 import fleet_workloads as workloads
-from kube_helpers import unique
+from kube_helpers import ignore_404, read_or_none, unique
 from modrun import run_module
-from test_playbooks import Hub, assert_left, playbook
+from test_playbooks import Hub, allowed_capabilities, apply_rbac, assert_left, playbook, remove_rbac
 
 pytestmark = pytest.mark.lab
 
@@ -37,6 +41,78 @@ def _running(lab, member):
                                         "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"})
     assert not result.failed, result
     return dict((manager, state["member"]["workloads"]) for manager, state in result["managers"].items())
+
+
+VIEW_NS, VIEW_SA, VIEW_BINDING = "fleetops-system", "fleetops-view", "fleetops-registration-member-view"
+# Where the agents' credentials and Helm's records live on a member: the view identity reads no Secret in any of them.
+SECRET_NAMESPACES = ("fleet-hub-credentials", "cattle-fleet-system", "default", "fleet-system", "kube-system")
+
+
+def _view_kubeconfig(lab, member, tmp_path):
+    """A kubeconfig for a ServiceAccount bound to extensions/rbac/member.yml's view role on ``member``, as shipped."""
+    api = lab.api_client(member)
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    apply_rbac(api, "member.yml")
+    made_namespace = read_or_none(lambda: core.read_namespace(VIEW_NS)) is None
+    if made_namespace:
+        core.create_namespace({"metadata": {"name": VIEW_NS}})
+    if read_or_none(lambda: core.read_namespaced_service_account(VIEW_SA, VIEW_NS)) is None:
+        core.create_namespaced_service_account(VIEW_NS, {"metadata": {"name": VIEW_SA}})
+    ignore_404(lambda: rbac.delete_cluster_role_binding(VIEW_BINDING))
+    rbac.create_cluster_role_binding({"metadata": {"name": VIEW_BINDING}, "roleRef": {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": VIEW_BINDING},
+        "subjects": [{"kind": "ServiceAccount", "name": VIEW_SA, "namespace": VIEW_NS}]})
+    token = core.create_namespaced_service_account_token(VIEW_SA, VIEW_NS, client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))).status.token
+    path = tmp_path / "member-view.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "view",
+        "clusters": [{"name": member, "cluster": {"server": lab.api_urls[member], "certificate-authority": str(lab.ca_files[member])}}],
+        "users": [{"name": VIEW_SA, "user": {"token": token}}],
+        "contexts": [{"name": "view", "context": {"cluster": member, "user": VIEW_SA}}]}))
+    os.chmod(path, 0o600)
+    return path, made_namespace
+
+
+def _remove_view(lab, member, made_namespace):
+    api = lab.api_client(member)
+    ignore_404(lambda: client.RbacAuthorizationV1Api(api).delete_cluster_role_binding(VIEW_BINDING))
+    ignore_404(lambda: client.CoreV1Api(api).delete_namespaced_service_account(VIEW_SA, VIEW_NS))
+    if made_namespace:
+        ignore_404(lambda: client.CoreV1Api(api).delete_namespace(VIEW_NS))
+    remove_rbac(api, "member.yml")
+
+
+def _secret_rules(api, namespace):
+    """The rules SelfSubjectRulesReview lists for the credential of ``api`` in ``namespace`` that reach Secrets."""
+    review = client.AuthorizationV1Api(api).create_self_subject_rules_review(
+        client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=namespace)))
+    return [rule for rule in review.status.resource_rules
+            if set(rule.resources or []) & {"secrets", "*"} and set(rule.api_groups or []) & {"", "*"}]
+
+
+def _viewed(lab, member, tmp_path):
+    """Issue 46 item 3: the view identity can read no Secret on ``member``, and member_info with it still judges both
+    managers healthy from what it may read (the hub, the agents' Deployments, AppliedWorks), calling the release and
+    the credentials unknown, never missing."""
+    kubeconfig, made_namespace = _view_kubeconfig(lab, member, tmp_path)
+    try:
+        viewer = kube_config.new_client_from_config(str(kubeconfig))
+        assert {ns: _secret_rules(viewer, ns) for ns in SECRET_NAMESPACES} == dict.fromkeys(SECRET_NAMESPACES, [])
+        reads = [(verb, "", "secrets", ns, name, None) for ns in SECRET_NAMESPACES for verb in ("get", "list")
+                 for name in (None, "hub-kubeconfig-secret", "fleet-agent")]
+        assert allowed_capabilities(viewer, reads) == []
+        result = run_module("member_info", {"kubeconfig": str(kubeconfig), "context": "view", "name": member,
+                                            "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"})
+    finally:
+        _remove_view(lab, member, made_namespace)
+    assert not result.failed, result.get("msg")
+    assert result["healthy"] is True and result["actions"] == {"rancher_fleet": "none", "kubefleet": "none"}, result["managers"]
+    for manager, state in result["managers"].items():
+        assert state["member"]["unread"] == ["secrets"] and state["member"]["release"] is None, manager
+        assert state["member"]["credential"] is None, manager
+    assert result["managers"]["rancher_fleet"]["member"]["workloads"] is None  # Helm's records are Secrets
+    return result["managers"]["kubefleet"]["member"]["workloads"]
 
 
 def _summary(run, member):
@@ -63,6 +139,7 @@ def test_a_leave_keeps_the_fleet_s_workloads_by_default_and_removes_them_when_as
         (row,) = [row for row in running["kubefleet"] if row["placement"] == kubefleet.name]
         assert row["record"] == "AppliedWork %s" % work
         assert sorted(row["objects"]) == ["ConfigMap %s/%s" % (kubefleet.name, kubefleet.name), "Namespace %s" % kubefleet.name]
+        assert _viewed(lab, KEEPING, tmp_path) == running["kubefleet"]
 
         predicted = playbook(lab, *leave, "--check", tmp_path=tmp_path)
         assert kept in _summary(predicted, KEEPING) and kept_fleet in _summary(predicted, KEEPING)

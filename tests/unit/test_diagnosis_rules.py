@@ -202,6 +202,25 @@ def test_rancher_fleet_findings():
     assert fleet(member={"credential_accepted": None, "credential_error": "the hub URL is not known"}) == []
 
 
+def test_a_member_read_without_its_secrets_is_judged_on_the_rest_and_never_called_missing_what_was_not_read():
+    """Issue 46 item 3: the view role reads no Secret on the member, so the release and the agents' credentials are not
+    known (null): no row that reads them fires, the hub's rows and the Deployment's still do."""
+    unread = {"release": None, "unread": ["secrets"]}
+    kf_unread = dict(unread, credential=None, configured=None)
+    assert causes(KUBEFLEET.judge(dict(KF_HUB), dict(KF_MEMBER, **kf_unread), {"now": NOW, "stale_after": 3600})) == []
+    assert kf(member=kf_unread) == [], "the token is not read, so it is not called missing"
+    assert kf(member=dict(kf_unread, deployment={"name": "member-agent", "namespace": "fleet-system", "present": False}),
+              ) == ["agent_missing"]
+    assert kf(hub={"heartbeat_age_seconds": 600}, member=kf_unread) == ["silent"]
+    fleet_unread = dict(unread, credential=None, credential_usable=None, bootstrap=None, credential_accepted=None)
+    assert fleet(member=fleet_unread) == []
+    assert fleet(member=dict(fleet_unread, deployment=False)) == ["agent_missing"]
+    assert fleet(hub={"checked_in": False}, member=fleet_unread) == ["never_checked_in"]
+    # the same views with the Secrets read: a missing release and credential are findings
+    assert fleet(member={"release": None, "credential": None, "credential_usable": None, "bootstrap": None}) == [
+        "agent_missing", "bootstrap_missing"]
+
+
 def test_both_managers_name_their_own_object_when_the_member_is_not_or_no_longer_one():
     for manager, kind, leaving in ((KUBEFLEET, "MemberCluster", {"leaving": True}),
                                    (FLEET, "Cluster", {"deleting": True, "checked_in": True})):

@@ -82,6 +82,10 @@ def test_an_evacuation_takes_what_runs_on_the_member_and_refuses_what_it_could_n
         hub_move.lost_hub_options(managers)
     managers["kubefleet"]["member"]["release"] = None  # no agent: nothing of it to place
     assert hub_move.lost_hub_options(managers)["member_agents"] == ["rancher_fleet"]
+    # a view credential reads no Secret: no release is known, so whether an agent runs is not known either
+    managers["kubefleet"]["member"] = {"release": None, "workloads": [], "unread": ["secrets"]}
+    with pytest.raises(ValueError, match="whether its kubefleet agent.s. run could not be read .* not the view role"):
+        hub_move.lost_hub_options(managers)
 
 
 BEFORE = {"phase": "move", "join": ["kubefleet", "rancher_fleet"], "leave": ["kubefleet", "rancher_fleet"]}

@@ -16,7 +16,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, findings
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout, rollout_fix
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CA_FIX, CredentialRules, membership_rules, tls_problem
-from ansible_collections.fleetops.registration.plugins.module_utils.findings import Rule
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS, Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import renewal_reasons, rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import tokens
@@ -119,7 +119,8 @@ def _release_not_deployed(hub, member, desired):
 
 def _deployment_missing(hub, member, desired):
     release, deployment = member.get("release"), member.get("deployment") or {}
-    if release and release.get("status") == "deployed" and not deployment.get("present"):
+    installed = (release or {}).get("status") == "deployed" or SECRETS in (member.get("unread") or ())  # or not known
+    if member and installed and not deployment.get("present"):
         return "the member agent Deployment %s is missing on the member" % deployment.get("name")
     return None
 
@@ -195,23 +196,25 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
     Rule("hub_reports", "none", _hub_reports, AGENT_LOG),
     Rule("silent", "reregister", _silent, "Look at the agent on the member: is it running, can it reach the hub? " + REREGISTER),
     Rule("forced", "reregister", _forced, REREGISTER),
-    Rule("agent_missing", "install", _release_missing, "A re-run installs it."),
+    Rule("agent_missing", "install", _release_missing, "A re-run installs it.", reads=SECRETS),
     Rule("release_not_deployed", "install", _release_not_deployed, "A re-run installs it again (helm history on the member says why "
-                                                                   "the last one failed)."),
+                                                                   "the last one failed).", reads=SECRETS),
     Rule("agent_missing", "install", _deployment_missing, "A re-run installs the agent again."),
-    Rule("credential_missing", "reregister", _credential_missing, "A re-run writes it again, with a new token for the member's identity."),
+    Rule("credential_missing", "reregister", _credential_missing, "A re-run writes it again, with a new token for the member's identity.",
+         reads=SECRETS),
     # with no hub endpoint known the token was not sent anywhere: its "problem" says only that
     CredentialRules(lambda member: dict(_credential(member), url=member.get("hub_url"), where=_where(member), noun="the member agent's token",
                                         problem=_credential(member).get("problem") if member.get("hub_url") else None),
                     {"token_expired": "reregister", "hub_ca_untrusted": "upgrade", "hub_unreachable": "none",
                      "credential_rejected": "reregister"}, "a new token for the member's identity, swapped into the member's Secret"),
-    Rule("hub_ca_untrusted", "upgrade", _configured_ca_untrusted, CA_FIX + " " + UPGRADE),
-    Rule("wrong_identity", "reregister", _wrong_identity, "A re-run registers the member again with the identity the MemberCluster names."),
-    Rule("agent_config_drift", "upgrade", _config_drift, UPGRADE),
-    Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent."),
-    Rule("values_drift", "upgrade", _values_drift, "A re-run upgrades the agent with the inventory's values."),
-    Rule("image_drift", "upgrade", _image_drift, "A re-run upgrades the agent with the images the inventory sets."),
-    Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the token; the member stays joined."),
+    Rule("hub_ca_untrusted", "upgrade", _configured_ca_untrusted, CA_FIX + " " + UPGRADE, reads=SECRETS),
+    Rule("wrong_identity", "reregister", _wrong_identity, "A re-run registers the member again with the identity the MemberCluster names.",
+         reads=SECRETS),
+    Rule("agent_config_drift", "upgrade", _config_drift, UPGRADE, reads=SECRETS),
+    Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent.", reads=SECRETS),
+    Rule("values_drift", "upgrade", _values_drift, "A re-run upgrades the agent with the inventory's values.", reads=SECRETS),
+    Rule("image_drift", "upgrade", _image_drift, "A re-run upgrades the agent with the images the inventory sets.", reads=SECRETS),
+    Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the token; the member stays joined.", reads=SECRETS),
     Rule("identity_moves", "rotate", lambda hub, member, desired: identity_move_reasons(hub, desired),
          "A re-run gives the member a token of the identity in its new namespace, then deletes the old one."),
     Rule("settings_drift", "reconfigure", lambda hub, member, desired: agent_settings.drift(desired.get("agent"), member.get("agent_pod")),

@@ -19,7 +19,8 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint, placement_guard
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_versions import image_tag, release_version
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
@@ -98,9 +99,16 @@ class KubeFleet(FleetManager):
     def member_view(self, member, hub, params):
         """The member's side, judged against what the collection configures; never holds the token
         (``credential.accepted`` says whether the hub takes it). ``configured``: what the release's values say (evidence);
-        ``wanted``: what the options and the hub connection say; ``hub_url``: the URL the token was checked against."""
+        ``wanted``: what the options and the hub connection say; ``hub_url``: the URL the token was checked against.
+        A credential that may not read Secrets (the view role) reads the rest: ``unread`` says so, and the release and
+        the token are null (not known)."""
         release_name = option(params, "release_name")
-        release = read_release(member, release_name, option(params, "release_namespace"))
+        try:
+            release, unread = read_release(member, release_name, option(params, "release_namespace")), []
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            release, unread = None, [SECRETS]
         endpoint, unknown = configured_endpoint(params)
         location = (option(params, "secret_namespace"), option(params, "secret_name"))
         configured = agent_configuration(release.get("values")) if release else None
@@ -113,12 +121,13 @@ class KubeFleet(FleetManager):
             "configured": configured,
             "wanted": wanted,
             "configured_ca_problem": _configured_ca_problem(release, configured, wanted, params),
-            "credential": self._credential(member, params, location, endpoint, unknown),
+            "credential": None if unread else self._credential(member, params, location, endpoint, unknown),
             "agent_pod": agent_settings.pod_view(deployment),
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
                            "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0,
                            "rollout_problem": rollout_problem(deployment), "selector": pod_selector(deployment)},
+            "unread": unread,
         }
 
     def _credential(self, member, params, location, endpoint, unknown):

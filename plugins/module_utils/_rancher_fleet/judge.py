@@ -16,7 +16,7 @@ __metaclass__ = type
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, findings
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import needs_rollout, rollout_fix
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import CredentialRules, membership_rules
-from ansible_collections.fleetops.registration.plugins.module_utils.findings import Rule
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS, Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet_settings
@@ -80,7 +80,8 @@ def _release_not_deployed(hub, member, desired):
 
 
 def _deployment_missing(hub, member, desired):
-    return "the agent Deployment fleet-agent is missing on the member" if member.get("release") is not None and not member.get("deployment") else None
+    installed = member.get("release") is not None or SECRETS in (member.get("unread") or ())  # or not known
+    return "the agent Deployment fleet-agent is missing on the member" if member and installed and not member.get("deployment") else None
 
 
 def _credential_missing(hub, member, desired):
@@ -136,18 +137,19 @@ RULES = tuple(membership_rules("Cluster", "deleting")) + (
     Rule("silent", "reregister", _silent, "Look at the agent on the member: is it running, can it reach the hub? " + FORCE_FIX),
     Rule("hub_reports", "none", _not_ready, "kubectl get bundledeployments -A on the hub shows which bundles are not ready on the member."),
     Rule("forced", "reregister", lambda hub, member, desired: "force asks for a new registration" if desired.get("force") else None, REREGISTER),
-    Rule("agent_missing", "install", _release_missing, "A re-run installs it."),
+    Rule("agent_missing", "install", _release_missing, "A re-run installs it.", reads=SECRETS),
     Rule("release_not_deployed", "install", _release_not_deployed, "A re-run installs it again (helm history -n %s fleet-agent on the "
-                                                                   "member says why the last one failed)." % AGENT_NAMESPACE),
+                                                                   "member says why the last one failed)." % AGENT_NAMESPACE,
+         reads=SECRETS),
     Rule("agent_missing", "install", _deployment_missing, "A re-run installs the agent again."),
-    Rule("bootstrap_missing", "reregister", _bootstrap_missing, "A re-run registers it with a new registration token."),
-    Rule("credential_missing", "reregister", _credential_missing, REREGISTER),
-    Rule("credential_unusable", "reregister", _credential_unusable, REREGISTER),
-    Rule("wrong_hub", "reregister", _wrong_hub, REREGISTER),
+    Rule("bootstrap_missing", "reregister", _bootstrap_missing, "A re-run registers it with a new registration token.", reads=SECRETS),
+    Rule("credential_missing", "reregister", _credential_missing, REREGISTER, reads=SECRETS),
+    Rule("credential_unusable", "reregister", _credential_unusable, REREGISTER, reads=SECRETS),
+    Rule("wrong_hub", "reregister", _wrong_hub, REREGISTER, reads=SECRETS),
     CredentialRules(_credential, {"token_expired": "reregister", "hub_ca_untrusted": "none", "hub_unreachable": "none",
                                   "credential_rejected": "reregister"}, "a fresh registration token; the agent registers again"),
-    Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent."),
-    Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the credential; the member stays checked in."),
+    Rule("chart_version", "upgrade", _chart_version, "A re-run upgrades the agent.", reads=SECRETS),
+    Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the credential; the member stays checked in.", reads=SECRETS),
     Rule("settings_drift", "reconfigure", _settings_drift, "A re-run puts the agent setting on the Cluster and the agent again."),
     Rule("labels_drift", "relabel", _labels_drift, "A re-run sets the Cluster's labels."),
     Rule("agent_unavailable", "install",

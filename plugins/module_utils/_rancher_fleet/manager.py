@@ -70,7 +70,7 @@ class RancherFleet(FleetManager):
         True). Never returns values, the token or the kubeconfig.
         """
         params = params or {}
-        facts = member_side.read_member(member, namespace_object=False)
+        facts = member_side.read_member(member, namespace_object=False, secrets_optional=True)
         check, expected_url = None, None
         endpoint = member_side.credential_endpoint(facts["credential"])
         if endpoint is not None and params.get("check_credential", True):

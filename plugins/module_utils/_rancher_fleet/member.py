@@ -18,7 +18,8 @@ import threading
 from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import rollout_problem, token_expiry
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, ParameterError
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import helm_storage, release_view, releases_of
 from ansible_collections.fleetops.registration.plugins.module_utils import leases
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import endpoint_configuration
@@ -42,20 +43,27 @@ def split_releases(releases):
     return releases.get(AGENT_RELEASE), adopted
 
 
-def read_member(kube, namespace_object=True):
+def read_member(kube, namespace_object=True, secrets_optional=False):
     """What cattle-fleet-system on the member holds: releases (with values: secret-bearing), credential, bootstrap, Deployment.
 
     Two reads where the agent is installed: one LIST of the namespace's Secrets (Helm's storage, the credential, the
     bootstrap) and the Deployment; the namespace itself only when neither shows it exists, or with ``namespace_object``
-    (its labels and deletion state, for a leave). Without ``namespace_object`` an existing namespace is ``{}``.
+    (its labels and deletion state, for a leave). Without ``namespace_object`` an existing namespace is ``{}``. With
+    ``secrets_optional`` a credential that may not list Secrets (the view role) reads the rest: ``unread`` says so.
     """
-    secrets = kube.list(SECRET, AGENT_NAMESPACE)
+    unread = []
+    try:
+        secrets = kube.list(SECRET, AGENT_NAMESPACE)
+    except ApiError as exc:
+        if not (secrets_optional and exc.status == 403):
+            raise
+        secrets, unread = [], [SECRETS]
     deployment = kube.get(DEPLOYMENT, AGENT_DEPLOYMENT, AGENT_NAMESPACE)
     namespace = {} if (secrets or deployment is not None) and not namespace_object else kube.get(NAMESPACE, AGENT_NAMESPACE)
     by_name = dict(((secret.get("metadata") or {}).get("name"), secret) for secret in secrets)
     facts = {"namespace": namespace, "releases": releases_of(helm_storage(secrets), AGENT_NAMESPACE), "release": None, "adopted": [],
              "credential": by_name.get(AGENT_CREDENTIAL_SECRET), "bootstrap": by_name.get(AGENT_BOOTSTRAP_SECRET),
-             "deployment": deployment}
+             "deployment": deployment, "unread": unread}
     facts["release"], facts["adopted"] = split_releases(facts["releases"])
     return facts
 
@@ -154,7 +162,7 @@ def member_view(facts, check=None, expected_url=None):
     status = (deployment or {}).get("status") or {}
     endpoint = credential_endpoint(facts["credential"])
     check = check or {}
-    return {
+    view = {
         "namespace": facts["namespace"] is not None,
         "release": release_view(release),
         "fleet_managed_releases": facts["adopted"],
@@ -172,4 +180,8 @@ def member_view(facts, check=None, expected_url=None):
         "agent_pod": agent_settings.pod_view(deployment),
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
         "deployment_problem": rollout_problem(deployment),
+        "unread": facts.get("unread") or [],
     }
+    if SECRETS in view["unread"]:  # not known, rather than missing
+        view.update(dict.fromkeys(("credential", "credential_usable", "bootstrap"), None))
+    return view
