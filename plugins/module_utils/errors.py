@@ -74,8 +74,11 @@ class ApiNotServed(ApiError):
 
 
 # The opt-in ClusterRole (extensions/rbac/hub-optin.yml) for what the least-privilege hub role leaves out: creating
-# namespaces, and the forced leave (Works' finalizers, the member's namespace).
+# namespaces.
 OPT_IN_ROLE = "fleetops-registration-hub-optin"
+# The forced leave's ClusterRole (extensions/rbac/hub-forced-leave.yml), bound in the one member's namespace: its Works'
+# finalizers and the namespace.
+FORCED_LEAVE_ROLE = "fleetops-registration-hub-forced-leave"
 
 
 def opt_in_needed(exc, what):
@@ -85,4 +88,17 @@ def opt_in_needed(exc, what):
             "The least-privilege hub role (extensions/rbac/hub.yml) leaves this out on purpose: bind the opt-in "
             "ClusterRole %s (extensions/rbac/hub-optin.yml) to the hub credential for this run, or have an "
             "administrator do it (docs/rbac.md)" % OPT_IN_ROLE))
+    return exc
+
+
+def forced_leave_needed(exc, what, namespace):
+    """``exc`` (a 403 on ``what``) with a message naming the forced leave's role and how to bind it in ``namespace``
+    (the member's) alone; other errors as they are."""
+    if isinstance(exc, ApiError) and exc.status == 403:
+        return ApiError("the hub credential may not %s: %s" % (what, exc.msg), status=403, reason=exc.reason, hint=(
+            "The least-privilege hub role (extensions/rbac/hub.yml) leaves this out on purpose: apply "
+            "extensions/rbac/hub-forced-leave.yml and bind its ClusterRole %s in that member's namespace only "
+            "(kubectl create rolebinding fleetops-forced-leave -n %s --clusterrole %s --serviceaccount "
+            "fleetops-system:fleetops, the ServiceAccount of hub.yml), or have an administrator do it (docs/rbac.md)"
+            % (FORCED_LEAVE_ROLE, namespace, FORCED_LEAVE_ROLE)))
     return exc

@@ -161,6 +161,8 @@ options:
         C(kubernetes-fleet.io/membercluster-finalizer) from the MemberCluster, deletes the namespace, and waits for
         the rest of O(wait_timeout).
       - Resources the fleet placed on the member cluster are then not cleaned up by KubeFleet.
+      - With the least-privilege hub role this needs the ClusterRole of C(extensions/rbac/hub-forced-leave.yml) bound
+        in C(fleet-member-<name>) only; without it the module fails naming the role and the command that binds it.
       - Only used with O(state=absent) and O(wait=true).
     type: bool
     default: false

@@ -652,6 +652,7 @@ def least_privilege_hub(lab_controllers, tmp_path):
         "contexts": [{"name": "least", "context": {"cluster": "hub", "user": "fleetops"}}]}))
     os.chmod(kubeconfig, 0o600)
     yield kubeconfig
+    remove_rbac(api, "hub-forced-leave.yml")
     remove_rbac(api, "hub-optin.yml")
     remove_rbac(api, "hub.yml")
 
@@ -660,7 +661,8 @@ def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_stat
         lab_controllers, hub, least_privilege_hub, tmp_path):
     """Issue 31, items 2 and 3: bound exactly as shipped, the hub role holds none of the capabilities the collection
     never needs, and is enough for a join whose later steps renew the member lock (a slow Helm and a short wait), a
-    no-change re-run, a rotation, the status, the leave, and - with the opt-in role only - the forced leave."""
+    no-change re-run, a rotation, the status, the leave, and - with the forced leave's role bound in that member's
+    namespace only (issue 46 item 3) - the forced leave."""
     restricted = kube_config.new_client_from_config(str(least_privilege_hub))
     assert allowed_capabilities(restricted, NOT_ALLOWED) == []
     assert len(allowed_capabilities(restricted, [("patch", "coordination.k8s.io", "leases", IDENTITY_NS, None, None),
@@ -711,17 +713,28 @@ def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_stat
     assert_left(hub, ["member2"])
 
     # The forced leave of a member whose agent never came (its MemberCluster keeps the hub's finalizer): the least
-    # role fails naming the opt-in role; with it, the leave is forced.
+    # role fails naming the forced leave's role and how to bind it; bound in that member's namespace, the leave is
+    # forced, and no other member's Works or namespace are within reach.
     stuck = "rbac-stuck"
     least = {"kubeconfig": str(least_privilege_hub), "context": "least"}
     forced = dict(least, name=stuck, state="absent", force_remove_finalizers=True, force_grace_period=3, wait_timeout=60)
     assert not run_module("kubefleet_member_identity", dict(least, name=stuck)).get("failed")
     assert not run_module("kubefleet_member_cluster", dict(least, name=stuck)).get("failed")
     denied = run_module("kubefleet_member_cluster", forced)
-    assert denied.get("failed") and "fleetops-registration-hub-optin" in denied["msg"], denied["msg"]
-    apply_rbac(lab_controllers.api_client("hub"), "hub-optin.yml")
-    wait_for(lambda: allowed_capabilities(restricted, [("patch", "placement.kubernetes-fleet.io", "works", "x", None, None)]), 30,
-             "the opt-in role to be in force")
+    assert denied.get("failed") and "fleetops-registration-hub-forced-leave" in denied["msg"], denied["msg"]
+    assert "create rolebinding fleetops-forced-leave -n fleet-member-%s" % stuck in denied["msg"], denied["msg"]
+    hub_api = lab_controllers.api_client("hub")
+    apply_rbac(hub_api, "hub-forced-leave.yml")
+    client.RbacAuthorizationV1Api(hub_api).create_namespaced_role_binding("fleet-member-" + stuck, {
+        "metadata": {"name": "fleetops-forced-leave"}, "subjects": [{"kind": "ServiceAccount", "name": "fleetops", "namespace": IDENTITY_NS}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleetops-registration-hub-forced-leave"}})
+    wait_for(lambda: allowed_capabilities(restricted, [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-" + stuck,
+                                                        None, None)]), 30, "the forced leave's role to be in force")
+    beyond = [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-member1", None, None),
+              ("list", "placement.kubernetes-fleet.io", "works", None, None, None),
+              ("delete", "", "namespaces", "fleet-member-member1", "fleet-member-member1", None),
+              ("delete", "", "namespaces", None, "kube-system", None), ("create", "", "namespaces", None, None, None)]
+    assert allowed_capabilities(restricted, beyond) == []
     left = run_module("kubefleet_member_cluster", forced)
     assert not left.get("failed") and left["changed"], left
     assert hub.member_cluster(stuck) is None

@@ -1,4 +1,4 @@
-"""The shipped hub RBAC (extensions/rbac/hub.yml, hub-optin.yml) and the code agree (issue 31, item 3).
+"""The shipped hub RBAC (extensions/rbac/hub.yml, hub-optin.yml, hub-forced-leave.yml) and the code agree (issue 31, item 3).
 
 Every request the collection sends to the hub is read from the code itself: each call of the REST client's verbs
 (get, list, read_all, create, patch, delete, ensure_object, request("METHOD", RESOURCE.path(...))) whose resource is
@@ -114,19 +114,29 @@ def _namespace_arg(call, position, keyword="namespace"):
     return call.args[position] if len(call.args) > position else None
 
 
+OPT_IN_HANDLERS = {"optin": ("OPT_IN_ROLE", "opt_in_needed"), "forced_leave": ("FORCED_LEAVE_ROLE", "forced_leave_needed")}
+
+
+def _handled_role(handlers):
+    text = " ".join(ast.unparse(h) for h in handlers)
+    return next((role for role, names in OPT_IN_HANDLERS.items() if any(name in text for name in names)), None)
+
+
 def _opt_in_scopes(tree):
-    """Line ranges whose calls need the opt-in role: try bodies whose handlers name it, and the methods they call."""
+    """``[(first line, last line, role)]`` of the calls that need an opt-in role: try bodies whose handlers name it
+    (``optin``: hub-optin.yml; ``forced_leave``: hub-forced-leave.yml), and the methods they call."""
     scopes, methods = [], {}
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
             methods[node.name] = node
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any("OPT_IN_ROLE" in ast.unparse(h) or "opt_in_needed" in ast.unparse(h) for h in node.handlers):
+        role = _handled_role(node.handlers) if isinstance(node, ast.Try) else None
+        if role:
             todo = list(node.body)
             seen = set()
             while todo:
                 item = todo.pop()
-                scopes.append((item.lineno, item.end_lineno))
+                scopes.append((item.lineno, item.end_lineno, role))
                 for call in ast.walk(item):
                     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in methods \
                             and call.func.attr not in seen and ast.unparse(call.func.value) == "self":
@@ -216,7 +226,7 @@ def _calls_of(path):
         for resource, verb, namespace in found:
             if _side(relative, receiver) != "hub":
                 continue
-            needs_opt_in = any(start <= call.lineno <= end for start, end in opt_in)
+            needs_opt_in = next((role for start, end, role in opt_in if start <= call.lineno <= end), None)
             where = "member" if isinstance(namespace, ast.Name) and namespace.id in member_names else _where(relative, resource, namespace)
             yield {"file": relative, "line": call.lineno, "group": _group(resource), "resource": resource.plural,
                    "verb": verb, "where": where, "opt_in": needs_opt_in}
@@ -279,7 +289,7 @@ def test_the_code_sends_the_hub_requests_this_test_reads():
                      ("serviceaccounts", "create"), ("clusterregistrationtokens", "delete"), ("namespaces", "create"),
                      ("namespaces", "delete"), ("clusters", "list")]:
         assert expected in seen, expected
-    assert all(c["opt_in"] for c in calls if c["resource"] == "works")
+    assert all(c["opt_in"] == "forced_leave" for c in calls if c["resource"] == "works")
 
 
 def test_the_least_hub_role_grants_every_request_the_code_sends_where_it_sends_it():
@@ -294,27 +304,41 @@ def _key(call):
     return call["group"], call["resource"], call["verb"]
 
 
-def test_what_needs_more_is_the_opt_in_role_s_and_not_the_least_role_s():
-    least, opt_in = grants("hub.yml"), grants("hub-optin.yml")
+def _cluster_role(name, role):
+    (doc,) = [doc for doc in _documents(name) if doc["kind"] == "ClusterRole" and doc["metadata"]["name"] == role]
+    return doc["rules"]
+
+
+def test_what_needs_more_is_the_opt_in_roles_and_not_the_least_role_s():
+    """Issue 46 item 3: hub_prepare's namespace creation is hub-optin.yml's (bound cluster-wide: a create has no name
+    to narrow); the forced leave's Works and namespace are hub-forced-leave.yml's, a ClusterRole the file binds
+    nowhere (the error says to bind it in the member's namespace), and neither role grants the other's requests."""
+    least = grants("hub.yml")
+    roles = {"optin": grants("hub-optin.yml").get("cluster-wide", []),
+             "forced_leave": _cluster_role("hub-forced-leave.yml", "fleetops-registration-hub-forced-leave")}
+    assert [doc["kind"] for doc in _documents("hub-forced-leave.yml")] == ["ClusterRole"]
     calls = hub_calls()
     ordinary = {_key(c) for c in calls if not c["opt_in"]}
+    assert {c["opt_in"] for c in calls if c["opt_in"]} == set(roles)
     for call in (c for c in calls if c["opt_in"]):
         what = "%s:%d %s %s in %s" % (call["file"], call["line"], call["verb"], call["resource"], call["where"])
         in_least = any(allowed(least.get(scope, []), call) for scope in SCOPES[call["where"]])
-        assert in_least or allowed(opt_in.get("cluster-wide", []), call), "neither role grants " + what
-        if _key(call) not in ordinary:  # only ever sent under the opt-in role: the least role must not grant it anywhere
+        assert in_least or allowed(roles[call["opt_in"]], call), "neither hub.yml nor %s's role grants %s" % (call["opt_in"], what)
+        if _key(call) not in ordinary:  # only ever sent under an opt-in role: the least role must not grant it anywhere
             assert not any(allowed(rules, call) for rules in least.values()), "hub.yml grants the opt-in " + what
+            other = [role for role in roles if role != call["opt_in"]]
+            assert not any(allowed(roles[role], call) for role in other), "%s also grants %s" % (other, what)
 
 
 def test_the_least_role_names_no_wildcard_and_no_rbac_impersonation_or_token_review_rights():
-    for doc in _documents("hub.yml") + _documents("hub-optin.yml"):
+    for doc in _documents("hub.yml") + _documents("hub-optin.yml") + _documents("hub-forced-leave.yml"):
         for rule in doc.get("rules") or []:
             assert not any("*" in rule.get(key, []) for key in ("verbs", "resources", "apiGroups")), rule
             assert "rbac.authorization.k8s.io" not in rule["apiGroups"], rule
             assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), rule
 
 
-@pytest.mark.parametrize("name", ["hub.yml", "hub-optin.yml"])
+@pytest.mark.parametrize("name", ["hub.yml", "hub-optin.yml", "hub-forced-leave.yml"])
 def test_the_shipped_files_are_what_kubectl_apply_takes(name):
     for doc in _documents(name):
         assert doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"], doc

@@ -13,7 +13,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
     ApiError, FleetOpsError, LockLost, NotFoundError, ParameterError, WaitTimeout,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SERVICE_ACCOUNT, clean
-from ansible_collections.fleetops.registration.plugins.module_utils.errors import OPT_IN_ROLE, opt_in_needed
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import FORCED_LEAVE_ROLE, forced_leave_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import label_changes, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -221,7 +221,7 @@ class MemberCluster(Runner):
                 except ApiError as denied:
                     if denied.status != 403:
                         raise
-                    works = "unknown (listing Works needs the opt-in role %s)" % OPT_IN_ROLE
+                    works = "unknown (listing Works needs the role %s in that namespace)" % FORCED_LEAVE_ROLE
                 left.append("namespace %s (%s, %s Work(s) with finalizers)" % (
                     member_namespace(self.name), (namespace.get("status") or {}).get("phase"), works))
             error = WaitTimeout("%s; still there: %s" % (exc.msg, "; ".join(left) or "nothing"), exc.hint, last=None)
@@ -236,12 +236,13 @@ class MemberCluster(Runner):
 
     def _remove_finalizers(self):
         """Strip the finalizers the gone member agent would have cleared (Azure/fleet#881); return what was done. The
-        Works and the member's namespace need the opt-in role: a 403 there fails naming it."""
+        Works and the member's namespace need the forced leave's role: a 403 there fails naming it."""
         done = []
         try:
             self._force_works_and_namespace(done)
         except ApiError as exc:
-            raise opt_in_needed(exc, "force the leave of %s (%s)" % (self.name, "; ".join(done) or "nothing done yet"))
+            raise forced_leave_needed(exc, "force the leave of %s (%s)" % (self.name, "; ".join(done) or "nothing done yet"),
+                                      member_namespace(self.name))
         if done:
             self.warn("forced the leave of %s by removing finalizers: %s" % (self.name, "; ".join(done)))
         return done
