@@ -206,6 +206,10 @@ class FleetManager:
         before the run (filter ``waves``); nothing by default."""
         return {}
 
+    # member_info's options for this manager's own part of what the inventory wants (``desired`` reads them): an
+    # argument spec, merged into the shared one.
+    desired_options: Dict[str, Dict[str, Any]] = {}
+
     def desired(self, params: View) -> View:
         """This manager's own part of what the inventory wants of a member (beside the shared part, member_state's
         ``desired_for``), from the calling module's ``params``; values are checked here, whatever the member's state."""

@@ -25,7 +25,6 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import deep_merge
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import expiry_warning
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_duration, parse_time
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.tokens import DEFAULT_LIFETIME
 
 RUN_ID_ALPHABET = string.ascii_lowercase + string.digits
 RUN_ID_LENGTH = 10
@@ -230,7 +229,8 @@ class MemberInfo:
 
 
 def member_info_argument_spec():
-    return dict(
+    """The shared options, and each manager's own (``FleetManager.desired_options``)."""
+    spec = dict(
         name=dict(type="str"),
         members=dict(type="list", elements="dict"),
         backends=dict(type="list", elements="str", default=list(registry.NAMES)),
@@ -238,10 +238,6 @@ def member_info_argument_spec():
         labels=dict(type="raw", default={}),
         labels_mode=dict(type="str", choices=["merge", "replace"], default="merge"),
         stale_after=dict(type="int"),
-        fleet_namespace=dict(type="str", default="fleet-default"),
-        identity_namespace=dict(type="str"),
-        heartbeat_period_seconds=dict(type="int"),
-        taints=dict(type="list", elements="dict"),
         **hub_endpoint.options(url_aliases=["hub_url"]),
         agent_chart_versions=dict(type="dict", default={}),
         agent_values=dict(type="dict", default={}),
@@ -251,6 +247,8 @@ def member_info_argument_spec():
         replace_rebuilt=dict(type="bool", default=False),
         credential_max_age=dict(type="str", no_log=False),
         rotate_credentials=dict(type="bool", default=False),
-        kubefleet_token_lifetime=dict(type="str", default=DEFAULT_LIFETIME, no_log=False),
         agent=dict(type="dict"),
     )
+    for manager in registry.MANAGERS.values():
+        spec.update(manager.desired_options)
+    return spec

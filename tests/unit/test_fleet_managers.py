@@ -62,3 +62,14 @@ def test_unknown_manager_is_a_parameter_error_listing_the_known_ones():
         registry.manager("ocm")
     assert caught.value.param == "backends"
     assert caught.value.message() == "backends: unknown fleet manager 'ocm'. Use one of: kubefleet, rancher_fleet"
+
+
+def test_member_info_takes_each_manager_s_own_options_from_the_manager():
+    """Issue 48 item 2: the shared argument spec names no manager's option; each manager brings the options its
+    ``desired`` reads, and member_state imports no manager's package."""
+    from ansible_collections.fleetops.registration.plugins.module_utils import member_state
+    spec = member_state.member_info_argument_spec()
+    for manager in registry.MANAGERS.values():
+        assert manager.desired_options and all(spec[key] == value for key, value in manager.desired_options.items()), manager.name
+    source = inspect.getsource(member_state)
+    assert "_kubefleet" not in source and "_rancher_fleet" not in source

@@ -176,6 +176,13 @@ class KubeFleet(FleetManager):
         """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""
         return dict((member, {"credential": credential}) for member, credential in tokens.hub_credentials(hub, hub_objects).items())
 
+    desired_options = dict(
+        identity_namespace=dict(type="str"),
+        heartbeat_period_seconds=dict(type="int"),
+        taints=dict(type="list", elements="dict"),
+        kubefleet_token_lifetime=dict(type="str", default=tokens.DEFAULT_LIFETIME, no_log=False),
+    )
+
     def desired(self, params):
         """The identity namespace, the token lifetime, the MemberCluster's heartbeat period and taints (each checked
         here, so a bad value fails whatever the member's state; None: not judged)."""

@@ -101,6 +101,8 @@ class RancherFleet(FleetManager):
         """The Cluster's agent fields: what Fleet deploys an agent it manages from, and so what goes back."""
         return {"agent_fields": hub_view.get("agent_fields")}
 
+    desired_options = dict(fleet_namespace=dict(type="str", default="fleet-default"))
+
     def desired(self, params):
         """The Cluster's namespace."""
         return {"namespace": params.get("fleet_namespace")}
