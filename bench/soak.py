@@ -159,9 +159,22 @@ def play_faulted_run(fleet, number, faults):
     return recap(run)
 
 
+def still_frozen(fleet):
+    """The agent processes still frozen once a deleted pod's would have ended: the lab stops a deleted pod's processes
+    with SIGKILL after its grace period (as a kubelet does), so a frozen agent the collection replaced may still be
+    there for that long after the runs; one frozen past it is an agent the collection left running."""
+    from fleetlab.supervisor import STOP_GRACE  # pylint: disable=import-outside-toplevel
+    deadline = time.monotonic() + STOP_GRACE + 5
+    while True:
+        frozen = [name for name in fleet.frozen() if '/' in name]
+        if not frozen or time.monotonic() > deadline:
+            return frozen
+        time.sleep(1)
+
+
 def judged(fleet, since):
     problems = judge.converged(fleet, since)
-    frozen = [name for name in fleet.frozen() if '/' in name]
+    frozen = still_frozen(fleet)
     if frozen:
         problems.setdefault('lab', []).append('agent process still frozen: %s' % ', '.join(frozen))
     return problems
