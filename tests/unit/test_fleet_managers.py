@@ -73,3 +73,24 @@ def test_member_info_takes_each_manager_s_own_options_from_the_manager():
         assert manager.desired_options and all(spec[key] == value for key, value in manager.desired_options.items()), manager.name
     source = inspect.getsource(member_state)
     assert "_kubefleet" not in source and "_rancher_fleet" not in source
+
+
+def test_no_shared_module_names_a_manager_or_imports_its_package():
+    """Issue 48 item 2: what is Fleet's or KubeFleet's lives in its package; the shared module_utils reach a manager
+    only through the registry (the one place that lists them)."""
+    import ast
+    import pathlib
+    shared = pathlib.Path(registry.__file__).parent
+    found = []
+    for path in sorted(shared.glob("*.py")):
+        if path.name == "registry.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in registry.NAMES:
+                found.append("%s:%d names %r" % (path.name, node.lineno, node.value))
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    "._kubefleet" in text or "._rancher_fleet" in text or text in ("_kubefleet", "_rancher_fleet")
+                    for text in [getattr(node, "module", None) or ""] + [alias.name for alias in node.names]):
+                found.append("%s:%d imports a manager's package" % (path.name, node.lineno))
+    assert not found, found

@@ -3,6 +3,8 @@
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_move, placement_guard as guard
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import targets as kubefleet_targets
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import targets as fleet_targets
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import placement_rows as fleet_placements
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workload_guard as fleet_guard
 
@@ -55,31 +57,31 @@ def test_a_label_selector_selects_as_kubernetes_does(selector, selects):
     ({"clusterGroupSelector": {"matchLabels": {"tier": "silver"}}}, False),
 ])
 def test_a_fleet_target_places_a_bundle_by_all_of_its_criteria(target, placed):
-    groups = guard.fleet_cluster_groups([
+    groups = fleet_targets.cluster_groups([
         {"metadata": {"name": "prod-eu", "labels": {"tier": "gold"}}, "spec": {"selector": {"matchLabels": {"env": "prod"}}}},
         {"metadata": {"name": "dev", "labels": {"tier": "silver"}}, "spec": {"selector": {"matchLabels": {"env": "dev"}}}},
         {"metadata": {"name": "no-selector"}, "spec": {}},
     ], LABELS)
     assert groups == {"prod-eu": {"tier": "gold"}}
-    assert (guard.fleet_bundle_target(bundle("web", [target]), "member1", LABELS, groups) is not None) is placed
+    assert (fleet_targets.bundle_target(bundle("web", [target]), "member1", LABELS, groups) is not None) is placed
 
 
 def test_the_first_matching_fleet_target_decides_and_restrictions_and_customizations_are_applied():
     first_holds_back = bundle("web", [{"clusterName": "member1", "doNotDeploy": True}, {"clusterSelector": {}}])
-    assert guard.fleet_bundle_target(first_holds_back, "member1", LABELS, {}) is None
+    assert fleet_targets.bundle_target(first_holds_back, "member1", LABELS, {}) is None
     # a GitRepo's bundle: the first len(targets) - len(restrictions) targets are fleet.yaml customizations
     restricted = bundle("web", [{"clusterSelector": {}}], targetRestrictions=[{"clusterSelector": {"matchLabels": {"env": "dev"}}}])
-    assert guard.fleet_bundle_target(restricted, "member1", LABELS, {}) is None
+    assert fleet_targets.bundle_target(restricted, "member1", LABELS, {}) is None
     customized = bundle("web", [{"clusterName": "member1", "doNotDeploy": True}, {"clusterSelector": {}}],
                         targetRestrictions=[{"clusterSelector": {}}])
-    assert guard.fleet_bundle_target(customized, "member1", LABELS, {}) is None
+    assert fleet_targets.bundle_target(customized, "member1", LABELS, {}) is None
     only_adjusts = bundle("web", [{"clusterName": "member1"}, {"clusterSelector": {}}], targetRestrictions=[{"clusterSelector": {}}])
-    assert guard.fleet_bundle_target(only_adjusts, "member1", LABELS, {}) == {"clusterSelector": {}}
+    assert fleet_targets.bundle_target(only_adjusts, "member1", LABELS, {}) == {"clusterSelector": {}}
     first_match = bundle("web", [{"clusterName": "member1"}, {"clusterSelector": {}, "doNotDeploy": True}, {"clusterSelector": {}}],
                          targetRestrictions=[{"clusterSelector": {}}])
-    assert guard.fleet_bundle_target(first_match, "member1", LABELS, {}) is not None
+    assert fleet_targets.bundle_target(first_match, "member1", LABELS, {}) is not None
     first_match["spec"]["targetCustomizationMode"] = "AllMatches"
-    assert guard.fleet_bundle_target(first_match, "member1", LABELS, {}) is None
+    assert fleet_targets.bundle_target(first_match, "member1", LABELS, {}) is None
 
 
 def test_a_fleet_bundle_missing_or_not_selecting_the_member_is_named_with_why():
@@ -87,20 +89,20 @@ def test_a_fleet_bundle_missing_or_not_selecting_the_member_is_named_with_why():
               {"namespace": "team-a", "name": "web"}]
     bundles = [bundle("web", [{"clusterSelector": {"matchLabels": {"env": "prod"}}}]),
                bundle("db", [{"clusterSelector": {"matchLabels": {"env": "dev"}}}])]
-    unplaced = guard.fleet_unplaced(served, bundles, "member1", LABELS, {})
+    unplaced = fleet_targets.unplaced(served, bundles, "member1", LABELS, {})
     assert [(item["manager"], item["name"]) for item in unplaced] == [("rancher_fleet", "fleet-default/db"),
                                                                       ("rancher_fleet", "team-a/web")]
     assert "no target selecting the Cluster member1 with labels env=prod, region=eu" in unplaced[0]["why"]
     assert unplaced[1]["why"] == "the hub has no Bundle team-a/web"
-    mapped = guard.fleet_unplaced(served, bundles + [bundle("web", [{"clusterSelector": {}}], namespace="team-a")],
-                                  "member1", LABELS, {}, cluster_namespace="fleet-default")
+    mapped = fleet_targets.unplaced(served, bundles + [bundle("web", [{"clusterSelector": {}}], namespace="team-a")],
+                                    "member1", LABELS, {}, cluster_namespace="fleet-default")
     assert [item["name"] for item in mapped] == ["fleet-default/db", "team-a/web"]
     assert "BundleNamespaceMapping" in mapped[1]["why"]
 
 
 def test_what_the_fleet_agent_serves_is_read_from_its_bundle_deployments_labels():
     deployments = [{"metadata": {"name": "web", "namespace": "cluster-ns", "labels": {
-        guard.BUNDLE_NAME_LABEL: "web", guard.BUNDLE_NAMESPACE_LABEL: "team-a"}}, "spec": {}, "status": {}}]
+        fleet_targets.BUNDLE_NAME_LABEL: "web", fleet_targets.BUNDLE_NAMESPACE_LABEL: "team-a"}}, "spec": {}, "status": {}}]
     assert fleet_placements(deployments)[0]["bundle"] == {"namespace": "team-a", "name": "web"}
 
 
@@ -115,7 +117,7 @@ def test_what_the_fleet_agent_serves_is_read_from_its_bundle_deployments_labels(
     ({"placementType": "PickN", "numberOfClusters": 3}, False, "cannot be proven beforehand"),
 ])
 def test_a_kubefleet_placement_selects_the_member_by_its_policy(policy, selects, why):
-    found, reason = guard.kubefleet_selects(crp("web", policy), "member1", LABELS)
+    found, reason = kubefleet_targets.selects(crp("web", policy), "member1", LABELS)
     assert found is selects
     assert (why is None and reason is None) or why in reason
 
@@ -124,12 +126,12 @@ def test_a_kubefleet_property_selector_is_not_proven():
     policy = pick_all({})
     policy["affinity"]["clusterAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["clusterSelectorTerms"] = [
         {"propertySelector": {"matchExpressions": [{"name": "cpu", "operator": "Gt", "values": ["4"]}]}}]
-    assert guard.kubefleet_selects(crp("web", policy), "member1", LABELS)[0] is False
+    assert kubefleet_targets.selects(crp("web", policy), "member1", LABELS)[0] is False
 
 
 def test_kubefleet_placements_missing_or_not_selecting_are_named():
-    unplaced = guard.kubefleet_unplaced(["web", "db", "cache"], [crp("web"), crp("db", pick_all({"matchLabels": {"env": "dev"}}))],
-                                        "member1", LABELS)
+    unplaced = kubefleet_targets.unplaced(["web", "db", "cache"], [crp("web"), crp("db", pick_all({"matchLabels": {"env": "dev"}}))],
+                                          "member1", LABELS)
     assert [(item["name"], item["why"].split(":")[0]) for item in unplaced] == [
         ("db", "the hub's ClusterResourcePlacement db"), ("cache", "the hub has no ClusterResourcePlacement cache")]
 

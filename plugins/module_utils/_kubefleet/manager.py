@@ -16,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint, placement_guard
+from ansible_collections.fleetops.registration.plugins.module_utils import agent_settings, hub_endpoint
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_versions import image_tag, release_version
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import pod_selector, rollout_problem, tls_problem, token_expiry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
@@ -35,7 +35,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_configuration, agent_hub_endpoint, normalize_taints, secret_token, wanted_configuration,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, views, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, targets, views, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import PLACEMENT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
@@ -166,7 +166,7 @@ class KubeFleet(FleetManager):
 
     def unplaced(self, hub, name, served, labels, namespace=None):
         names = [item["name"] for item in served]
-        return placement_guard.kubefleet_unplaced(names, hub.list(PLACEMENT) if names else [], name, labels)
+        return targets.unplaced(names, hub.list(PLACEMENT) if names else [], name, labels)
 
     def contact(self, hub_view):
         """The last heartbeat; the agent sends one every heartbeatPeriodSeconds (and a few seconds' margin)."""

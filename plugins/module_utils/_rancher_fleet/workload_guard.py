@@ -8,7 +8,7 @@ one a hub that lost the member forces -, an upgrade to another hub URL or CA) st
 for its Cluster; at start it uninstalls each release of its agent namespace whose BundleDeployment its hub lacks. So
 the hub must carry, for every bundle release on the member (``workloads.bundle_releases``: the chart annotation
 ``fleet.cattle.io/bundle-id``, the BundleDeployment's name, which is its Bundle's), a Bundle of that name in the
-Cluster's namespace whose targets select the Cluster (placement_guard's matching of Fleet's). A hub rebuilt without its
+Cluster's namespace whose targets select the Cluster (targets.py, Fleet's matcher). A hub rebuilt without its
 GitRepos, or one that lost the member, would otherwise take every such workload off the member in one run. And the
 hub's controller must have made the BundleDeployments of those bundles for the member's (predefined) Cluster before the
 agent connects (``undeployed``): the agent's first clean-up does not wait for the ones still to come.
@@ -18,10 +18,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ReleasePlan
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.adoption import BUNDLE
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import targets
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import API_VERSION
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.workloads import BUNDLE_DEPLOYMENT, bundle_releases
 
@@ -46,9 +46,8 @@ def hub_unplaced(hub, namespace, served, cluster_name, labels):
     Bundle on the Clusters of its own namespace; mappings are not followed), the ClusterGroups only when targets name them."""
     bundles = [bundle for bundle in (hub.get(BUNDLE, item["name"], namespace) for item in served
                                      if item["namespace"] == namespace) if bundle]
-    groups = placement_guard.fleet_cluster_groups(
-        hub.list(CLUSTER_GROUP, namespace) if placement_guard.uses_groups(bundles) else [], labels or {})
-    return placement_guard.fleet_unplaced(served, bundles, cluster_name, labels or {}, groups, namespace)
+    groups = targets.cluster_groups(hub.list(CLUSTER_GROUP, namespace) if targets.uses_groups(bundles) else [], labels or {})
+    return targets.unplaced(served, bundles, cluster_name, labels or {}, groups, namespace)
 
 
 def served_bundles(member):

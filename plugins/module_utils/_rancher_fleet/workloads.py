@@ -15,9 +15,9 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import decode_release
-from ansible_collections.fleetops.registration.plugins.module_utils.placement_guard import BUNDLE_NAME_LABEL, BUNDLE_NAMESPACE_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_NAMESPACE, AGENT_RELEASE
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.targets import BUNDLE_NAME_LABEL, BUNDLE_NAMESPACE_LABEL
 
 BUNDLE_ID_ANNOTATION = "fleet.cattle.io/bundle-id"
 BUNDLE_DEPLOYMENT = Resource("fleet.cattle.io/v1alpha1", "BundleDeployment", "bundledeployments")
