@@ -232,16 +232,31 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     _assert_kubefleet_heartbeat_since(sides, fault_at)
 
 
-def test_member_agent_token_deleted_or_rejected(play, sides):
+def _agent_pods_started(sides):
+    """Start times (epoch seconds) of the member agent's pods that are not being deleted."""
+    pods = sides.core(MEMBER).list_namespaced_pod(KF_AGENT[1]).items
+    return [pod.status.start_time.timestamp() for pod in pods if pod.metadata.name.startswith(KF_AGENT[0] + "-")
+            and pod.metadata.deletion_timestamp is None and pod.status.start_time]
+
+
+def test_member_agent_token_deleted_or_rejected(lab_controllers, play, sides):
     play.converges("join_cluster.yml", *LIMIT)
     core = sides.core(MEMBER)
     # deleted on the member: the agent keeps the token it read, so only the Secret and a restart show the repair
+    before = _agent_pids(lab_controllers, "member-agent")
     core.delete_namespaced_secret(*KF_TOKEN)
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
     assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its token Secret as unchanged"
     assert sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token"), "the token Secret was not written again"
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+    # The join issues a new token and revokes the identity's older ones: an agent still holding the one it read at its
+    # start would be refused at its next heartbeat (the soak, seed 6 round 28). Its pod must have started again after
+    # the new token was written, and the old process ended.
+    issued = stamp(core.read_namespaced_secret(*KF_TOKEN).metadata.annotations["fleetops.registration/token-issued"])
+    started = _agent_pods_started(sides)
+    assert started and min(started) >= issued - 1, "the member agent was not restarted with the token written at %s" % issued
+    wait_for(lambda: not before & _agent_pids(lab_controllers, "member-agent"), 30, "the agent process with the old token to end")
     # rejected by the hub: the hub Secret the token is bound to deleted, which revokes it
     source = core.read_namespaced_secret(KF_TOKEN[0], KF_TOKEN[1]).metadata.annotations["fleetops.registration/token-secret"]
     revoked = sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token")

@@ -384,7 +384,8 @@ def _live_secret(token="tok", **metadata):
 
 
 @pytest.mark.parametrize("live,desired,release,action,restart,token_changed,changed", [
-    (None, SECRET, NO_RELEASE_CHANGE, "create", False, False, True),
+    (None, SECRET, NO_RELEASE_CHANGE, "create", True, False, True),       # the running agent holds the token it read
+    (None, SECRET, UPGRADE, "create", False, False, True),
     (_live_secret(), SECRET, NO_RELEASE_CHANGE, "none", False, False, False),
     (_live_secret("old"), SECRET, NO_RELEASE_CHANGE, "update", True, True, True),
     (_live_secret("old"), SECRET, UPGRADE, "update", False, True, True),   # Helm's rollout restarts the agent

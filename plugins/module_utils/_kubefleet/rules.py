@@ -434,7 +434,8 @@ def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), move
     (an agent installed when the token lived in ``default``), else None.
 
     A changed token on a release that Helm leaves alone needs a restart: the refresh-token
-    sidecar reads the Secret only every few hours.
+    sidecar reads the Secret only every few hours. So does a token Secret written anew for a running agent (deleted on
+    the member): the agent holds the token it read at its start, which the join then revokes.
     """
     reasons = ["the namespace %s does not exist on the member" % namespace for namespace in missing_namespaces]
     if moved:
@@ -455,7 +456,7 @@ def plan_agent(secret, desired_secret, release_plan, missing_namespaces=(), move
             reasons.append("the token Secret %s differs from the one wanted" % desired_secret["metadata"]["name"])
     reasons.extend(release_plan.reasons)
     new_token = secret is None or desired_secret is None or secret_token(secret) != secret_token(desired_secret)
-    restart = action == "update" and new_token and release_plan.action == "none"
+    restart = action in ("create", "update") and new_token and release_plan.action == "none"
     stale = moved[0] if moved and release_plan.action != "none" else None
     return AgentPlan(action, patch, release_plan, reasons, restart, missing_namespaces, stale, new_token)
 
