@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import placement_guard, registry
-from ansible_collections.fleetops.registration.plugins.module_utils.findings import first
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS, first
 
 AGENT_STEPS = ("join", "reregister", "install", "upgrade")
 
@@ -98,12 +98,17 @@ def _manager_summary(manager, state, results):
     summary["workloads"] = _running(state)
     cause = first(state.get("diagnosis"))
     summary["cause"] = cause
-    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s%s%s" % (
+    summary["line"] = "%s %s: agent %s, %s%s; labels %s%s%s%s%s%s" % (
         manager, summary[object_key], outcome, contact if summary[contact_key] else "not " + contact,
         ", " + health if summary["healthy"] else "", summary["labels"], "; %s" % ", ".join(spec) if spec else "",
         "; %s %s: %s" % ("cause" if results["check_mode"] else "cause found before the run", cause["cause"], cause["evidence"])
-        if cause else "", _running_text(summary["workloads"]), placement_guard.removal_allowed(removed) if removed else "")
+        if cause else "", _running_text(summary["workloads"]), placement_guard.removal_allowed(removed) if removed else "",
+        UNREAD_TEXT if SECRETS in ((state.get("member") or {}).get("unread") or ()) else "")
     return summary
+
+
+# A member read without its Secrets (member_info's member.unread): the judgement rests on the rest, and the line says so.
+UNREAD_TEXT = "; its release and agent credential not checked (the member credential may not read Secrets)"
 
 
 def _running(state):

@@ -82,6 +82,16 @@ def test_join_summary_says_which_placements_member_info_found_running_on_the_mem
     assert join_summary(_info(rancher_fleet=many), {})["line"].endswith("; runs p0, p1, p2, p3, p4 and 2 more")
 
 
+def test_join_summary_says_when_the_member_s_secrets_could_not_be_read():
+    """Issue 46 item 3: a member read without its Secrets is judged on the rest; its line says what was not checked."""
+    kubefleet = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), member={"workloads": [], "unread": ["secrets"]})
+    line = join_summary(_info(kubefleet=kubefleet), {"inventory_hostname": "edge-07"})["line"]
+    assert line == ("edge-07: kubefleet edge-07: agent unchanged, joined, healthy; labels in sync; its release and agent "
+                    "credential not checked (the member credential may not read Secrets)")
+    kubefleet["member"] = {"workloads": []}
+    assert "not checked" not in join_summary(_info(kubefleet=kubefleet), {})["line"]
+
+
 def test_join_summary_says_healthy_only_when_member_info_judged_it_so():
     """A member the run did not change is as healthy as member_info's findings say, whatever one hub flag says."""
     unhealthy = dict(_state("kubefleet", "none", HEALTHY_KUBEFLEET), healthy=False,
