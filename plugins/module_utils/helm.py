@@ -297,6 +297,12 @@ def decode_release(data):
     return json.loads(raw.decode("utf-8"))
 
 
+def encode_release(payload):
+    """The inverse of decode_release: the Secret data value Helm's storage driver writes for ``payload``."""
+    raw = gzip.compress(json.dumps(payload, separators=(",", ":")).encode("utf-8"), mtime=0)
+    return base64.b64encode(base64.b64encode(raw)).decode("ascii")
+
+
 def release_from_storage(payload, namespace):
     """The release fields the collection uses, from a decoded Helm storage payload."""
     info = payload.get("info") or {}

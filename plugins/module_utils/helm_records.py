@@ -102,7 +102,9 @@ def newest_record(kube, name, namespace):
     return kept[max(kept)][:2] if kept else (None, None)
 
 
-def _refuse_foreign(record, payload, namespace, name, agent, verb):
+def refuse_foreign(record, payload, namespace, name, agent, verb):
+    """Refuse (HelmError) to let Helm (``verb``) act on ``record`` when its manifest lists an object ``agent`` does not
+    cover."""
     foreign = foreign_objects(manifest_objects(payload.get("manifest"), namespace), agent)
     if foreign:
         raise HelmError(
@@ -117,7 +119,7 @@ def check_uninstall(kube, name, namespace, agent):
     ``agent`` (AgentObjects) does not cover; nothing to check when Helm keeps no record of it."""
     record, payload = newest_record(kube, name, namespace)
     if record is not None:
-        _refuse_foreign(record, payload, namespace, name, agent, "helm uninstall")
+        refuse_foreign(record, payload, namespace, name, agent, "helm uninstall")
 
 
 def check_rollback(kube, name, namespace, agent, revision):
@@ -126,7 +128,7 @@ def check_rollback(kube, name, namespace, agent, revision):
     kept = records(kube, name, namespace)
     for number in sorted(set((revision, max(kept))) if kept else ()):
         if number in kept:
-            _refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm rollback")
+            refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm rollback")
 
 
 def check_upgrade(kube, name, namespace, agent):
@@ -136,7 +138,7 @@ def check_upgrade(kube, name, namespace, agent):
     kept = records(kube, name, namespace)
     for number in sorted(kept):
         if number == max(kept) or kept[number][2]:
-            _refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm upgrade")
+            refuse_foreign(kept[number][0], kept[number][1], namespace, name, agent, "helm upgrade")
 
 
 def guarded_uninstall(kube, helm, name, namespace, agent):

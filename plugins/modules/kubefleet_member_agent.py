@@ -133,12 +133,18 @@ options:
     default: member-agent
   release_namespace:
     description:
-      - Namespace that holds the Helm release record, as KubeFleet's C(join.sh) uses it.
+      - Namespace that holds Helm's records of the release. Every record holds the agent's values (O(secret_values)
+        included), so by default they sit beside the token in O(secret_namespace), not in C(default), where whoever may
+        read or create the Secrets of ordinary workloads could read them or plant one.
       - It must differ from O(agent_namespace), which the chart creates itself.
       - When it does not exist, the module creates it, labelled C(app.kubernetes.io/managed-by=fleetops.registration),
         and O(state=absent) removes it again (see O(keep_release_namespace)).
+      - A release whose records are in C(default) (earlier versions of this collection, and KubeFleet's C(join.sh), kept
+        them there) is moved on the next run without a Helm run, so the agent keeps running - each record copied here,
+        the release's objects annotated with the new namespace, the records in C(default) deleted - provided every
+        record lists only the chart's objects; a run that stopped halfway is finished by the next one.
     type: str
-    default: default
+    default: fleet-hub-credentials
   keep_release_namespace:
     description:
       - With O(state=absent), keep O(release_namespace) even when this module created it.
@@ -342,7 +348,7 @@ release:
   description: The Helm release after the task (null after an uninstall).
   returned: always
   type: dict
-  sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 1}
+  sample: {name: member-agent, namespace: fleet-hub-credentials, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 1}
 action:
   description: With O(rollback_to_revision), what was done to the release (V(rollback) or V(none)).
   returned: with O(rollback_to_revision)
@@ -352,7 +358,7 @@ rolled_back_from:
   description: With O(rollback_to_revision), the release as it was before the rollback (null when nothing changed).
   returned: with O(rollback_to_revision)
   type: dict
-  sample: {name: member-agent, namespace: default, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 3}
+  sample: {name: member-agent, namespace: fleet-hub-credentials, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 3}
 chart_values:
   description: The chart values the release has (no secrets in them).
   returned: with O(state=present), without O(rollback_to_revision)
@@ -455,7 +461,7 @@ def argument_spec():
         secret_name=dict(type="str", default="hub-kubeconfig-secret", no_log=False),
         secret_namespace=dict(type="str", default=DEFAULT_HUB_SECRET_NAMESPACE, no_log=False),
         release_name=dict(type="str", default="member-agent"),
-        release_namespace=dict(type="str", default="default"),
+        release_namespace=dict(type="str", default="fleet-hub-credentials"),
         keep_release_namespace=dict(type="bool", default=False),
         workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         agent_namespace=dict(type="str", default=KUBEFLEET_SYSTEM_NAMESPACE),

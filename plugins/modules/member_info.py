@@ -339,7 +339,7 @@ managers:
       C(hub_unreachable), C(credential_rejected), C(wrong_identity), C(not_joined), C(agent_config_drift),
       C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(agent_unavailable),
       C(not_rolled_out), C(hub_reports), C(never_checked_in), C(silent), C(forced), C(chart_version), C(values_drift), C(image_drift),
-      C(rotation_due), C(identity_moves), C(settings_drift), C(labels_drift), C(spec_drift), C(quarantined), C(identity_unrecorded).
+      C(rotation_due), C(identity_moves), C(release_records_move), C(settings_drift), C(labels_drift), C(spec_drift), C(quarantined), C(identity_unrecorded).
     - It is read from the agent's pods (container states), the Warning Events of its objects, the credential check made
       as the agent connects (its hub URL, CA and token - so from the controller, which may reach the hub by another
       route than the member), the token's C(exp), and the hub's conditions. The agent's pods and events are read only

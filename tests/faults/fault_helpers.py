@@ -24,6 +24,7 @@ FLEET = ("fleet.cattle.io", "v1alpha1")
 KUBEFLEET = ("cluster.kubernetes-fleet.io", "v1beta1")
 FLEET_NS = "fleet-default"             # member_join_fleet_namespace's default
 FLEET_AGENT_NS = "cattle-fleet-system"
+KUBEFLEET_RELEASE_NS = "fleet-hub-credentials"  # kubefleet_member_agent's release_namespace default
 TOKEN_PREFIX = "fleetops-join-"        # the names of the registration tokens the role creates
 # Namespaces the collection's flows create on a member (the Fleet agent's, the KubeFleet member agent's).
 MEMBER_NAMESPACES = (FLEET_AGENT_NS, "fleet-system")
@@ -196,7 +197,7 @@ class Sides:
     def assert_kubefleet_member_healthy(self, member):
         """The member-agent release deployed, its token accepted by the hub, the MemberCluster Joined with a heartbeat
         younger than two heartbeat periods."""
-        release = self.release(member, "member-agent", "default")
+        release = self.release(member, "member-agent", KUBEFLEET_RELEASE_NS)
         assert release is not None and release["info"]["status"] == "deployed", "%s: member-agent release: %s" % (
             member, release and release["info"]["status"])
         token = self.secret_value(member, "fleet-hub-credentials", "hub-kubeconfig-secret", "token")
@@ -218,7 +219,7 @@ class Sides:
         """Neither fleet holds the member, and the member holds no agent release and no namespace the collection created."""
         assert self.fleet_cluster(member) is None, "%s: the Fleet Cluster is still on the hub" % member
         assert self.member_cluster(member) is None, "%s: the MemberCluster is still on the hub" % member
-        for name, namespace in (("fleet-agent", FLEET_AGENT_NS), ("member-agent", "default")):
+        for name, namespace in (("fleet-agent", FLEET_AGENT_NS), ("member-agent", KUBEFLEET_RELEASE_NS)):
             assert self.release(member, name, namespace) is None, "%s: release %s is still installed" % (member, name)
         core = self.core(member)
         deadline = time.monotonic() + timeout

@@ -119,7 +119,7 @@ def test_member_info_names_the_cause_of_each_injected_agent_fault(lab, hub, agen
     wait_until_healthy(lab, name)
 
     # a hub CA that does not verify the hub: the root cause, before whatever the agent does with it
-    lab.run_helm(MEMBER_CTX, "upgrade", "member-agent", str(lab.kubefleet_chart("member-agent")), "--namespace", "default",
+    lab.run_helm(MEMBER_CTX, "upgrade", "member-agent", str(lab.kubefleet_chart("member-agent")), "--namespace", "fleet-hub-credentials",
                  "--reuse-values", "--set", "config.hubCA=%s" % base64.b64encode(other_ca_pem().encode()).decode())
     action, findings = wait_for_cause(lab, name, "hub_ca_untrusted", timeout=30)
     assert lab.api_urls["hub"] in findings[0]["evidence"] and "CERTIFICATE_VERIFY_FAILED" in findings[0]["evidence"]

@@ -23,7 +23,9 @@ from test_kubefleet_modules import (  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = pytest.mark.lab
 
-RELEASE_NS = "default"
+RELEASE_NS = "fleet-hub-credentials"  # kubefleet_member_agent's release_namespace
+# Where the planted hooks make their ConfigMaps: a namespace no leave deletes, so a hook that ran is still seen.
+HOOK_NS = "default"
 
 
 class Listener(threading.Thread):
@@ -189,7 +191,7 @@ def joined_agent(lab, member_name):
 
 def plant_record(core, edit):
     """A copy of the newest member-agent record, one revision later and deployed, changed by ``edit(payload)``, as
-    anyone who may create Secrets in default can plant it; ``(Secret name, revision)``."""
+    anyone who may create Secrets in the release namespace can plant it; ``(Secret name, revision)``."""
     records = core.list_namespaced_secret(RELEASE_NS, label_selector="owner=helm,name=member-agent").items
     newest = max(records, key=lambda s: int(s.metadata.labels["version"]))
     payload = _decode(base64.b64decode(newest.data["release"]))
@@ -205,7 +207,7 @@ def plant_record(core, edit):
 
 
 def hooks_of(hook_names):
-    """A record edit adding a hook per event of ``hook_names``: each a ConfigMap ``hook_names[event]`` in default,
+    """A record edit adding a hook per event of ``hook_names``: each a ConfigMap ``hook_names[event]`` in HOOK_NS,
     which exists afterwards only if Helm ran it. The values stay the agent's own, so the collection's rollback guard
     (which compares values) lets the record through."""
     def edit(payload):
@@ -213,14 +215,14 @@ def hooks_of(hook_names):
             "name": name, "kind": "ConfigMap", "path": "member-agent/templates/planted.yaml", "weight": 0, "events": [event],
             "delete_policies": [], "last_run": {"started_at": "", "completed_at": "", "phase": ""},
             "manifest": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"
-                        "    helm.sh/hook: %s\ndata:\n  planted: \"true\"\n" % (name, RELEASE_NS, event)}
+                        "    helm.sh/hook: %s\ndata:\n  planted: \"true\"\n" % (name, HOOK_NS, event)}
             for event, name in sorted(hook_names.items())]
     return edit
 
 
 def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab_controllers, hub, agent_member):  # noqa: F811
-    """Issue 46: Helm carries out the hooks of the record it acts on, a Secret anyone who may write Secrets in default
-    can plant. A rollback to a planted revision (its values are the agent's own, so the guard lets it through) and the
+    """Issue 46: Helm carries out the hooks of the record it acts on, a Secret anyone who may write Secrets in the release
+    namespace can plant. A rollback to a planted revision (its values are the agent's own, so the guard lets it through) and the
     leave that uninstalls it run none of them."""
     lab, member_name = lab_controllers, agent_member
     args = joined_agent(lab, member_name)
@@ -229,7 +231,7 @@ def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab
 
     def hooks_that_ran():
         return [name for name in hooks.values()
-                if read_or_none(lambda n=name: core.read_namespaced_config_map(n, RELEASE_NS)) is not None]
+                if read_or_none(lambda n=name: core.read_namespaced_config_map(n, HOOK_NS)) is not None]
     try:
         planted = plant_record(core, hooks_of(hooks))[1]
         # Another revision on top (other values), so that the planted one is a rollback target.
@@ -242,7 +244,7 @@ def test_a_planted_release_record_s_hooks_never_run_on_a_rollback_or_a_leave(lab
         assert hooks_that_ran() == [], "the planted record's pre-delete hook ran"
     finally:
         for name in hooks.values():
-            ignore_404(lambda n=name: core.delete_namespaced_config_map(n, RELEASE_NS))
+            ignore_404(lambda n=name: core.delete_namespaced_config_map(n, HOOK_NS))
 
 
 def test_a_planted_release_record_s_foreign_objects_are_never_deleted_by_a_leave(lab_controllers, hub, agent_member):  # noqa: F811

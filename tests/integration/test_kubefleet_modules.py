@@ -21,7 +21,7 @@ pytestmark = pytest.mark.lab
 
 GROUP, VERSION = "cluster.kubernetes-fleet.io", "v1beta1"
 HUB_NS = "fleetops-system"  # the collection's own hub namespace, the identities' default (issue 31)
-TOKEN_NS = "fleet-hub-credentials"  # kubefleet_member_agent's secret_namespace default
+TOKEN_NS = "fleet-hub-credentials"  # kubefleet_member_agent's secret_namespace and release_namespace default
 MEMBER_CTX = "member2"
 MASK = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 THIRTY_DAYS = 30 * 86400
@@ -73,7 +73,7 @@ class Hub:
         return base64.b64decode(secret.data["token"]).decode()
 
     def release(self):
-        proc = self.lab.run_helm(MEMBER_CTX, "list", "--namespace", "default", "--filter", "^member-agent$", "--output", "yaml")
+        proc = self.lab.run_helm(MEMBER_CTX, "list", "--namespace", TOKEN_NS, "--filter", "^member-agent$", "--output", "yaml")
         return yaml.safe_load(proc.stdout) or []
 
     def cleanup(self, member):
@@ -89,7 +89,8 @@ class Hub:
         self._ignore_404(lambda: self.core.delete_namespaced_service_account("%s-hub-cluster-access" % member, HUB_NS))
 
     def cleanup_agent(self):
-        self.lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--ignore-not-found", check=False)
+        for namespace in (TOKEN_NS, "default"):  # default: where earlier versions kept the release
+            self.lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", namespace, "--ignore-not-found", check=False)
         for namespace in (TOKEN_NS, "default"):  # default: where earlier versions kept the token
             self._ignore_404(lambda: self.member_core.delete_namespaced_secret("hub-kubeconfig-secret", namespace))
 
@@ -655,7 +656,7 @@ def test_member_view_sees_broken_agents_and_a_plain_rerun_repairs_them(lab, hub,
     assert _state(lab, member).action == "none"
 
     # the release uninstalled
-    lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", "default", "--wait")
+    lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", TOKEN_NS, "--wait")
     broken = _state(lab, member)
     assert broken.action == "install" and "not installed" in broken.reasons[0], broken.reasons
     assert broken.member["release"] is None

@@ -248,7 +248,7 @@ def joined_member2(lab, tmp_path):
     assert stdout.count("...ignoring") == 4
     assert "and note what its state is judged against" in stdout  # step_args works out the request (no_log)
     assert "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER" in stdout and "********" in stdout
-    helm = lab.run_helm("member2", "get", "values", "member-agent", "--namespace", "default", "--output", "json")
+    helm = lab.run_helm("member2", "get", "values", "member-agent", "--namespace", "fleet-hub-credentials", "--output", "json")
     assert json.loads(helm.stdout)["fleetopsAudit"] == {
         "endpoint": ROLE_VARS["member_join_kubefleet_agent_values"]["fleetopsAudit"]["endpoint"],
         "password": M["role_values_password"], "note": M["role_secret_values"]}

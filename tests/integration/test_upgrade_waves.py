@@ -25,12 +25,12 @@ def extra(**more):
 
 def history(lab, member):
     """``[(revision, status, description)]`` of the member-agent release."""
-    proc = lab.run_helm(member, "history", "member-agent", "--namespace", "default", "--output", "json")
+    proc = lab.run_helm(member, "history", "member-agent", "--namespace", "fleet-hub-credentials", "--output", "json")
     return [(item["revision"], item["status"], item["description"]) for item in json.loads(proc.stdout)]
 
 
 def user_values(lab, member):
-    proc = lab.run_helm(member, "get", "values", "member-agent", "--namespace", "default", "--output", "json")
+    proc = lab.run_helm(member, "get", "values", "member-agent", "--namespace", "fleet-hub-credentials", "--output", "json")
     return json.loads(proc.stdout)
 
 

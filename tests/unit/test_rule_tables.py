@@ -97,6 +97,8 @@ KUBEFLEET_ROWS = [
     ("image_drift", "upgrade", {}, {}, {"images": {"repository": "mirror.example/fleet/member-agent"}}),
     ("rotation_due", "rotate", {}, {}, {"rotate": True}),
     ("identity_moves", "rotate", {}, {}, {"identity_namespace": "fleetops-system"}),
+    ("release_records_move", "reconfigure", {}, {"release_moves": "Helm's records of release member-agent (revisions 1) move from "
+                                                 "namespace default to fleet-hub-credentials"}, {}),
     ("settings_drift", "reconfigure", {}, {}, {"agent": PROXY}),
     ("spec_drift", "relabel", {}, {}, {"heartbeat_period_seconds": 60}),
     ("spec_drift", "relabel", {"heartbeat_period_seconds": None}, {}, {"heartbeat_period_seconds": 30}),

@@ -19,13 +19,14 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 )
 from ansible_collections.fleetops.registration.plugins.module_utils import leases
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, read_release
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import release_view as public_release
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects, guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
     chart_fullname, default_service_account, default_token_secret, validate_member_name,
@@ -57,7 +58,8 @@ class MemberAgent(AgentFlow, Runner):
         validate_dns_subdomain(self.secret_name, "secret_name")
         if self.release_namespace == self.agent_namespace:
             raise ParameterError("release_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
-                                 "The member-agent chart creates agent_namespace itself; keep the release record elsewhere (default: default)")
+                                 "The member-agent chart creates agent_namespace itself; keep the release record elsewhere (default: %s)"
+                                 % DEFAULT_HUB_SECRET_NAMESPACE)
         if self.secret_namespace == self.agent_namespace:
             raise ParameterError("secret_namespace", "must differ from agent_namespace (%s)" % self.agent_namespace,
                                  "The member-agent chart creates agent_namespace itself; keep the token in a namespace of its own "
@@ -66,6 +68,7 @@ class MemberAgent(AgentFlow, Runner):
         self.token_secret_name = p["token_secret_name"] or default_token_secret(self.sa_name)
         self.released_leases = []
         self.setting = self.agent_setting()
+        self.records = None
 
     @property
     def hub(self):
@@ -148,8 +151,25 @@ class MemberAgent(AgentFlow, Runner):
         ), self.setting, chart.local_values())
 
     def _release(self):
-        """The release as Helm's storage holds it (one LIST, no helm process), or None."""
-        return read_release(self.kube, self.release_name, self.release_namespace)
+        """The release as Helm's storage holds it (no helm process), or None; where it is: ``self.records``."""
+        self.records = ReleaseMove(self.kube, self.release_name, self.release_namespace, self.release_objects())
+        return self.records.release()
+
+    def _move_records(self):
+        """Move the release's records out of the namespace earlier versions kept them in (release_move): the reason,
+        or None when there is nothing to move. Check mode only predicts it."""
+        if not self.records.pending:
+            if not self.check_mode:
+                self.records.finish()
+            return None
+        self.records.check()
+        reason = self.records.describe()
+        if not self.check_mode:
+            try:
+                self.records.apply()
+            except FleetOpsError as exc:
+                raise self.changed_before_failure(exc, "began to move the release (%s)" % reason)
+        return reason
 
     # -- present ------------------------------------------------------------------
 
@@ -177,8 +197,10 @@ class MemberAgent(AgentFlow, Runner):
         self.check_release_records(plan.release.action)
         for namespace in plan.create_namespaces:
             self.kube.create(NAMESPACE, desired_namespace(namespace), dry_run=self.check_mode)
+        moved = self._move_records()
+        current = dict(prior, namespace=self.release_namespace) if moved else prior
         secret_after = self._apply_secret(plan, secret, desired_secret)
-        release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, prior)
+        release = self._apply_release(plan, token, chart, (chart_name, chart_version), desired_values, current)
         if plan.stale_secret:
             self.kube.delete(SECRET, plan.stale_secret[1], plan.stale_secret[0], dry_run=self.check_mode)
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(token))
@@ -186,8 +208,8 @@ class MemberAgent(AgentFlow, Runner):
         rolling = plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted
         repair = repair_agent(self.kube, self.agent_namespace, chart_fullname(self.release_name), rolling=rolling,
                               silent=heartbeat_problem(hub_view(member_cluster)) if member_cluster else None, dry_run=self.check_mode)
-        reasons = plan.reasons + setting["drift"] + ([repair] if repair else [])
-        changed = plan.changed or setting["patched"] or bool(repair)
+        reasons = ([moved] if moved else []) + plan.reasons + setting["drift"] + ([repair] if repair else [])
+        changed = plan.changed or setting["patched"] or bool(repair or moved)
         member = None
         if self.waits_for_agent():
             # after any step the agent must serve its current pods: a Helm release left unchanged proves nothing
@@ -257,7 +279,10 @@ class MemberAgent(AgentFlow, Runner):
         return super().run()
 
     def release_location(self):
-        return self.release_name, self.release_namespace
+        """Where the release is now: its records may still wait to move (release_move)."""
+        if self.records is None:
+            self._release()
+        return self.release_name, self.records.namespace
 
     def release_objects(self):
         """What the member-agent chart makes (helm_records.AgentObjects): all Helm may act on."""
@@ -338,10 +363,11 @@ class MemberAgent(AgentFlow, Runner):
             return
         metadata = namespace.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
-        if tuple(annotations.get(key) for key in HELM_OWNER) != (self.release_name, self.release_namespace):
+        owners = {(self.release_name, self.release_namespace), self.release_location()}  # (a move may have begun)
+        if tuple(annotations.get(key) for key in HELM_OWNER) not in owners:
             raise ParameterError(
                 "agent_namespace", "namespace %s already exists on the member and is not part of Helm release %s/%s" % (
-                    self.agent_namespace, self.release_namespace, self.release_name),
+                    self.agent_namespace, self.release_location()[1], self.release_name),
                 "The member-agent chart creates that namespace itself: remove the namespace, or set agent_namespace to an unused name "
                 "(an agent installed by join.sh lives in release default/member-agent)",
             )
@@ -378,13 +404,14 @@ class MemberAgent(AgentFlow, Runner):
             self.warn("The credential may not patch %s: they still belong to their AppliedWork, and go with it if the "
                       "agent's chart deletes the AppliedWork CRD. Grant patch on them to keep them" % ", ".join(owned))
         if release is not None and not self.check_mode:
-            guarded_uninstall(self.kube, self.module.helm(), self.release_name, self.release_namespace,
-                              self.release_objects())
+            guarded_uninstall(self.kube, self.module.helm(), self.release_name, self.records.namespace, self.release_objects())
+            if self.records.pending:
+                self.records.discard_copies()
         if secret is not None:
             self.kube.delete(SECRET, self.secret_name, self.secret_namespace, dry_run=self.check_mode)
         if moved:  # an agent installed before the token had a namespace of its own
             self.kube.delete(SECRET, moved[0][1], moved[0][0], dry_run=self.check_mode)
-        removed = self._remove_release_namespace() + self._remove_token_namespace()
+        removed = self._remove_namespaces()
         going = ([self.agent_namespace] if release is not None else []) + removed
         if going and not self.check_mode and self.params["wait"]:
             try:
@@ -394,7 +421,7 @@ class MemberAgent(AgentFlow, Runner):
                     "kube-controller-manager finishes namespace deletion; check for objects with finalizers in them",
                 )
             except FleetOpsError as exc:
-                raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.release_namespace, self.release_name))
+                raise self.changed_before_failure(exc, "uninstalled release %s/%s" % (self.records.namespace, self.release_name))
         removed_leases = self._remove_agent_leases()
         removing = applied if self.params.get("workloads") == "remove" else []
         try:
@@ -419,31 +446,33 @@ class MemberAgent(AgentFlow, Runner):
             self.warn("the agent's leader-election Leases in %s stay: %s" % (AGENT_LEASE_NAMESPACE, exc.msg))
             return []
 
-    def _remove_token_namespace(self):
-        """The token's namespace, when this collection made it and it holds no other Secret."""
-        namespace = self.kube.get(NAMESPACE, self.secret_namespace)
-        if self.secret_namespace == self.release_namespace or not made_by_collection(namespace) or \
-                (namespace.get("metadata") or {}).get("deletionTimestamp"):
-            return []
-        others = [s for s in self.kube.list(SECRET, self.secret_namespace)
-                  if (s.get("metadata") or {}).get("name") != self.secret_name and s.get("type") != "kubernetes.io/service-account-token"]
-        if others:
-            self.warn("namespace %s stays: it holds other Secrets" % self.secret_namespace)
-            return []
-        self.kube.delete(NAMESPACE, self.secret_namespace, dry_run=self.check_mode)
-        return [self.secret_namespace]
+    def _remove_namespaces(self):
+        """The token's namespace and the release record's (unless O(keep_release_namespace)), each when this collection
+        made it and it holds no Secret but the token, service account tokens and this release's records."""
+        keep = self.params.get("keep_release_namespace")
+        candidates = [ns for ns in dict.fromkeys((self.release_namespace, self.secret_namespace))
+                      if not (keep and ns == self.release_namespace)]
+        removed = []
+        for name in candidates:
+            namespace = self.kube.get(NAMESPACE, name)
+            if not made_by_collection(namespace) or (namespace.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            others = [s for s in self.kube.list(SECRET, name) if not self._removable_secret(s, name)]
+            if others:
+                self.warn("namespace %s stays: it holds other Secrets (%s)" % (
+                    name, ", ".join(sorted(s["metadata"]["name"] for s in others)[:5])))
+                continue
+            self.kube.delete(NAMESPACE, name, dry_run=self.check_mode)
+            removed.append(name)
+        return removed
 
-    def _remove_release_namespace(self):
-        """The release record's namespace, when this collection made it and nothing else of Helm's lives there."""
-        if self.params.get("keep_release_namespace"):
-            return []
-        namespace = self.kube.get(NAMESPACE, self.release_namespace)
-        if not made_by_collection(namespace) or (namespace.get("metadata") or {}).get("deletionTimestamp"):
-            return []
-        others = [s for s in self.kube.list(SECRET, self.release_namespace, label_selector="owner=helm")
-                  if ((s.get("metadata") or {}).get("labels") or {}).get("name") != self.release_name]
-        if others:
-            self.warn("namespace %s stays: other Helm releases keep their records there" % self.release_namespace)
-            return []
-        self.kube.delete(NAMESPACE, self.release_namespace, dry_run=self.check_mode)
-        return [self.release_namespace]
+    def _removable_secret(self, secret, namespace):
+        """Whether ``secret`` goes with the namespace on a leave: the token, a service account token, this release's
+        records (the uninstall deletes them; check mode has not run it)."""
+        metadata = secret.get("metadata") or {}
+        if secret.get("type") == "kubernetes.io/service-account-token":
+            return True
+        if (namespace, metadata.get("name")) == (self.secret_namespace, self.secret_name):
+            return True
+        labels = metadata.get("labels") or {}
+        return namespace == self.release_namespace and labels.get("owner") == "helm" and labels.get("name") == self.release_name

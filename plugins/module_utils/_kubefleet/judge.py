@@ -217,6 +217,8 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
     Rule("rotation_due", "rotate", _rotation_due, "A re-run rotates the token; the member stays joined.", reads=SECRETS),
     Rule("identity_moves", "rotate", lambda hub, member, desired: identity_move_reasons(hub, desired),
          "A re-run gives the member a token of the identity in its new namespace, then deletes the old one."),
+    Rule("release_records_move", "reconfigure", lambda hub, member, desired: member.get("release_moves"),
+         "A re-run moves them (no Helm run, the agent keeps running).", reads=SECRETS),
     Rule("settings_drift", "reconfigure", lambda hub, member, desired: agent_settings.drift(desired.get("agent"), member.get("agent_pod")),
          "A re-run puts the agent setting on the agent again."),
     Rule("labels_drift", "relabel", _labels_drift, "A re-run sets the MemberCluster's labels."),

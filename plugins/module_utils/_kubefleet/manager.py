@@ -22,7 +22,6 @@ from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis im
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
-from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
@@ -37,6 +36,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, targets, views, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import PLACEMENT
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
     heartbeat_problem,
 )
@@ -104,11 +104,12 @@ class KubeFleet(FleetManager):
         the token are null (not known)."""
         release_name = option(params, "release_name")
         try:
-            release, unread = read_release(member, release_name, option(params, "release_namespace")), []
+            records = ReleaseMove(member, release_name, option(params, "release_namespace"))
+            release, unread, moves = records.release(), [], records.describe() if records.pending else None
         except ApiError as exc:
             if exc.status != 403:
                 raise
-            release, unread = None, [SECRETS]
+            release, unread, moves = None, [SECRETS], None
         endpoint, unknown = configured_endpoint(params)
         location = (option(params, "secret_namespace"), option(params, "secret_name"))
         configured = agent_configuration(release.get("values")) if release else None
@@ -117,6 +118,7 @@ class KubeFleet(FleetManager):
         deployment = member.get(DEPLOYMENT, deployment_name, option(params, "agent_namespace"))
         return {
             "release": _release_summary(release),
+            "release_moves": moves,
             "hub_url": endpoint[0] if endpoint else None,
             "configured": configured,
             "wanted": wanted,

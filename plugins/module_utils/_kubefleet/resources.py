@@ -41,12 +41,13 @@ AGENT_LEASE_NAMESPACE = "kube-system"
 AGENT_LEASES = ("136224848560.member.fleet.azure.com", "136224848560.hub.fleet.azure.com")
 AGENT_POD_SELECTOR = "app.kubernetes.io/name=member-agent"
 DEFAULT_RELEASE = "member-agent"
-DEFAULT_RELEASE_NAMESPACE = "default"
 DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"
 # The token's own namespace, made by the collection (and removed by the leave): not ``default``, where anyone allowed
 # to read Secrets of ordinary workloads would read the member's hub credential. Agents installed with the token in
 # ``default`` (earlier versions of this collection) are moved on their next run.
 DEFAULT_HUB_SECRET_NAMESPACE = "fleet-hub-credentials"
+# Helm's records of the release sit beside the token (earlier versions: default; release_move moves them).
+DEFAULT_RELEASE_NAMESPACE = DEFAULT_HUB_SECRET_NAMESPACE
 # The hub names the member's namespace fleet-member-<name>, which must be a DNS label (63).
 MAX_MEMBER_NAME = 63 - len(MEMBER_NAMESPACE_PREFIX)
 HEARTBEAT_MIN, HEARTBEAT_MAX = 1, 600
