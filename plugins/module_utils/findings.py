@@ -40,7 +40,8 @@ CAUSES = (
     "credential_missing", "credential_unusable", "wrong_hub", "token_expired", "hub_ca_untrusted", "hub_unreachable",
     "credential_rejected", "wrong_identity", "not_joined", "agent_config_drift", "image_pull", "unschedulable", "pod_rejected",
     "mount_failed", "crash_loop", "pending", "agent_unavailable", "not_rolled_out", "hub_reports", "never_checked_in", "silent", "forced",
-    "chart_version", "values_drift", "image_drift", "rotation_due", "identity_moves", "release_records_move", "settings_drift", "labels_drift", "spec_drift", "quarantined",
+    "chart_version", "values_drift", "image_drift", "rotation_due", "identity_moves",
+    "release_records_move", "settings_drift", "labels_drift", "spec_drift", "quarantined",
     "identity_unrecorded",
 )
 MAX_EVIDENCE = 400

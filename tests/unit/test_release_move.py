@@ -12,9 +12,9 @@ import gzip
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import decode_release, encode_release
-from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import CLUSTER_RBAC_KINDS, NAMESPACED_KINDS, AgentObjects
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import (
-    MOVED_FROM_LABEL, moved, moved_copy, owned_objects, pending_move,
+    MOVED_FROM_LABEL, RESOURCES, moved, moved_copy, owned_objects, pending_move,
 )
 
 MANIFEST = """---
@@ -77,6 +77,10 @@ def test_records_move_only_next_to_copies_of_their_own():
     installed_there = record(1, "fleet-hub-credentials")
     assert not pending_move(legacy, {1: installed_there}, "default")  # a release of its own there: default's are not ours
     assert not pending_move({}, {}, "default")
+
+
+def test_every_kind_an_agent_chart_may_make_can_be_re_annotated():
+    assert (NAMESPACED_KINDS | CLUSTER_RBAC_KINDS | {"Namespace"}) <= set(RESOURCES)
 
 
 def test_only_the_agent_charts_objects_are_re_annotated():

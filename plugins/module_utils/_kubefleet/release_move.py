@@ -26,9 +26,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import (
     decode_release, encode_release, release_selector, releases_of, storage_revision,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import (
-    CLUSTER_RBAC_KINDS, manifest_objects, refuse_foreign,
-)
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import manifest_objects, refuse_foreign
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import (
     CONFIG_MAP, DEPLOYMENT, NAMESPACE, SECRET, SERVICE_ACCOUNT, Resource,
 )
@@ -49,7 +47,6 @@ RESOURCES = {resource.kind: resource for resource in (
     Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
     Resource("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", namespaced=False),
 )}
-assert CLUSTER_RBAC_KINDS <= set(RESOURCES)
 
 
 def storage_secrets(kube, name, namespace):
