@@ -99,6 +99,6 @@ def forced_leave_needed(exc, what, namespace):
             "The least-privilege hub role (extensions/rbac/hub.yml) leaves this out on purpose: apply "
             "extensions/rbac/hub-forced-leave.yml and bind its ClusterRole %s in that member's namespace only "
             "(kubectl create rolebinding fleetops-forced-leave -n %s --clusterrole %s --serviceaccount "
-            "fleetops-system:fleetops, the ServiceAccount of hub.yml), or have an administrator do it (docs/rbac.md)"
+            "fleetops-credentials:fleetops, the ServiceAccount of hub.yml), or have an administrator do it (docs/rbac.md)"
             % (FORCED_LEAVE_ROLE, namespace, FORCED_LEAVE_ROLE)))
     return exc

@@ -5,7 +5,8 @@ Works in its member's namespace: RBAC grants verbs on resources, not which ident
 applied, the identity swap, a token for the collection's own ServiceAccount (TokenRequest or Secret) and a Work made
 or re-specified with a member identity's token are refused - each probed with a server-side dry run, which RBAC alone
 lets through - while a join with that credential, a placement applied through the member agent, a rotation and the
-leave pass.
+leave pass. Its own accounts live in fleetops-credentials, where RBAC already refuses it any token; the policy covers
+the ones an upgrade from an earlier hub.yml leaves in fleetops-system.
 """
 
 import json
@@ -19,7 +20,9 @@ from kubernetes.client.rest import ApiException
 import fleet_workloads as workloads
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import REPO
-from test_playbooks import IDENTITY_NS, condition, hub, least_privilege_hub, playbook  # noqa: F401 pylint: disable=unused-import
+from test_playbooks import (  # noqa: F401 pylint: disable=unused-import
+    CREDENTIAL_NS, IDENTITY_NS, condition, hub, least_privilege_hub, playbook,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -33,6 +36,16 @@ KINDS = {"ValidatingAdmissionPolicy": "validating_admission_policy",
 
 def _policy_items():
     return yaml.safe_load(POLICY.read_text())["items"]
+
+
+@pytest.fixture
+def leftover_account(lab_controllers):
+    """The ServiceAccount fleetops an earlier hub.yml kept in fleetops-system, as an upgrade that did not delete it
+    leaves it (a TokenRequest is admitted only for an account that exists)."""
+    core = client.CoreV1Api(lab_controllers.api_client("hub"))
+    ignore_404(lambda: core.create_namespaced_service_account(IDENTITY_NS, {"metadata": {"name": "fleetops"}}))
+    yield
+    ignore_404(lambda: core.delete_namespaced_service_account("fleetops", IDENTITY_NS))
 
 
 @pytest.fixture
@@ -72,7 +85,7 @@ def _member_identity_client(lab):
 def _probes(restricted, member_api):
     """Each escalation the policy refuses, as a dry run: ``{what: call}``."""
     custom, core = client.CustomObjectsApi(restricted), client.CoreV1Api(restricted)
-    swap = {"spec": {"identity": {"kind": "ServiceAccount", "name": "fleetops", "namespace": IDENTITY_NS}}}
+    swap = {"spec": {"identity": {"kind": "ServiceAccount", "name": "fleetops", "namespace": CREDENTIAL_NS}}}
     token_request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))
     token_secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
                     "metadata": {"name": unique("own-token"), "annotations": {"kubernetes.io/service-account.name": "fleetops"}}}
@@ -92,7 +105,7 @@ def _probes(restricted, member_api):
 
 
 def test_the_shipped_admission_policy_fences_the_hub_credential_and_the_member_identities(
-        lab_controllers, hub, least_privilege_hub, fenced_hub, tmp_path):
+        lab_controllers, hub, least_privilege_hub, fenced_hub, leftover_account, tmp_path):
     lab = lab_controllers
     as_joiner = ("-e", json.dumps({"fleetops_hub_kubeconfig": str(least_privilege_hub), "fleetops_hub_context": "least",
                                    "fleetops_backends": ["kubefleet"]}))
@@ -106,6 +119,12 @@ def test_the_shipped_admission_policy_fences_the_hub_credential_and_the_member_i
     refused = dict((what, _denied_by_policy(call)) for what, call in probes.items())
     assert all(refused.values()), refused
     assert "only its own identity" in refused["identity swap"] and "not for its own ServiceAccount fleetops" in refused["own TokenRequest"]
+    try:  # its own account now: RBAC refuses it before any policy
+        client.CoreV1Api(restricted).create_namespaced_service_account_token("fleetops", CREDENTIAL_NS, client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600)), dry_run="All")
+        raise AssertionError("the hub credential minted a token for its own ServiceAccount in %s" % CREDENTIAL_NS)
+    except ApiException as exc:
+        assert exc.status == 403 and "ValidatingAdmissionPolicy" not in (exc.body or ""), exc
 
     placed = workloads.place_placement(lab, unique("fenced"), {"member": MEMBER})
     try:

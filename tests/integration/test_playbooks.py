@@ -24,6 +24,7 @@ from modrun import REPO, collections_root, run_module
 from kube_helpers import ignore_404, read_or_none, wait_for
 
 IDENTITY_NS = "fleetops-system"  # the KubeFleet identities' and the member locks' hub namespace (issue 31)
+CREDENTIAL_NS = "fleetops-credentials"  # hub.yml's own ServiceAccounts, where its Role does not reach (issue 46 item 2)
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_failure")]
 
@@ -619,6 +620,11 @@ NOT_ALLOWED = [("get", "", "secrets", ns, None, None) for ns in ("kube-system", 
     ("impersonate", "", "users", None, "admin", None),
     ("impersonate", "", "serviceaccounts", "kube-system", None, None),
     ("create", "", "pods", "fleetops-system", None, None),
+    # its own accounts: no token for itself or fleetops-view, no Secret there (a leaked token cannot mint a lasting one)
+    ("create", "", "serviceaccounts", CREDENTIAL_NS, "fleetops", "token"),
+    ("create", "", "serviceaccounts", CREDENTIAL_NS, "fleetops-view", "token"),
+    ("create", "", "secrets", CREDENTIAL_NS, None, None),
+    ("get", "", "secrets", CREDENTIAL_NS, None, None),
 ]
 
 
@@ -641,7 +647,7 @@ def least_privilege_hub(lab_controllers, tmp_path):
     api = lab_controllers.api_client("hub")
     core = client.CoreV1Api(api)
     apply_rbac(api, "hub.yml")
-    token = core.create_namespaced_service_account_token("fleetops", IDENTITY_NS, client.AuthenticationV1TokenRequest(
+    token = core.create_namespaced_service_account_token("fleetops", CREDENTIAL_NS, client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))).status.token
     kubeconfig = tmp_path / "least-privilege-hub.yaml"
     kubeconfig.write_text(yaml.safe_dump({
@@ -716,29 +722,42 @@ def test_the_shipped_hub_role_is_least_and_runs_join_renewal_rerun_rotation_stat
     # role fails naming the forced leave's role and how to bind it; bound in that member's namespace, the leave is
     # forced, and no other member's Works or namespace are within reach.
     stuck = "rbac-stuck"
-    least = {"kubeconfig": str(least_privilege_hub), "context": "least"}
-    forced = dict(least, name=stuck, state="absent", force_remove_finalizers=True, force_grace_period=3, wait_timeout=60)
-    assert not run_module("kubefleet_member_identity", dict(least, name=stuck)).get("failed")
-    assert not run_module("kubefleet_member_cluster", dict(least, name=stuck)).get("failed")
-    denied = run_module("kubefleet_member_cluster", forced)
-    assert denied.get("failed") and "fleetops-registration-hub-forced-leave" in denied["msg"], denied["msg"]
-    assert "create rolebinding fleetops-forced-leave -n fleet-member-%s" % stuck in denied["msg"], denied["msg"]
-    hub_api = lab_controllers.api_client("hub")
-    apply_rbac(hub_api, "hub-forced-leave.yml")
-    client.RbacAuthorizationV1Api(hub_api).create_namespaced_role_binding("fleet-member-" + stuck, {
-        "metadata": {"name": "fleetops-forced-leave"}, "subjects": [{"kind": "ServiceAccount", "name": "fleetops", "namespace": IDENTITY_NS}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleetops-registration-hub-forced-leave"}})
-    wait_for(lambda: allowed_capabilities(restricted, [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-" + stuck,
-                                                        None, None)]), 30, "the forced leave's role to be in force")
-    beyond = [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-member1", None, None),
-              ("list", "placement.kubernetes-fleet.io", "works", None, None, None),
-              ("delete", "", "namespaces", "fleet-member-member1", "fleet-member-member1", None),
-              ("delete", "", "namespaces", None, "kube-system", None), ("create", "", "namespaces", None, None, None)]
-    assert allowed_capabilities(restricted, beyond) == []
-    left = run_module("kubefleet_member_cluster", forced)
-    assert not left.get("failed") and left["changed"], left
-    assert hub.member_cluster(stuck) is None
-    assert not run_module("kubefleet_member_identity", dict(least, name=stuck, state="absent")).get("failed")
+    try:
+        least = {"kubeconfig": str(least_privilege_hub), "context": "least"}
+        forced = dict(least, name=stuck, state="absent", force_remove_finalizers=True, force_grace_period=3, wait_timeout=60)
+        assert not run_module("kubefleet_member_identity", dict(least, name=stuck)).get("failed")
+        assert not run_module("kubefleet_member_cluster", dict(least, name=stuck)).get("failed")
+        denied = run_module("kubefleet_member_cluster", forced)
+        assert denied.get("failed") and "fleetops-registration-hub-forced-leave" in denied["msg"], denied["msg"]
+        assert "create rolebinding fleetops-forced-leave -n fleet-member-%s" % stuck in denied["msg"], denied["msg"]
+        hub_api = lab_controllers.api_client("hub")
+        apply_rbac(hub_api, "hub-forced-leave.yml")
+        client.RbacAuthorizationV1Api(hub_api).create_namespaced_role_binding("fleet-member-" + stuck, {
+            "metadata": {"name": "fleetops-forced-leave"}, "subjects": [{"kind": "ServiceAccount", "name": "fleetops", "namespace": CREDENTIAL_NS}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleetops-registration-hub-forced-leave"}})
+        wait_for(lambda: allowed_capabilities(restricted, [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-" + stuck,
+                                                            None, None)]), 30, "the forced leave's role to be in force")
+        beyond = [("patch", "placement.kubernetes-fleet.io", "works", "fleet-member-member1", None, None),
+                  ("list", "placement.kubernetes-fleet.io", "works", None, None, None),
+                  ("delete", "", "namespaces", "fleet-member-member1", "fleet-member-member1", None),
+                  ("delete", "", "namespaces", None, "kube-system", None), ("create", "", "namespaces", None, None, None)]
+        assert allowed_capabilities(restricted, beyond) == []
+        left = run_module("kubefleet_member_cluster", forced)
+        assert not left.get("failed") and left["changed"], left
+        assert hub.member_cluster(stuck) is None
+        assert not run_module("kubefleet_member_identity", dict(least, name=stuck, state="absent")).get("failed")
+    finally:  # a failure above must not leave the next test a MemberCluster that never finishes leaving
+        _remove_stuck_member(lab_controllers, stuck)
+
+
+def _remove_stuck_member(lab, name):
+    """The forced leave's member, removed with the lab's admin credential if the test left it (finalizers and all)."""
+    custom = client.CustomObjectsApi(lab.api_client("hub"))
+    ignore_404(lambda: custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", name, {"metadata": {"finalizers": None}}))
+    ignore_404(lambda: custom.delete_cluster_custom_object(*KUBEFLEET, "memberclusters", name))
+    run_module("kubefleet_member_identity", {"kubeconfig": str(lab.kubeconfig), "context": "hub", "name": name, "state": "absent"})
+    ignore_404(lambda: client.RbacAuthorizationV1Api(lab.api_client("hub")).delete_namespaced_role_binding(
+        "fleetops-forced-leave", "fleet-member-" + name))
 
 
 def test_a_member_whose_identity_is_in_fleet_system_moves_to_the_collection_s_namespace(lab_controllers, hub, tmp_path):

@@ -248,8 +248,12 @@ def _documents(name):
     return listed["items"]
 
 
+# Where hub.yml keeps the collection's own ServiceAccounts: not HUB_NAMESPACE, where the credential issues tokens.
+CREDENTIAL_NAMESPACE = "fleetops-credentials"
+
+
 def grants(name):
-    """``{where: [rule]}`` of the ServiceAccount fleetops-system/fleetops in the shipped file ``name``: cluster-wide
+    """``{where: [rule]}`` of the ServiceAccount fleetops-credentials/fleetops in the shipped file ``name``: cluster-wide
     (ClusterRoleBindings), in the collection's namespace and in the registration namespace (RoleBindings)."""
     docs = _documents(name)
     roles = dict(((doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"]), doc.get("rules") or [])
@@ -258,7 +262,7 @@ def grants(name):
     for doc in docs:
         if doc["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
             continue
-        if {"kind": "ServiceAccount", "name": "fleetops", "namespace": HUB_NAMESPACE} not in doc["subjects"]:
+        if {"kind": "ServiceAccount", "name": "fleetops", "namespace": CREDENTIAL_NAMESPACE} not in doc["subjects"]:
             continue
         namespace = doc["metadata"].get("namespace")
         ref = doc["roleRef"]
