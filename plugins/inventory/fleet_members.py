@@ -163,7 +163,8 @@ notes:
   - Variables for all hosts or a group (chart paths, the Helm binary, C(fleetops_api_server_url) for the hub) go in
     C(group_vars/) beside the inventory file, as with any inventory source.
   - With O(cache) on, the hub's objects are cached, not the derived variables, so heartbeat ages and health are
-    computed afresh on every run.
+    computed afresh on every run. What may carry a secret is left out of them first (the values of a Rancher Fleet
+    C(Cluster)'s C(agentEnvVars), a proxy password say; annotations), so the cache holds none.
   - The C(fleetops_*) variables the roles read, and how to map member kubeconfigs with this plugin, are described in
     C(docs/inventory.md) and C(docs/inventory-plugin.md) of the installed collection.
 seealso:
@@ -286,7 +287,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         try:
             for name in self.get_option("managers"):
                 manager = registry.manager(name, param="managers")
-                objects[name] = self._list(client, manager.member_resource)
+                objects[name] = [manager.storable(item) for item in self._list(client, manager.member_resource)]
                 if self.get_option("read_kubeconfig_secrets"):
                     found, problems = manager.member_urls(client, objects[name])
                     urls.update(found)

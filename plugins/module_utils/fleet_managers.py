@@ -269,6 +269,11 @@ class FleetManager:
         """``({namespace/name: member API server URL}, [problems])`` the hub knows for some members (imported ones)."""
         return {}, []
 
+    def storable(self, hub_object: View) -> View:
+        """The member object as a store outside the hub (the inventory plugin's cache) may keep it: without the fields
+        that may carry a secret (none by default)."""
+        return hub_object
+
     def leave_summary(self, results: Dict[str, View]) -> Tuple[View, str]:
         """``(summary, line)`` of one member's leave from the role's step results (``leave_results``)."""
         raise NotImplementedError

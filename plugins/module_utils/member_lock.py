@@ -140,6 +140,39 @@ def live_locks(kube, namespace, now=None):
     return locks
 
 
+def lock_reference(lock):
+    """``namespace/name`` of a lock (the ``member_lock`` option's dict), what objects a run makes under it name."""
+    return "%s/%s" % (lock["namespace"], lock["name"]) if lock and lock.get("namespace") and lock.get("name") else None
+
+
+def run_over(lease, holder, now=None, here=None, is_alive=lock_holder.alive):
+    """Why the run ``holder`` no longer holds the lock Lease ``lease`` (None when it may still be running): no Lease,
+    another holder, expired, or its process gone on this controller (``here``: lock_holder.this_controller)."""
+    lock = describe_lock(lease, now)
+    if lock is None:
+        return "its lock is released"
+    if lock["holder"] != holder:
+        return "its lock is held by run %s now" % lock["holder"]
+    if not lock["live"]:
+        return "its lock expired at %s" % lock["expires"]
+    return lock_holder.takeover_reason(lock["process"], here, is_alive) if here else None
+
+
+def runs_over(kube, references, now=None):
+    """``{(lock reference, holder): why the run is over, or None}`` for each pair, each Lease read once; a Lease that
+    cannot be read (a credential without get on Leases there) leaves its runs unknown (None)."""
+    here, found, leases = lock_holder.this_controller(), {}, {}
+    for reference, holder in references:
+        if reference not in leases:
+            namespace, _sep, name = reference.partition("/")
+            try:
+                leases[reference] = (kube.get(LEASE, name, namespace),)
+            except FleetOpsError:  # not allowed, or no valid name: unknown
+                leases[reference] = None
+        found[(reference, holder)] = run_over(leases[reference][0], holder, now, here) if leases[reference] else None
+    return found
+
+
 class MemberLock:
     """The lock of one member on one hub: ``kube`` the hub client, ``namespace`` where the Leases live. ``process``: this
     run's controller process (lock_holder.this_controller); ``takeover``: take over a live lock of another run too.

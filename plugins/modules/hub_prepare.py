@@ -74,8 +74,10 @@ options:
   tidy:
     description:
       - Remove what the collection left on the hub that can no longer serve, in each manager's namespace of
-        O(backend_namespaces); for Rancher Fleet, the collection's registration tokens that expired (their runs are
-        over). Other objects are never touched.
+        O(backend_namespaces); for Rancher Fleet, the collection's registration tokens whose runs are over - expired
+        ones, and those made under a member lock (M(fleetops.registration.member_lock)) that their run no longer
+        holds (released, taken by another run, expired, or held by a process gone on this controller). A token whose
+        run may still be running, or whose lock cannot be read, stays. Other objects are never touched.
       - The M(fleetops.registration.fleet_registration_token) option O(fleetops.registration.fleet_registration_token#module:prune)
         does the same for one member's tokens during a join.
     type: bool

@@ -111,6 +111,48 @@ def test_a_lock_left_by_a_run_that_died_is_taken_over_once_it_expires(lab_contro
     assert lock_lease(lab, name) is None
 
 
+def test_a_registration_token_whose_run_is_over_is_removed_by_the_hub_tidy_and_a_running_one_s_kept(lab_controllers):
+    """Issue 47 (make soak): a run that failed before its revoke step (the hub down, say) released its lock and left
+    its registration token; its member needs no step in the next run, so no token step removes it - only the hub
+    role's tidy can. A token is tidied once the member lock it was made under is no longer its run's; a token whose
+    run still holds its lock stays."""
+    lab = lab_controllers
+    hub = {"kubeconfig": str(lab.kubeconfig), "context": "hub"}
+    runs = {}
+    for what in ("over", "running"):
+        name, run_id = unique("tidy-" + what), unique(what + "run")
+        item = {"name": name, "kubeconfig": str(lab.kubeconfig), "context": "member2", "hub_kubeconfig": str(lab.kubeconfig),
+                "hub_context": "hub", "backends": ["rancher_fleet"]}
+        taken = run_module("member_lock", {"members": [item], "lock_duration": 600,
+                                           "states": {name: {"name": name, "pending": ["rancher_fleet"], "run_id": run_id}}})
+        assert not taken.failed and taken["locked"] == [name], taken
+        token = run_module("fleet_registration_token", dict(hub, name="fleetops-join-" + run_id, namespace="fleet-default", cluster=name,
+                                                            run_id=run_id, ttl="1h", wait=False, member_lock=taken["members"][name]["lock"]))
+        assert not token.failed, token.get("msg")
+        runs[what] = (item, taken["members"], token["name"])
+    fleet = client.CustomObjectsApi(lab.api_client("hub"))
+
+    def tokens():
+        return sorted(t["metadata"]["name"] for t in fleet.list_namespaced_custom_object(
+            "fleet.cattle.io", "v1alpha1", "fleet-default", "clusterregistrationtokens")["items"])
+
+    try:
+        released = run_module("member_lock", {"state": "absent", "members": [runs["over"][0]], "states": runs["over"][1]})
+        assert not released.failed and released["released"], released
+        assert {runs["over"][2], runs["running"][2]} <= set(tokens())
+        checked = run_module("hub_prepare", dict(hub, backends=["rancher_fleet"], backend_namespaces={"rancher_fleet": "fleet-default"}, tidy=True), check=True)
+        assert runs["over"][2] in [item["name"] for item in checked["tidied"]["rancher_fleet"]] and runs["over"][2] in tokens()
+        tidied = run_module("hub_prepare", dict(hub, backends=["rancher_fleet"], backend_namespaces={"rancher_fleet": "fleet-default"}, tidy=True))
+        assert not tidied.failed and tidied.changed, tidied.get("msg")
+        reasons = dict((item["name"], item["reason"]) for item in tidied["tidied"]["rancher_fleet"])
+        assert reasons.get(runs["over"][2]) == "left by run %s, which is over (its lock is released)" % runs["over"][2][len("fleetops-join-"):]
+        assert runs["over"][2] not in tokens() and runs["running"][2] in tokens() and runs["running"][2] not in reasons
+    finally:
+        run_module("member_lock", {"state": "absent", "members": [runs["running"][0]], "states": runs["running"][1]})
+        for _item, _states, token in runs.values():
+            run_module("fleet_registration_token", dict(hub, name=token, namespace="fleet-default", state="absent"))
+
+
 def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_from_the_same_controller(lab_controllers, tmp_path):
     """Issue 32 item 8: ansible-playbook killed (an AWX job cancelled, a controller that died) while it changes member2
     and the hub is down, so nothing can release its lock. Once the hub is back, a plain re-run from the same controller

@@ -8,7 +8,8 @@ the agent setting's environment - and one job runs as AWX runs it: ansible-runne
 ``-vvv``. The modules that need no cluster fail early against a closed port; member2 joins through the member_join
 role (its request fact carries the inventory's agent setting and values). No marker may appear in the job's stdout
 (what ``-vvv`` prints), in any job event's JSON (what AWX stores), or in syslog: the job runs in a private mount
-namespace whose ``/dev/log`` is a datagram socket this test reads.
+namespace whose ``/dev/log`` is a datagram socket this test reads. Nor in the job's fact cache, nor in the
+fleet_members inventory plugin's cache of the hub read while member2 is joined (issue 46 item 4).
 """
 
 import json
@@ -26,6 +27,7 @@ import yaml
 from kubernetes import client
 
 from modrun import collections_root
+from test_inventory_plugin import ansible, ok, write_plugin_inventory
 
 pytestmark = pytest.mark.lab
 
@@ -221,6 +223,15 @@ def leave_member2(lab, tmp_path):
     assert proc.returncode == 0, "leaving member2 failed:\n%s" % (proc.stdout + proc.stderr)[-4000:]
 
 
+def cached_inventory(lab, tmp_path):
+    """What the fleet_members inventory plugin keeps in its jsonfile cache of the hub as it is now."""
+    cache_dir = tmp_path / "inventory-cache"
+    inventory = write_plugin_inventory(lab, tmp_path / "inventory", cache=True, cache_plugin="ansible.builtin.jsonfile",
+                                       cache_connection=str(cache_dir))
+    ok(ansible("ansible-inventory", "-i", inventory, "--list", cwd=tmp_path), "ansible-inventory with the cache on")
+    return "\n".join(path.read_text() for path in cache_dir.iterdir())
+
+
 def shown(text):
     return sorted(set(ANY_RUN.findall(text)))
 
@@ -265,12 +276,18 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
     assert probe.returncode != 0, "python-systemd is importable: modules would log to journald, which this test does not read"
     try:
         stdout, events, logged = joined_member2(lab, tmp_path)
+        # the agent setting's HTTPS_PROXY (with its password) is on the Fleet Cluster as agentEnvVars; the cache has its name only
+        cluster = client.CustomObjectsApi(lab.api_client("hub")).get_namespaced_custom_object(
+            "fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", "member2")
+        assert "HTTPS_PROXY" in [item["name"] for item in cluster["spec"].get("agentEnvVars") or []]
+        inventory_cache = cached_inventory(lab, tmp_path)
+        assert "member2" in inventory_cache and "HTTPS_PROXY" in inventory_cache
     finally:
         leave_member2(lab, tmp_path)
     # ansible-runner keeps the job's fact cache (jsonfile) in its artifacts, as AWX's fact storage reads it
     cache = {path.name: path.read_text() for path in (tmp_path / "job" / "artifacts" / "job" / "fact_cache").iterdir()}
     assert any("fleetops_audit_cached" in text for text in cache.values()), "the job's fact cache was not written: %s" % cache
     leaked = {"-vvv stdout": shown(stdout), "job events": shown("\n".join(events)), "syslog": shown(logged),
-              "fact cache": shown("\n".join(cache.values()))}
-    assert leaked == {"-vvv stdout": [], "job events": [], "syslog": [], "fact cache": []}, "marked secrets were kept"
+              "fact cache": shown("\n".join(cache.values())), "inventory cache": shown(inventory_cache)}
+    assert leaked == {"-vvv stdout": [], "job events": [], "syslog": [], "fact cache": [], "inventory cache": []}, "marked secrets were kept"
     shutil.rmtree(tmp_path / "job" / "artifacts", ignore_errors=True)

@@ -235,3 +235,17 @@ def test_a_fleet_member_whose_cluster_or_agent_drifted_needs_reconfigure():
     assert copy.deepcopy(bare.as_dict())["steps"] == {"member_object": True, "identity": False, "new_token": False,
                                                       "reset_credential": False, "agent": True, "revoke_previous": False,
                                                       "revoke_at_once": False}
+
+
+def test_what_a_store_keeps_of_a_fleet_cluster_holds_no_env_value_and_kubefleet_keeps_its_object():
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.manager import MANAGER as KUBEFLEET
+    cluster = {"metadata": {"name": "edge-1"}, "spec": {"clientID": "abc", "agentEnvVars": [
+        {"name": "HTTPS_PROXY", "value": "http://user:s3cret@proxy:3128"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "agent-env", "key": "token"}}}]}}
+    kept = RANCHER_FLEET.storable(copy.deepcopy(cluster))
+    assert "s3cret" not in str(kept)
+    assert kept["spec"] == {"clientID": "abc", "agentEnvVars": [
+        {"name": "HTTPS_PROXY"}, {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "agent-env", "key": "token"}}}]}
+    assert RANCHER_FLEET.storable({"metadata": {"name": "bare"}}) == {"metadata": {"name": "bare"}}
+    member = {"metadata": {"name": "m"}, "spec": {"identity": {"name": "m-hub-cluster-access"}}}
+    assert KUBEFLEET.storable(member) is member

@@ -52,6 +52,26 @@ def test_token_expiry_annotation_is_kept_while_the_ttl_stays():
     assert rules.token_metadata("t", "ns", live, ttl="2h")["annotations"] == {"fleetops.registration/expires": "2026-01-02T13:00:01Z"}
 
 
+def test_a_token_made_under_a_member_lock_records_it_and_a_tidy_deletes_it_once_its_run_is_over():
+    new = rules.token_metadata("t", "ns", None, run_id="r1", ttl="1h", now=NOW, lock="fleetops-system/fleetops-member-edge-07")
+    assert new["annotations"]["fleetops.registration/lock"] == "fleetops-system/fleetops-member-edge-07"
+    assert "annotations" not in rules.token_metadata("t", "ns", None, run_id=None, now=NOW, lock="fleetops-system/x")
+    lock = {"fleetops.registration/lock": "fleetops-system/fleetops-member-edge-07"}
+    tokens = [_token("running", labels=dict(OURS, **{"fleetops.registration/run": "r2"}), annotations=lock),
+              _token("left", labels=dict(OURS, **{"fleetops.registration/run": "r1"}), annotations=lock),
+              _token("unknown", labels=dict(OURS, **{"fleetops.registration/run": "r3"}), annotations=lock),
+              _token("no-lock", labels=dict(OURS, **{"fleetops.registration/run": "r4"})),
+              _token("foreign", labels={"fleetops.registration/run": "r1"}, annotations=lock),
+              _token("expired", labels=OURS, expires="2026-01-02T11:30:00Z")]
+    assert rules.token_runs(tokens) == {name: ("fleetops-system/fleetops-member-edge-07", run)
+                                        for name, run in (("running", "r2"), ("left", "r1"), ("unknown", "r3"))}
+    over = {("fleetops-system/fleetops-member-edge-07", "r1"): "its lock is held by run r2 now",
+            ("fleetops-system/fleetops-member-edge-07", "r2"): None}
+    assert rules.left_tokens(tokens, over, now=NOW) == [
+        ("expired", "expired at 2026-01-02T11:30:00Z"),
+        ("left", "left by run r1, which is over (its lock is held by run r2 now)")]
+
+
 def test_token_metadata_names_the_member_it_is_for():
     new = rules.token_metadata("t", "ns", None, run_id="r1", cluster="edge-07", now=NOW)
     assert new["labels"] == dict(OURS, **{"fleetops.registration/run": "r1", "fleetops.registration/cluster": "edge-07"})

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
     MAX_DURATION_SECONDS, SKEW_SECONDS, LockHeld, MemberLock, NotALock, describe_lock, held_message, lock_body, renewal_due,
-    take_locks,
+    run_over, take_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration, release_retrying
@@ -179,3 +179,17 @@ def test_a_release_waits_for_an_unreachable_hub_to_come_back_within_the_wait():
     assert release_retrying(lock, "7", clock()) is True and lock.calls == 4
     with pytest.raises(WaitTimeout):
         release_retrying(FlakyHubLock(down=100), "7", clock())
+
+
+def test_a_run_is_over_once_its_lock_is_released_taken_expired_or_its_process_gone_here():
+    process = {"host": "ctl", "boot_id": "b", "pid_namespace": "p", "pid": 4242, "started": 7}
+    body = lock_body("edge-07", "r1", "me@ctl", 600, NOW, process=process)
+    assert run_over(None, "r1", NOW) == "its lock is released"
+    assert run_over(body, "r2", NOW) == "its lock is held by run r1 now"
+    assert run_over(body, "r1", NOW + datetime.timedelta(hours=1)).startswith("its lock expired at")
+    assert run_over(body, "r1", NOW) is None  # live, and nothing known about its process from here
+    here = {"host": "ctl", "boot_id": "b", "pid_namespace": "p", "pid": 1, "started": 1}
+    assert run_over(body, "r1", NOW, here, is_alive=lambda pid, started: True) is None
+    assert "no longer runs" in run_over(body, "r1", NOW, here, is_alive=lambda pid, started: False)
+    elsewhere = dict(here, host="other")
+    assert run_over(body, "r1", NOW, elsewhere, is_alive=lambda pid, started: False) is None

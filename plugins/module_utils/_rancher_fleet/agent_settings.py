@@ -61,6 +61,16 @@ def spec_update(setting, spec):
     return update
 
 
+def without_env_values(cluster):
+    """The Cluster without the values of its ``agentEnvVars`` (a proxy URL may hold a password); names and
+    ``valueFrom`` references stay."""
+    spec = (cluster or {}).get("spec") or {}
+    if not spec.get("agentEnvVars"):
+        return cluster
+    env = [dict((key, value) for key, value in item.items() if key != "value") for item in spec["agentEnvVars"]]
+    return dict(cluster, spec=dict(spec, agentEnvVars=env))
+
+
 def spec_view(spec):
     """The Cluster's agent fields as plain data for a view: env values as fingerprints only."""
     spec = spec or {}

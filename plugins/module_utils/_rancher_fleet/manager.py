@@ -11,14 +11,15 @@ from ansible_collections.fleetops.registration.plugins.module_utils.agent_versio
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager, object_key
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils import member_lock
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, judge
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings, cluster_namespace, judge
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views, workload_guard, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, AGENT_POD_SELECTOR, API_VERSION, CLUSTER, TOKEN,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import prunable_tokens, validate_name
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import left_tokens, token_runs, validate_name
 
 
 class RancherFleet(FleetManager):
@@ -119,6 +120,9 @@ class RancherFleet(FleetManager):
     def host_variables(self, host_view):
         return views.host_variables(host_view)
 
+    def storable(self, hub_object):
+        return agent_settings.without_env_values(hub_object)
+
     def member_urls(self, hub, hub_objects):
         """The API server URLs of imported members, from each Cluster's kubeConfigSecret (never more of it)."""
         urls, problems = {}, []
@@ -149,10 +153,12 @@ class RancherFleet(FleetManager):
         validate_name(name, param)
 
     def tidy_hub(self, hub, namespace, dry_run=False):
-        """The collection's registration tokens in ``namespace`` that expired (their runs are over), deleted."""
+        """The collection's registration tokens in ``namespace`` whose runs are over, deleted: expired ones, and those
+        made under a member lock their run no longer holds (a run that failed before its revoke step, and its member
+        needs no step now, so no later run of it would remove them)."""
         tokens = hub.list(TOKEN, namespace, label_selector="%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY))
         removed = []
-        for name, reason in prunable_tokens(tokens):
+        for name, reason in left_tokens(tokens, member_lock.runs_over(hub, set(token_runs(tokens).values()))):
             hub.delete(TOKEN, name, namespace, dry_run=dry_run)
             removed.append({"name": name, "reason": reason})
         return removed

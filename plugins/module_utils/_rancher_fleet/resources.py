@@ -72,6 +72,8 @@ OWNER_CLUSTER_LABEL = "fleetops.registration/cluster"
 # On the tokens this collection creates: which run made them, and when they expire.
 RUN_LABEL = "fleetops.registration/run"
 EXPIRES_ANNOTATION = "fleetops.registration/expires"
+# The member lock (namespace/name) a token was made under: once its run no longer holds it, the token is left over.
+LOCK_ANNOTATION = "fleetops.registration/lock"
 
 # The token's secret value keys in an agent values.yaml.
 SECRET_VALUE_KEYS = ("token",)

@@ -23,7 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, b64, deep_merge, load_yaml, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_duration, parse_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, EXPIRES_ANNOTATION, MANAGED_LABEL_PREFIXES,
+    AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, EXPIRES_ANNOTATION, LOCK_ANNOTATION, MANAGED_LABEL_PREFIXES,
     OWNER_CLUSTER_LABEL, RUN_LABEL, SECRET_VALUE_KEYS, VALUES_KEY, VALUES_SECRET_TYPE,
 )
 
@@ -299,8 +299,9 @@ def manage_agent_disabled(configmap):
 
 # -- tokens: labels, expiry, pruning ------------------------------------------------------------
 
-def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=None, cluster=None):
-    """The token's desired metadata: the collection's labels (and run) on a new token, and its expiry annotation.
+def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=None, cluster=None, lock=None):
+    """The token's desired metadata: the collection's labels (and run) on a new token, and its expiry annotation;
+    ``lock``: the member lock (``namespace/name``) the run holds, recorded on a new token.
 
     An existing token keeps the labels it has (a later run does not take over an earlier run's token);
     the expiry annotation follows the ttl from the token's creation, as Fleet computes ``status.expires``.
@@ -324,6 +325,8 @@ def token_metadata(name, namespace, current=None, run_id=None, ttl=None, now=Non
             born = parse_time(current_meta.get("creationTimestamp")) or now or utcnow()
             expires = format_time(born + datetime.timedelta(seconds=seconds)) if seconds > 0 else None
         metadata["annotations"] = {EXPIRES_ANNOTATION: expires}
+    if current is None and lock and run_id:
+        metadata.setdefault("annotations", {})[LOCK_ANNOTATION] = lock
     return metadata
 
 
@@ -383,6 +386,29 @@ def prunable_tokens(tokens, keep=None, run_id=None, grace=None, now=None):
         if born is not None and (now - born).total_seconds() >= grace:
             found.append((name, "left by %s" % ("run %s" % labels[RUN_LABEL] if labels.get(RUN_LABEL) else "an earlier run")))
     return sorted(found)
+
+
+def token_runs(tokens):
+    """``{token name: (lock reference, run)}`` of this collection's tokens made under a member lock (pure)."""
+    found = {}
+    for token in tokens or []:
+        metadata = token.get("metadata") or {}
+        labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+        if labels.get(MANAGED_BY_LABEL) != MANAGED_BY or metadata.get("deletionTimestamp"):
+            continue
+        if annotations.get(LOCK_ANNOTATION) and labels.get(RUN_LABEL):
+            found[metadata.get("name")] = (annotations[LOCK_ANNOTATION], labels[RUN_LABEL])
+    return found
+
+
+def left_tokens(tokens, over, now=None):
+    """``[(name, why)]`` of this collection's tokens a hub tidy deletes: expired ones, and those whose run is over
+    (``over``: ``{(lock reference, run): why, or None while it may still run}``, member_lock.runs_over) (pure)."""
+    found = dict(prunable_tokens(tokens, now=now))
+    for name, pair in token_runs(tokens).items():
+        if name not in found and over.get(pair):
+            found[name] = "left by run %s, which is over (%s)" % (pair[1], over[pair])
+    return sorted(found.items())
 
 
 # -- the agent on the member ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import lock_reference
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
@@ -113,11 +114,18 @@ class TokenRunner(Runner):
 
     def plan(self, current):
         """The token as it should be (pure given the live one)."""
-        desired = {"metadata": token_metadata(self.name, self.namespace, current, self.run_id, self.ttl, cluster=self.cluster), "spec": {}}
+        desired = {"metadata": token_metadata(self.name, self.namespace, current, self.run_id, self.ttl, cluster=self.cluster,
+                                              lock=self._lock_reference()), "spec": {}}
         if self.ttl is not None:
             live_ttl = ((current or {}).get("spec") or {}).get("ttl")
             desired["spec"]["ttl"] = live_ttl if current and same_ttl(live_ttl, self.ttl) else self.ttl
         return desired
+
+    def _lock_reference(self):
+        """The member lock this run holds while the token lives (``member_lock`` taken for this ``run_id``), recorded on
+        the token so that a hub tidy can tell once the run is over (RancherFleet.tidy_hub)."""
+        lock = self.params.get("member_lock") or {}
+        return lock_reference(lock) if self.run_id and lock.get("holder") == self.run_id else None
 
     def present(self):
         current = self.kube.get(TOKEN, self.name, self.namespace)
