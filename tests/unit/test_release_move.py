@@ -16,24 +16,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm_records
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import (
     MOVED_FROM_LABEL, RESOURCES, moved, moved_copy, owned_objects, pending_move,
 )
+from test_helm_records import MEMBER_AGENT
 
-MANIFEST = """---
-apiVersion: v1
-kind: Namespace
-metadata: {name: fleet-system}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: member-agent-sa, namespace: fleet-system}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: member-agent, namespace: fleet-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: member-agent-cluster-admin-binding}
----
+# The member-agent chart's objects (as test_helm_records renders them) and one object it does not make.
+MANIFEST = MEMBER_AGENT + """---
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: planted, namespace: kube-system}
@@ -88,5 +74,4 @@ def test_only_the_agent_charts_objects_are_re_annotated():
     payload = decode_release(record(1)["data"]["release"])
     found = [(resource.kind, namespace, name) for resource, namespace, name in owned_objects(payload, "default", agent)]
     assert found == [("Namespace", None, "fleet-system"), ("ServiceAccount", "fleet-system", "member-agent-sa"),
-                     ("Deployment", "fleet-system", "member-agent"),
-                     ("ClusterRoleBinding", None, "member-agent-cluster-admin-binding")]
+                     ("ClusterRoleBinding", None, "member-agent-cluster-admin-binding"), ("Deployment", "fleet-system", "member-agent")]
