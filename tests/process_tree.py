@@ -48,6 +48,14 @@ def _signal(pids, signum):
 def kill_tree(pid):
     """SIGKILL ``pid`` and every process below it, stopped first so that the tree cannot change while it is read.
     Returns the pids killed (``pid`` first)."""
+    stopped = stop_tree(pid)
+    _signal(stopped, signal.SIGKILL)
+    return stopped
+
+
+def stop_tree(pid):
+    """SIGSTOP ``pid`` and every process below it (a controller frozen: nothing of the run acts any more, until
+    kill_tree ends it). Returns the pids stopped (``pid`` first)."""
     stopped = [pid]
     _signal(stopped, signal.SIGSTOP)
     while True:
@@ -56,5 +64,4 @@ def kill_tree(pid):
             break
         _signal(more, signal.SIGSTOP)
         stopped.extend(more)
-    _signal(stopped, signal.SIGKILL)
     return stopped

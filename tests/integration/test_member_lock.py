@@ -13,7 +13,7 @@ from kubernetes import client
 from fleet_workloads import helm_releases
 from kube_helpers import read_or_none, unique, wait_for
 from modrun import run_module
-from process_tree import kill_tree
+from process_tree import kill_tree, stop_tree
 from test_playbooks import Hub, assert_left, members_restored_on_failure, playbook, playbook_command  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = [pytest.mark.lab, pytest.mark.usefixtures("members_restored_on_failure")]
@@ -157,7 +157,11 @@ def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_f
     """Issue 32 item 8: ansible-playbook killed (an AWX job cancelled, a controller that died) while it changes member2
     and the hub is down, so nothing can release its lock. Once the hub is back, a plain re-run from the same controller
     sees that the holder's process is gone and takes the lock over at once: before, it waited its whole wait_timeout
-    (300 s) for a lock that lives three of the killed run's (600 s), and failed."""
+    (300 s) for a lock that lives three of the killed run's (600 s), and failed.
+
+    The run is frozen before the hub goes down and killed while it is down, as a controller that died then: a run left
+    going while the hub was down sometimes had no lock Lease on the hub after the kill (issue 49; its output showed it
+    in the role's release step, and the cause was not found), which is not what this test is about."""
     lab, hub = lab_controllers, Hub(lab_controllers)
     playbook(lab, "leave_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     argv, env = playbook_command(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", "-e", "member_join_wait_timeout=200",
@@ -166,6 +170,7 @@ def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_f
         killed = subprocess.Popen(argv, env=env, cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
         try:
             lease = wait_for(lambda: lock_lease(lab, "member2"), 300, "the first join to lock member2")
+            stop_tree(killed.pid)
             lab.kill("hub-apiserver")
         finally:
             kill_tree(killed.pid)  # the playbook and its workers, which are process groups of their own
