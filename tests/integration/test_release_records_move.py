@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from modrun import run_module
-from kube_helpers import ignore_404, unique
+from kube_helpers import ignore_404, unique, wait_for
 from test_kubefleet_modules import (  # noqa: F401 pylint: disable=unused-import
     MEMBER_CTX, TOKEN_NS, _state, agent_args, agent_member, failed, hub, hub_args, member, ok,
 )
@@ -135,3 +135,28 @@ def test_records_in_default_move_beside_the_token_and_the_agent_keeps_running(la
         ignore_404(lambda: core.delete_namespaced_secret("sh.helm.release.v1.member-agent.v9", LEGACY))
         ignore_404(lambda: core.delete_namespaced_secret("sh.helm.release.v1.member-agent.v3", LEGACY))
         lab.run_helm(MEMBER_CTX, "uninstall", "member-agent", "--namespace", LEGACY, "--ignore-not-found", check=False)
+
+
+def test_a_refused_move_makes_nothing_not_even_the_namespace_it_would_move_to(lab, hub, agent_member):
+    """The move's own check runs before the step makes anything: here the release itself needs no Helm run (so the
+    upgrade's record check does not refuse first), only an older record in ``default`` lists a foreign object."""
+    member, core = agent_member, hub.member_core
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=member)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=member)))
+    args = agent_args(lab, member, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", wait=False)
+    victim = unique("kept")
+    try:
+        ok(run_module("kubefleet_member_agent", dict(args, release_namespace=LEGACY, log_verbosity=2)))
+        ok(run_module("kubefleet_member_agent", dict(args, release_namespace=LEGACY)))
+        core.delete_namespaced_secret("sh.helm.release.v1.member-agent.v1", LEGACY)
+        plant(core, LEGACY, 1, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: kube-system\n" % victim)
+        core.delete_namespace(TOKEN_NS)
+        wait_for(lambda: hub.namespace(TOKEN_NS, core) is None, 90, "namespace %s to go" % TOKEN_NS)
+
+        refused = failed(run_module("kubefleet_member_agent", args), "lists objects the agent chart does not make",
+                         "ConfigMap kube-system/%s" % victim)
+        assert not refused.changed
+        assert hub.namespace(TOKEN_NS, core) is None, "the refused move left the namespace it would move to"
+        assert sorted(records(core, LEGACY)) == [1, 2] and owners(lab) == {LEGACY}
+    finally:
+        ignore_404(lambda: core.delete_namespaced_secret("sh.helm.release.v1.member-agent.v1", LEGACY))

@@ -162,7 +162,6 @@ class MemberAgent(AgentFlow, Runner):
             if not self.check_mode:
                 self.records.finish()
             return None
-        self.records.check()
         reason = self.records.describe()
         if not self.check_mode:
             try:
@@ -195,6 +194,8 @@ class MemberAgent(AgentFlow, Runner):
         plan = plan_agent(secret, desired_secret, release_plan(prior, chart_name, chart_version, desired_values, gone),
                           missing, self._moved_token(prior))
         self.check_release_records(plan.release.action)
+        if self.records.pending:  # a refused move must find the member as it was: before any namespace is made
+            self.records.check()
         for namespace in plan.create_namespaces:
             self.kube.create(NAMESPACE, desired_namespace(namespace), dry_run=self.check_mode)
         moved = self._move_records()
