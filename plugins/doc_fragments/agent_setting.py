@@ -44,6 +44,9 @@ options:
             C(NO_PROXY)...).
           - A proxy URL's password (with or without the scheme, C(user:secret@proxy:3128)) and the value of a variable
             named like a credential (C(API_TOKEN), C(DB_PASSWORD)) are masked in output, syslog and job events.
+          - With Rancher Fleet the values are kept in plain text in the C(Cluster)'s C(spec.agentEnvVars) on the hub,
+            readable by whoever may read Fleet C(Cluster) objects there; M(fleetops.registration.fleet_cluster) warns,
+            naming the variables, when one looks like a credential.
         type: dict
       image_registry:
         description:

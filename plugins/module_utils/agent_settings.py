@@ -106,11 +106,16 @@ def credential_values(setting):
     without a scheme: Go's proxy variables take ``user:password@host:port``), and its password alone; a variable named
     like a credential (``API_TOKEN``, ``DB_PASSWORD``)."""
     found = []
-    for name, value in sorted(((setting or {}).get("env") or {}).items()):
-        passwords = url_passwords(value)
-        if passwords or _CREDENTIAL_URL.search(value) or (value and secret_name(name)):
-            found.extend([value] + passwords)
+    for name in credential_names(setting):
+        value = setting["env"][name]
+        found.extend([value] + url_passwords(value))
     return list(dict.fromkeys(found))
+
+
+def credential_names(setting):
+    """The names of the setting's ``env`` variables whose values may carry a credential (``credential_values``)."""
+    return [name for name, value in sorted(((setting or {}).get("env") or {}).items())
+            if url_passwords(value) or _CREDENTIAL_URL.search(value) or (value and secret_name(name))]
 
 
 def split_registry(image):

@@ -374,6 +374,7 @@ def test_cluster_carries_the_agent_setting_fleet_deploys_its_adopted_agent_from(
     assert predicted.changed and hub.get("clusters", hub_ns, "set") is None and "s3cret" not in predicted["raw_output"]
     made = ok(run_module("fleet_cluster", args, diff=True))
     assert made.changed and "s3cret" not in made["raw_output"]
+    assert [w for w in warnings(made) if w.startswith("agent.env: HTTPS_PROXY may carry a credential")], warnings(made)
     spec = hub.get("clusters", hub_ns, "set")["spec"]
     assert spec["agentTolerations"] == [TOLERATION] and spec["privateRepoURL"] == "mirror.invalid:5000"
     # "0.1" as written, or "100m" once Fleet's controller has written the Cluster back (a CRD's quantities are stored as

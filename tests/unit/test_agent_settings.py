@@ -84,6 +84,16 @@ def test_a_scheme_less_proxy_password_and_a_secret_variable_are_values_to_hide()
     assert shared.credential_values(setting) == ["tok-2", "me:pw-1@proxy.corp:3128", "pw-1"]
 
 
+def test_a_fleet_cluster_warns_by_name_only_of_env_credentials_it_keeps_on_the_hub():
+    setting = shared.validate({"env": {"HTTPS_PROXY": "me:pw-1@proxy.corp:3128", "API_TOKEN": "tok-2", "NO_PROXY": "a,b"}})
+    warning = fleet.hub_exposure(setting, "fleet-default")
+    assert warning.startswith("agent.env: API_TOKEN, HTTPS_PROXY may carry a credential")
+    assert "namespace fleet-default" in warning and fleet.PREVIOUS_FIELDS_ANNOTATION in warning
+    assert "pw-1" not in warning and "tok-2" not in warning and "NO_PROXY" not in warning
+    assert fleet.hub_exposure(shared.validate({"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "fleet-default") is None
+    assert fleet.hub_exposure(None, "fleet-default") is None
+
+
 @pytest.mark.parametrize("image, registry, pulled", [
     ("ghcr.io/azure/fleet/member-agent:v0.14.0", "mirror:5000", "mirror:5000/azure/fleet/member-agent:v0.14.0"),
     ("rancher/fleet-agent:v0.16.0", "mirror.corp/hub", "mirror.corp/hub/rancher/fleet-agent:v0.16.0"),

@@ -15,7 +15,7 @@ import copy
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import (
-    env_list, fingerprint, node_selector_affinity, replacing, same_resources,
+    credential_names, env_list, fingerprint, node_selector_affinity, replacing, same_resources,
 )
 
 # Kept by Fleet only in its own configuration (fleet-controller's imagePullSecrets, agentSchedulingCustomization's
@@ -69,6 +69,20 @@ def without_env_values(cluster):
         return cluster
     env = [dict((key, value) for key, value in item.items() if key != "value") for item in spec["agentEnvVars"]]
     return dict(cluster, spec=dict(spec, agentEnvVars=env))
+
+
+def hub_exposure(setting, namespace):
+    """The warning for ``env`` variables (of a validated setting) that carry a credential: Fleet deploys its agent from
+    the Cluster's ``agentEnvVars``, so their values are kept on the hub in plain text; None when there are none."""
+    names = credential_names(setting)
+    if not names:
+        return None
+    return ("agent.env: %s may carry a credential, and Rancher Fleet deploys its agent from the Cluster's "
+            "spec.agentEnvVars, so the value is kept in plain text on the hub (the Cluster in namespace %s, and its %s "
+            "annotation after a change), readable by whoever may read Fleet Clusters there, and on the member's agent "
+            "Deployment. The collection keeps it out of its own output and the inventory cache only. Prefer a proxy that "
+            "authenticates the member another way (its address, a client certificate)"
+            % (", ".join(names), namespace, PREVIOUS_FIELDS_ANNOTATION))
 
 
 def spec_view(spec):

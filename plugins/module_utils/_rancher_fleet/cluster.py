@@ -27,7 +27,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import (
-    PREVIOUS_FIELDS_ANNOTATION, change_record, fields_setting, fleet_setting, recorded_fields, spec_update,
+    PREVIOUS_FIELDS_ANNOTATION, change_record, fields_setting, fleet_setting, hub_exposure, recorded_fields, spec_update,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
@@ -81,6 +81,9 @@ class ClusterRunner(Runner):
         setting = agent_settings.validate(self.params.get("agent"))
         module.hide(*agent_settings.credential_values(setting))
         self.setting = fleet_setting(setting)[0]
+        exposure = hub_exposure(setting, self.namespace) if self.params.get("state") == "present" else None
+        if exposure:
+            self.warn(exposure)
 
     def present(self):
         return self.report(self.apply(self.plan()))
