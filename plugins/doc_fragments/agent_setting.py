@@ -44,9 +44,11 @@ options:
             C(NO_PROXY)...).
           - A proxy URL's password (with or without the scheme, C(user:secret@proxy:3128)) and the value of a variable
             named like a credential (C(API_TOKEN), C(DB_PASSWORD)) are masked in output, syslog and job events.
-          - With Rancher Fleet the values are kept in plain text in the C(Cluster)'s C(spec.agentEnvVars) on the hub,
-            readable by whoever may read Fleet C(Cluster) objects there; M(fleetops.registration.fleet_cluster) warns,
-            naming the variables, when one looks like a credential.
+          - With Rancher Fleet the values are kept on the member only, in the Secret
+            C(cattle-fleet-system/fleetops-agent-env-<digest>) that M(fleetops.registration.fleet_agent) writes before
+            Helm (M(fleetops.registration.fleet_cluster) through O(fleetops.registration.fleet_cluster#module:cluster_kubeconfig)
+            for a manager-initiated registration); the C(Cluster)'s C(spec.agentEnvVars) on the hub names that Secret
+            and key. A later run keeps the newest earlier Secret (for a rollback) and removes older ones.
         type: dict
       image_registry:
         description:

@@ -114,8 +114,8 @@ def credential_values(setting):
 
 def credential_names(setting):
     """The names of the setting's ``env`` variables whose values may carry a credential (``credential_values``)."""
-    return [name for name, value in sorted(((setting or {}).get("env") or {}).items())
-            if url_passwords(value) or _CREDENTIAL_URL.search(value) or (value and secret_name(name))]
+    return [name for name, value in sorted(((setting or {}).get("env") or {}).items()) if isinstance(value, str) and (
+            url_passwords(value) or _CREDENTIAL_URL.search(value) or (value and secret_name(name)))]
 
 
 def split_registry(image):
@@ -134,8 +134,37 @@ def with_registry(image, registry):
     return "%s/%s" % (registry, split_registry(image)[1])
 
 
+def secret_reference(secret, key):
+    """An ``env`` value the agent reads from ``key`` of the Secret ``secret`` in its own namespace (``valueFrom``), for a
+    manager that keeps the environment where more can read it than the value should reach."""
+    return {"secret": secret, "key": key}
+
+
+def env_item(name, value):
+    """The container ``env`` entry for one value: the value itself, or a ``secret_reference``."""
+    if isinstance(value, dict):
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": value["secret"], "key": value["key"]}}}
+    return {"name": name, "value": value}
+
+
 def env_list(env):
-    return [{"name": name, "value": value} for name, value in sorted((env or {}).items())]
+    return [env_item(name, value) for name, value in sorted((env or {}).items())]
+
+
+def value_fingerprint(value):
+    """What a view keeps of one ``env`` value: a fingerprint, or the Secret and key it is read from."""
+    if isinstance(value, dict):
+        return "secret %s/%s" % (value["secret"], value["key"])
+    return fingerprint(value)
+
+
+def item_fingerprint(item):
+    """``value_fingerprint`` of a live ``env`` entry; None for one read from elsewhere (a field, a ConfigMap)."""
+    value_from = item.get("valueFrom")
+    if value_from is None:
+        return fingerprint(item.get("value") or "")
+    ref = value_from.get("secretKeyRef")
+    return value_fingerprint(secret_reference(ref.get("name"), ref.get("key"))) if ref else None
 
 
 def node_selector_affinity(node_selector, affinity):
@@ -189,7 +218,7 @@ def pod_view(deployment):
         return None
     containers = []
     for container in spec.get("containers") or []:
-        env = dict((item["name"], fingerprint(item.get("value") or "")) for item in container.get("env") or [] if "valueFrom" not in item)
+        env = dict((item["name"], item_fingerprint(item)) for item in container.get("env") or [] if item_fingerprint(item))
         containers.append({"name": container.get("name"), "image": container.get("image") or "", "env": env,
                            "resources": container.get("resources") or {}})
     return {"tolerations": spec.get("tolerations") or [], "node_selector": spec.get("nodeSelector") or {},
@@ -203,7 +232,7 @@ def _container_drift(setting, containers):
         name = container["name"]
         if setting.get("resources") and not same_resources(container["resources"], setting["resources"]):
             found.append("container %s's resources differ from the setting" % name)
-        wrong = sorted(key for key, value in (setting.get("env") or {}).items() if container["env"].get(key) != fingerprint(value))
+        wrong = sorted(key for key, value in (setting.get("env") or {}).items() if container["env"].get(key) != value_fingerprint(value))
         if wrong:
             found.append("container %s's environment lacks or differs in %s" % (name, ", ".join(wrong)))
         registry = setting.get("image_registry")
@@ -247,6 +276,17 @@ def replacing(live, desired):
     return result
 
 
+def _env_patch(env, live):
+    """The ``env`` entries of a strategic merge patch (merged by name): one that turns a value into a reference, or
+    back, drops the other field, as the API refuses an entry with both."""
+    live = dict((item.get("name"), item) for item in live or [])
+    patched = []
+    for item in env_list(env):
+        other = "value" if "valueFrom" in item else "valueFrom"
+        patched.append(dict(item, **{other: None}) if live.get(item["name"], {}).get(other) is not None else item)
+    return patched
+
+
 def deployment_patch(setting, deployment, keys, containers=None):
     """The strategic merge patch that makes ``deployment`` carry the ``keys`` of ``setting`` (None when it does).
 
@@ -273,7 +313,7 @@ def deployment_patch(setting, deployment, keys, containers=None):
             continue
         part = {"name": container["name"]}
         if "env" in setting:
-            part["env"] = env_list(setting["env"])
+            part["env"] = _env_patch(setting["env"], container.get("env"))
         if "resources" in setting:
             part["resources"] = replacing(container.get("resources"), setting["resources"])
         if "image_registry" in setting:

@@ -277,6 +277,15 @@ cluster_namespace_repair:
   returned: when state is present, without O(clusters)
   type: dict
   sample: {"namespace": "cluster-fleet-default-edge-07-9e7c9bcadda5", "found": "terminating", "repaired": true}
+agent_env_changes:
+  description:
+    - With O(agent.env) and O(cluster_kubeconfig) (a manager-initiated registration), what was done to the Secret on the
+      member the agent's environment is read from, as sentences; empty when it was in place, and without a kubeconfig
+      (M(fleetops.registration.fleet_agent) writes it then).
+  returned: when state is present, without O(clusters)
+  type: list
+  elements: str
+  sample: ["the agent's environment Secret cattle-fleet-system/fleetops-agent-env-3f2a9c1d0b7e was written"]
 cluster:
   description: The Cluster as M(fleetops.registration.fleet_cluster_info) describes it; empty when absent.
   returned: without O(clusters)

@@ -283,12 +283,15 @@ def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp
     kubeconfig, user = member_kubeconfig(lab, member, tmp_path / "all.yaml")
     secrets = [v for k, v in user.items() if k in ("token", "client-key-data")]
     assert secrets
+    env = {"FLEETOPS_SITE": "imported-a"}
     cargs = dict(hub_args(lab), name="imported", namespace=hub_ns, cluster_kubeconfig=kubeconfig, cluster_kubeconfig_context=member,
-                 labels={"env": "imported"})
+                 labels={"env": "imported"}, agent={"env": env})
+    member_core = client.CoreV1Api(lab.api_client(member))
 
     planned = ok(run_module("fleet_cluster", cargs, check=True, diff=True))
-    assert planned.changed
+    assert planned.changed and planned["agent_env_changes"][0].endswith("was written (predicted)")
     assert hub.get("clusters", hub_ns, "imported") is None and hub.secret(hub_ns, "imported-kubeconfig") is None
+    assert member_core.list_namespaced_secret(AGENT_NS).items == []
     assert planned["diff"]["after"]["kubeconfig_secret"]["data"]["value"] == REDACTED
 
     # Fleet v0.16.0 only imports with manageAgent on (import.go deletes bundle fleet-agent-<cluster> and
@@ -307,11 +310,21 @@ def test_manager_initiated_from_a_kubeconfig(lab, hub, hub_ns, fresh_member, tmp
     assert stored_config["current-context"] == member and len(stored_config["contexts"]) == 1
     assert stored_config["clusters"][0]["cluster"]["server"] == lab.api_urls[member]
     assert [o.uid for o in stored.metadata.owner_references] == [cluster["metadata"]["uid"]]
+    # Fleet deploys this agent itself: the Secret its environment is read from was written on the member first
+    ref = cluster["spec"]["agentEnvVars"][0]["valueFrom"]["secretKeyRef"]
+    env_secret = member_core.read_namespaced_secret(ref["name"], AGENT_NS)
+    assert result["agent_env_changes"] == ["the agent's environment Secret %s/%s was written" % (AGENT_NS, ref["name"])]
+    assert dict((k, base64.b64decode(v).decode()) for k, v in env_secret.data.items()) == env and ref["key"] == "FLEETOPS_SITE"
+    if not blocked:
+        deployment = client.AppsV1Api(lab.api_client(member)).read_namespaced_deployment("fleet-agent", AGENT_NS)
+        assert (ref["name"], ref["key"]) in [(e.value_from.secret_key_ref.name, e.value_from.secret_key_ref.key)
+                                             for c in deployment.spec.template.spec.containers
+                                             for e in c.env or [] if e.value_from and e.value_from.secret_key_ref]
     # the agent is Fleet's doing, not a fleet-agent release of this collection
     assert "fleet-agent" not in [r["name"] for r in releases(lab, member)]
 
     again = ok(run_module("fleet_cluster", cargs))
-    assert not again.changed
+    assert not again.changed and again["agent_env_changes"] == []
 
     removed = ok(run_module("fleet_cluster", dict(hub_args(lab), name="imported", namespace=hub_ns, state="absent", wait=True,
                                                   wait_timeout=120)))
@@ -374,7 +387,6 @@ def test_cluster_carries_the_agent_setting_fleet_deploys_its_adopted_agent_from(
     assert predicted.changed and hub.get("clusters", hub_ns, "set") is None and "s3cret" not in predicted["raw_output"]
     made = ok(run_module("fleet_cluster", args, diff=True))
     assert made.changed and "s3cret" not in made["raw_output"]
-    assert [w for w in warnings(made) if w.startswith("agent.env: HTTPS_PROXY may carry a credential")], warnings(made)
     spec = hub.get("clusters", hub_ns, "set")["spec"]
     assert spec["agentTolerations"] == [TOLERATION] and spec["privateRepoURL"] == "mirror.invalid:5000"
     # "0.1" as written, or "100m" once Fleet's controller has written the Cluster back (a CRD's quantities are stored as
@@ -382,7 +394,10 @@ def test_cluster_carries_the_agent_setting_fleet_deploys_its_adopted_agent_from(
     requests = spec["agentResources"]["requests"]
     assert set(spec["agentResources"]) == {"requests"} and set(requests) == {"cpu"}, spec["agentResources"]
     assert parse_quantity(requests["cpu"]) == parse_quantity("100m"), spec["agentResources"]
-    assert spec["agentEnvVars"] == [{"name": "HTTPS_PROXY", "value": "http://fleetops:s3cret@proxy.invalid:3128"}]
+    # the value stays on the member, in the Secret fleet_agent writes there: the Cluster names the Secret and key only
+    env_secret = spec["agentEnvVars"][0]["valueFrom"]["secretKeyRef"]["name"]
+    assert spec["agentEnvVars"] == [{"name": "HTTPS_PROXY", "valueFrom": {"secretKeyRef": {"name": env_secret, "key": "HTTPS_PROXY"}}}]
+    assert env_secret.startswith("fleetops-agent-env-") and "s3cret" not in json.dumps(hub.get("clusters", hub_ns, "set"))
     # The Cluster has no node selector field: the node selector is required node affinity.
     assert spec["agentAffinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["system"]}]}]}}}

@@ -12,6 +12,7 @@ namespace whose ``/dev/log`` is a datagram socket this test reads. Nor in the jo
 fleet_members inventory plugin's cache of the hub read while member2 is joined (issue 46 item 4).
 """
 
+import base64
 import json
 import os
 import re
@@ -276,10 +277,18 @@ def test_no_marked_secret_in_vvv_output_job_events_or_syslog(lab_controllers, tm
     assert probe.returncode != 0, "python-systemd is importable: modules would log to journald, which this test does not read"
     try:
         stdout, events, logged = joined_member2(lab, tmp_path)
-        # the agent setting's HTTPS_PROXY (with its password) is on the Fleet Cluster as agentEnvVars; the cache has its name only
-        cluster = client.CustomObjectsApi(lab.api_client("hub")).get_namespaced_custom_object(
-            "fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", "member2")
-        assert "HTTPS_PROXY" in [item["name"] for item in cluster["spec"].get("agentEnvVars") or []]
+        # the agent setting's HTTPS_PROXY (with its password) reaches Fleet's agent from a Secret on the member: the
+        # Cluster, Fleet's agent bundle and every other Fleet or KubeFleet object on the hub name it only
+        custom = client.CustomObjectsApi(lab.api_client("hub"))
+        cluster = custom.get_namespaced_custom_object("fleet.cattle.io", "v1alpha1", "fleet-default", "clusters", "member2")
+        ref = dict((item["name"], item.get("valueFrom")) for item in cluster["spec"].get("agentEnvVars") or [])["HTTPS_PROXY"]
+        env_secret = client.CoreV1Api(lab.api_client("member2")).read_namespaced_secret(ref["secretKeyRef"]["name"], "cattle-fleet-system")
+        assert M["role_agent_env"] in base64.b64decode(env_secret.data["HTTPS_PROXY"]).decode()
+        hub_objects = json.dumps([custom.list_cluster_custom_object(group, "v1alpha1" if group == "fleet.cattle.io" else "v1beta1", plural)
+                                  for group, plural in (("fleet.cattle.io", "clusters"), ("fleet.cattle.io", "bundles"),
+                                                        ("fleet.cattle.io", "bundledeployments"),
+                                                        ("cluster.kubernetes-fleet.io", "memberclusters"))])
+        assert shown(hub_objects) == [], "marked secrets on the hub"
         inventory_cache = cached_inventory(lab, tmp_path)
         assert "member2" in inventory_cache and "HTTPS_PROXY" in inventory_cache
     finally:

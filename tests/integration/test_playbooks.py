@@ -507,14 +507,27 @@ def expiring_credentials(lab, hub, member, tmp_path):
     assert hub_answer(lab, renewed) == 201
 
 
-def carries_setting(deployment):
+def env_values(core, namespace, container):
+    """A container's environment as its process gets it: values, and those read from Secrets of ``namespace``."""
+    values = {}
+    for item in container.env or []:
+        ref = item.value_from.secret_key_ref if item.value_from else None
+        if ref is not None:
+            secret = read_or_none(lambda r=ref: core.read_namespaced_secret(r.name, namespace))
+            values[item.name] = base64.b64decode(secret.data[ref.key]).decode() if secret and ref.key in (secret.data or {}) else None
+        elif item.value_from is None:
+            values[item.name] = item.value
+    return values
+
+
+def carries_setting(deployment, core):
     """Whether an agent Deployment (a kubernetes client object) carries AGENT_SETTING: the toleration on its pods, the
     variables in each container."""
     spec = deployment.spec.template.spec
     tolerations = [t.to_dict() for t in spec.tolerations or []]
     wanted = dict(AGENT_TOLERATION, value=None, toleration_seconds=None)
     return wanted in tolerations and all(
-        {e.name: e.value for e in c.env or []}.items() >= AGENT_SETTING["env"].items() for c in spec.containers)
+        env_values(core, deployment.metadata.namespace, c).items() >= AGENT_SETTING["env"].items() for c in spec.containers)
 
 
 def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
@@ -523,12 +536,21 @@ def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
     Deployment carries the toleration and the variables. A re-run changes nothing; a Deployment changed since is
     reported (action reconfigure) and repaired by a plain re-run."""
     extra = ["--limit", member, "-e", json.dumps({"fleetops_agent": AGENT_SETTING})]
+    # as earlier versions wrote it: the values themselves in the Cluster, which the run replaces with references
+    hub.custom.patch_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", member, {"spec": {"agentEnvVars": [
+        {"name": name, "value": value} for name, value in sorted(AGENT_SETTING["env"].items())]}})
     set_up = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
     assert "%s: rancher_fleet %s/%s: agent reconfigured" % (member, FLEET_NS, member) in set_up.output, set_up.output[-3000:]
     assert "kubefleet %s: agent reconfigured, joined, healthy" % member in set_up.output, set_up.output[-3000:]
     spec = hub.fleet_cluster(member)["spec"]
     assert spec["agentTolerations"] == [AGENT_TOLERATION]
-    assert sorted((e["name"], e["value"]) for e in spec["agentEnvVars"]) == sorted(AGENT_SETTING["env"].items())
+    # the Cluster names a Secret on the member and its keys; the values are only there
+    refs = dict((e["name"], e["valueFrom"]["secretKeyRef"]) for e in spec["agentEnvVars"])
+    assert sorted(refs) == sorted(AGENT_SETTING["env"]) and all("value" not in e for e in spec["agentEnvVars"]), spec["agentEnvVars"]
+    member_core = client.CoreV1Api(lab.api_client(member))
+    env_secret = member_core.read_namespaced_secret(refs["FLEETOPS_SITE"]["name"], "cattle-fleet-system")
+    assert dict((k, base64.b64decode(v).decode()) for k, v in env_secret.data.items()) == AGENT_SETTING["env"]
+    assert "lab-a" not in json.dumps(hub.fleet_cluster(member)), "a value is still on the hub (the spec or the change record)"
     bundle = hub.custom.get_namespaced_custom_object(*FLEET, FLEET_NS, "bundles", "fleet-agent-" + member)
     manifest = "".join(resource.get("content") or "" for resource in bundle["spec"]["resources"])
     assert AGENT_TOLERATION["key"] in manifest and "FLEETOPS_SITE" in manifest, "Fleet's agent bundle lacks the setting"
@@ -537,9 +559,9 @@ def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
     def adopted_fleet_agent():
         deployment = apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system")
         adopted = (deployment.metadata.annotations or {}).get("meta.helm.sh/release-name") == "fleet-agent-" + member
-        return deployment if adopted and carries_setting(deployment) else None
+        return deployment if adopted and carries_setting(deployment, member_core) else None
     wait_for(adopted_fleet_agent, 120, "Fleet to deploy the agent it adopted with the agent setting")
-    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"))
+    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"), member_core)
 
     again = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
     assert again.unchanged({member}), again.recap
@@ -558,8 +580,8 @@ def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
     assert "kubefleet %s: agent would be reconfigured" % member in predicted.output
     repaired = playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
     assert repaired.changed(member) > 0
-    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"))
-    assert carries_setting(apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system"))
+    assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"), member_core)
+    assert carries_setting(apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system"), member_core)
     assert playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path).unchanged({member})
     # Fleet's agent saw its Deployment modified meanwhile; the scenario goes on once its Cluster is ready again.
     wait_for(lambda: condition(hub.fleet_cluster(member), "Ready") == "True" or None, 300, "Fleet's Cluster %s to be ready again" % member)

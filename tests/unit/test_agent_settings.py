@@ -84,16 +84,6 @@ def test_a_scheme_less_proxy_password_and_a_secret_variable_are_values_to_hide()
     assert shared.credential_values(setting) == ["tok-2", "me:pw-1@proxy.corp:3128", "pw-1"]
 
 
-def test_a_fleet_cluster_warns_by_name_only_of_env_credentials_it_keeps_on_the_hub():
-    setting = shared.validate({"env": {"HTTPS_PROXY": "me:pw-1@proxy.corp:3128", "API_TOKEN": "tok-2", "NO_PROXY": "a,b"}})
-    warning = fleet.hub_exposure(setting, "fleet-default")
-    assert warning.startswith("agent.env: API_TOKEN, HTTPS_PROXY may carry a credential")
-    assert "namespace fleet-default" in warning and fleet.PREVIOUS_FIELDS_ANNOTATION in warning
-    assert "pw-1" not in warning and "tok-2" not in warning and "NO_PROXY" not in warning
-    assert fleet.hub_exposure(shared.validate({"env": {"HTTPS_PROXY": "http://proxy:3128"}}), "fleet-default") is None
-    assert fleet.hub_exposure(None, "fleet-default") is None
-
-
 @pytest.mark.parametrize("image, registry, pulled", [
     ("ghcr.io/azure/fleet/member-agent:v0.14.0", "mirror:5000", "mirror:5000/azure/fleet/member-agent:v0.14.0"),
     ("rancher/fleet-agent:v0.16.0", "mirror.corp/hub", "mirror.corp/hub/rancher/fleet-agent:v0.16.0"),
@@ -198,7 +188,11 @@ def test_fleet_cluster_fields_and_their_drift():
     setting = fleet.fleet_setting(SETTING)[0]
     fields = fleet.cluster_fields(setting)
     assert sorted(fields) == sorted(fleet.CLUSTER_FIELDS)
-    assert fields["agentEnvVars"] == [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"}, {"name": "NO_PROXY", "value": ".svc"}]
+    secret, data = fleet.env_secret(SETTING)
+    assert secret.startswith(fleet.ENV_SECRET_PREFIX) and data == SETTING["env"]
+    assert fields["agentEnvVars"] == [{"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": name}}}
+                                      for name in ("HTTPS_PROXY", "NO_PROXY")]
+    assert "proxy.corp" not in repr(fields)
     assert fields["privateRepoURL"] == "mirror.corp:5000"
     assert fleet.cluster_fields({"tolerations": [], "env": {}}) == {"agentTolerations": None, "agentEnvVars": None}
     stored = dict(fields, agentResources={"requests": {"cpu": "0.1", "memory": "128Mi"}, "limits": {"memory": "1024Mi"}},
@@ -209,6 +203,50 @@ def test_fleet_cluster_fields_and_their_drift():
     assert fleet.hub_drift(setting, dict(view, privateRepoURL="other")) == ["the Cluster's privateRepoURL differs from the agent setting"]
     assert fleet.hub_drift({"tolerations": []}, view) == ["the Cluster's agentTolerations differs from the agent setting"]
     assert fleet.hub_drift({"tolerations": []}, {}) == []
+    # values written by earlier versions, the same values in a Secret of another name, other values: all drift
+    inline = fleet.spec_view({"agentEnvVars": shared.env_list(SETTING["env"])})
+    renamed = fleet.spec_view({"agentEnvVars": shared.env_list(dict((n, shared.secret_reference("other", n)) for n in SETTING["env"]))})
+    changed = fleet.fleet_setting(dict(SETTING, env={"HTTPS_PROXY": "http://proxy.corp:3129", "NO_PROXY": ".svc"}))[0]
+    for live, wanted in ((inline, setting), (renamed, setting), (view, changed)):
+        assert "the Cluster's agentEnvVars differs from the agent setting" in fleet.hub_drift(wanted, live)
+
+
+def test_the_agent_env_secret_follows_the_values_and_a_cluster_record_keeps_no_value():
+    name = fleet.env_secret({"env": {"A": "1", "B": "2"}})[0]
+    assert fleet.env_secret({"env": {"B": "2", "A": "1"}})[0] == name != fleet.env_secret({"env": {"A": "1", "B": "3"}})[0]
+    assert fleet.env_secret({"env": {}}) is None and fleet.env_secret(None) is None
+    assert fleet.fleet_setting({"env": {}})[0] == {"env": {}}  # an empty env removes the Cluster's, names no Secret
+    # a Cluster carrying values (earlier versions): the record of the change keeps the names, never the values
+    live = {"agentEnvVars": [{"name": "HTTPS_PROXY", "value": "http://me:pw@proxy:3128"}]}
+    record = fleet.change_record(fleet.fleet_setting({"env": {"HTTPS_PROXY": "http://me:pw@proxy:3128"}})[0], live)
+    assert "pw@" not in record and fleet.recorded_fields(record) == {"agentEnvVars": [{"name": "HTTPS_PROXY"}]}
+    # so the rollback to those values is refused (the record does not lead back to them), not made with empty ones
+    before = fleet.spec_view(live)
+    now = {"agentEnvVars": fleet.cluster_fields(fleet.fleet_setting({"env": {"HTTPS_PROXY": "x"}})[0])["agentEnvVars"]}
+    assert fleet.restore_update(now, record, before) is None
+    # a record of references leads back, and the setting restored reads the same Secret
+    refs = fleet.cluster_fields(fleet.fleet_setting({"env": {"HTTPS_PROXY": "http://proxy:3128"}})[0])
+    record = fleet.change_record(fleet.fleet_setting({"env": {"HTTPS_PROXY": "x"}})[0], refs)
+    update, restored = fleet.restore_update(now, record, fleet.spec_view(refs))
+    assert update == {"agentEnvVars": refs["agentEnvVars"]}
+    assert fleet.fields_setting(restored)["env"] == {"HTTPS_PROXY": shared.secret_reference(fleet.env_secret(
+        {"env": {"HTTPS_PROXY": "http://proxy:3128"}})[0], "HTTPS_PROXY")}
+
+
+def test_a_deployment_patch_turns_an_env_value_into_a_reference_and_back():
+    ref = {"HTTPS_PROXY": shared.secret_reference("fleetops-agent-env-1", "HTTPS_PROXY")}
+    inline = deployment()
+    inline["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "HTTPS_PROXY", "value": "http://proxy:3128"})
+    patched = shared.deployment_patch({"env": ref}, inline, shared.KEYS)["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert patched == [{"name": "HTTPS_PROXY", "value": None,
+                        "valueFrom": {"secretKeyRef": {"name": "fleetops-agent-env-1", "key": "HTTPS_PROXY"}}}]
+    carried = carrying({"env": ref})
+    assert shared.drift({"env": ref}, shared.pod_view(carried)) == []
+    assert shared.pod_view(carried)["containers"][0]["env"] == {"HTTPS_PROXY": "secret fleetops-agent-env-1/HTTPS_PROXY"}
+    back = shared.deployment_patch({"env": {"HTTPS_PROXY": "http://proxy:3128"}}, carried, shared.KEYS)
+    assert back["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "HTTPS_PROXY", "value": "http://proxy:3128", "valueFrom": None}]
+    assert shared.credential_values({"env": ref}) == [] and shared.credential_names({"env": ref}) == []
 
 
 def test_fleet_spec_update_replaces_fields_and_leaves_equal_quantities_alone():
@@ -259,3 +297,21 @@ def test_what_a_store_keeps_of_a_fleet_cluster_holds_no_env_value_and_kubefleet_
     assert RANCHER_FLEET.storable({"metadata": {"name": "bare"}}) == {"metadata": {"name": "bare"}}
     member = {"metadata": {"name": "m"}, "spec": {"identity": {"name": "m-hub-cluster-access"}}}
     assert KUBEFLEET.storable(member) is member
+
+
+def test_the_agent_env_secrets_kept_are_the_wanted_one_those_the_agent_reads_and_the_newest_other():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
+
+    def secret(name, made):
+        return {"metadata": {"name": name, "creationTimestamp": made}}
+
+    listed = [secret("e-1", "2026-11-01T00:00:00Z"), secret("e-2", "2026-11-02T00:00:00Z"),
+              secret("e-3", "2026-11-03T00:00:00Z"), secret("e-4", "2026-11-04T00:00:00Z")]
+    reads_one = carrying({"env": {"HTTPS_PROXY": shared.secret_reference("e-1", "HTTPS_PROXY")}})
+    assert agent_env.read_by(reads_one) == {"e-1"} and agent_env.read_by(None) == set()
+    assert sorted(agent_env.removable(listed, "e-4", reads_one)) == ["e-2"]  # e-3: the newest other (a rollback's)
+    assert sorted(agent_env.removable(listed, "e-9", None)) == ["e-1", "e-2", "e-3"]
+    assert agent_env.removable([], "e-9", None) == []
+    body = agent_env.desired_secret("e-4", "cattle-fleet-system", {"HTTPS_PROXY": "http://p:3128"})
+    assert body["data"] == {"HTTPS_PROXY": "aHR0cDovL3A6MzEyOA=="} and body["type"] == "Opaque"
+    assert body["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "fleetops.registration", "fleetops.io/agent-env": "true"}

@@ -3,14 +3,15 @@ what fleet_agent's rollback writes back (pure rules; the lab test is test_upgrad
 
 import json
 
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import validate
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import secret_reference, validate
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rollback import redeployed
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import (
-    change_record, fields_setting, fleet_setting, recorded_fields, restore_update, spec_update, spec_view,
+    change_record, env_secret, fields_setting, fleet_setting, recorded_fields, restore_update, spec_update, spec_view,
 )
 
+OLD_ENV = env_secret({"env": {"HTTPS_PROXY": "http://u:old@proxy:3128"}})[0]
 GOOD = {"clientID": "abc", "privateRepoURL": "mirror.example:5000",
-        "agentEnvVars": [{"name": "HTTPS_PROXY", "value": "http://u:old@proxy:3128"}]}
+        "agentEnvVars": [{"name": "HTTPS_PROXY", "valueFrom": {"secretKeyRef": {"name": OLD_ENV, "key": "HTTPS_PROXY"}}}]}
 
 
 def _setting(**given):
@@ -47,7 +48,8 @@ def test_the_rollback_restores_the_fields_before_the_change():
     update, restored = restore_update(changed, record, before_view)
     assert sorted(update) == ["agentEnvVars", "privateRepoURL"]
     assert _apply(changed, update) == GOOD and spec_view(restored) == before_view
-    assert fields_setting(restored) == {"image_registry": "mirror.example:5000", "env": {"HTTPS_PROXY": "http://u:old@proxy:3128"}}
+    assert fields_setting(restored) == {"image_registry": "mirror.example:5000", "env": {"HTTPS_PROXY": secret_reference(OLD_ENV, "HTTPS_PROXY")}}
+    assert "old@" not in record  # the Cluster names the Secret the old values are in, never the values
 
 
 def test_a_field_the_change_added_is_removed_again():

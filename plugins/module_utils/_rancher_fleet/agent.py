@@ -17,7 +17,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.files import write_private_file
 from ansible_collections.fleetops.registration.plugins.module_utils.helm import ChartSource, ReleasePlan, release_view
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import guarded_uninstall
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, SECRET
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, unb64
@@ -27,7 +27,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_rotation import (
     REGISTERED, REINSTALLED, CredentialRotation, registers_in_place,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, fleet_setting
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, env_secret, fleet_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
@@ -68,7 +69,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         self.namespace = AGENT_NAMESPACE
         self.release = AGENT_RELEASE
         self.predicted = False  # the token's values are a check-mode assumption
-        self.setting, ignored = fleet_setting(self.agent_setting())
+        setting = self.agent_setting()
+        self.setting, ignored = fleet_setting(setting)
+        self.env = env_secret(setting)
         if ignored and self.params.get("state", "present") == "present":
             self.warn(IGNORED_SETTING % ", ".join("agent.%s" % key for key in ignored))
 
@@ -282,6 +285,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         if self.waits_for_agent():
             find_cluster = self._agent_cluster_finder(state["values"])
             previous = find_cluster()
+        env = self._write_env_secret()
         if plan.changes and not self.check_mode:
             self.apply(state, previous if find_cluster is not None else self._known_cluster(state["values"]))
         result = self.report(state)
@@ -289,9 +293,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         silent = stale_problem(hub_view(previous)) if previous else None
         rolling = plan.changes or setting["patched"] or state["rotating"]  # a rotation replaces the pods
         repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode)
-        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair), repaired=repair,
+        result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair or env), repaired=repair,
                       fleet_spec_installed=bool(state.get("fleet_spec_installed")),
-                      reasons=result["reasons"] + setting["drift"] + ([repair] if repair else []))
+                      reasons=result["reasons"] + env + setting["drift"] + ([repair] if repair else []))
         if state.get("reinstalled"):
             result.update(changed=True, reasons=[REINSTALLED] + result["reasons"])
         if state["rotating"] and not self.check_mode:
@@ -312,6 +316,18 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
             self.wait_rolled_out(self.namespace, AGENT_DEPLOYMENT)
         except FleetOpsError as exc:
             raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
+
+    def _write_env_secret(self):
+        """The Secret the agent's environment is read from, written before Helm (agent_env): the reasons; [] without
+        ``agent.env``."""
+        if not self.env:
+            return []
+        kube = self.module.kube()
+        if not self.check_mode:
+            self._ensure_namespace()
+        elif kube.get(NAMESPACE, self.namespace) is None:
+            return ["the agent's environment Secret %s/%s was written (predicted)" % (self.namespace, self.env[0])]
+        return agent_env.write(kube, self.namespace, self.env, kube.get(DEPLOYMENT, AGENT_DEPLOYMENT, self.namespace), self.check_mode)
 
     def _uninstall(self, helm):
         guarded_uninstall(self.module.kube(), helm, self.release, self.namespace, self.release_objects())

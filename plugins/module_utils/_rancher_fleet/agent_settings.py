@@ -12,16 +12,32 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import hashlib
 import json
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_settings import (
-    credential_names, env_list, fingerprint, node_selector_affinity, replacing, same_resources,
+    env_list, item_fingerprint, node_selector_affinity, replacing, same_resources, secret_reference,
 )
 
 # Kept by Fleet only in its own configuration (fleet-controller's imagePullSecrets, agentSchedulingCustomization's
 # own priority class), not per Cluster: the setting's keys the Fleet agent cannot carry.
 UNSUPPORTED_KEYS = ("image_pull_secrets", "priority_class_name")
 CLUSTER_FIELDS = ("agentTolerations", "agentAffinity", "agentResources", "agentEnvVars", "privateRepoURL")
+
+# The agent's environment values live in a Secret of the agent's namespace on the member (fleet_agent writes it before
+# Helm); the Cluster, which Fleet deploys the agent from and many may read on the hub, names only the Secret and key.
+# The name follows the values, so a change is a new Secret and Fleet's redeploy a new pod template.
+ENV_SECRET_PREFIX = "fleetops-agent-env-"
+ENV_SECRET_LABEL = "fleetops.io/agent-env"
+
+
+def env_secret(setting):
+    """``(name, data)`` of the Secret holding the ``env`` values of a validated setting; None without any."""
+    env = (setting or {}).get("env")
+    if not env:
+        return None
+    digest = hashlib.sha256(json.dumps(env, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+    return ENV_SECRET_PREFIX + digest, dict(env)
 
 
 def fleet_setting(setting):
@@ -32,6 +48,9 @@ def fleet_setting(setting):
     result = dict((key, value) for key, value in setting.items() if key not in UNSUPPORTED_KEYS + ("node_selector",))
     if setting.get("node_selector"):
         result["affinity"] = node_selector_affinity(setting["node_selector"], setting.get("affinity"))
+    secret = env_secret(setting)
+    if secret:
+        result["env"] = dict((name, secret_reference(secret[0], name)) for name in setting["env"])
     return result or None, ignored
 
 
@@ -71,27 +90,12 @@ def without_env_values(cluster):
     return dict(cluster, spec=dict(spec, agentEnvVars=env))
 
 
-def hub_exposure(setting, namespace):
-    """The warning for ``env`` variables (of a validated setting) that carry a credential: Fleet deploys its agent from
-    the Cluster's ``agentEnvVars``, so their values are kept on the hub in plain text; None when there are none."""
-    names = credential_names(setting)
-    if not names:
-        return None
-    return ("agent.env: %s may carry a credential, and Rancher Fleet deploys its agent from the Cluster's "
-            "spec.agentEnvVars, so the value is kept in plain text on the hub (the Cluster in namespace %s, and its %s "
-            "annotation after a change), readable by whoever may read Fleet Clusters there, and on the member's agent "
-            "Deployment. The collection keeps it out of its own output and the inventory cache only. Prefer a proxy that "
-            "authenticates the member another way (its address, a client certificate)"
-            % (", ".join(names), namespace, PREVIOUS_FIELDS_ANNOTATION))
-
-
 def spec_view(spec):
     """The Cluster's agent fields as plain data for a view: env values as fingerprints only."""
     spec = spec or {}
     view = dict((field, spec[field]) for field in CLUSTER_FIELDS if spec.get(field))
     if "agentEnvVars" in view:
-        view["agentEnvVars"] = [{"name": item.get("name"), "value": fingerprint(item.get("value") or "")}
-                                for item in view["agentEnvVars"]]
+        view["agentEnvVars"] = [{"name": item.get("name"), "value": item_fingerprint(item) or ""} for item in view["agentEnvVars"]]
     return view
 
 
@@ -100,7 +104,7 @@ def hub_drift(setting, fields_view):
     sentences."""
     wanted = cluster_fields(setting)
     if "agentEnvVars" in wanted and wanted["agentEnvVars"]:
-        wanted["agentEnvVars"] = [{"name": item["name"], "value": fingerprint(item["value"])} for item in wanted["agentEnvVars"]]
+        wanted["agentEnvVars"] = [{"name": item["name"], "value": item_fingerprint(item)} for item in wanted["agentEnvVars"]]
     found = []
     for field, value in sorted(wanted.items()):
         live = (fields_view or {}).get(field)
@@ -136,7 +140,7 @@ def _same_field(field, live, value):
     if field == "agentResources" and live and value:
         return same_resources(live, value)
     if field == "agentEnvVars":
-        return sorted((i.get("name"), i.get("value")) for i in live or []) == sorted((i.get("name"), i.get("value")) for i in value or [])
+        return sorted((i.get("name"), item_fingerprint(i)) for i in live or []) == sorted((i.get("name"), item_fingerprint(i)) for i in value or [])
     return (live or None) == (value or None)
 
 
@@ -147,7 +151,10 @@ def change_record(setting, spec):
     changed = sorted(field for field, value in cluster_fields(setting).items() if not _same_field(field, spec.get(field), value))
     if not changed:
         return None
-    return json.dumps({"fields": dict((field, spec.get(field)) for field in changed)}, sort_keys=True)
+    fields = dict((field, spec.get(field)) for field in changed)
+    if fields.get("agentEnvVars"):  # references only: a value (as earlier versions wrote) is not kept on the hub again
+        fields["agentEnvVars"] = [dict((key, value) for key, value in item.items() if key != "value") for item in fields["agentEnvVars"]]
+    return json.dumps({"fields": fields}, sort_keys=True)
 
 
 def recorded_fields(annotation):
@@ -191,5 +198,10 @@ def fields_setting(fields):
         if fields.get(field):
             setting[key] = copy.deepcopy(fields[field])
     if fields.get("agentEnvVars"):
-        setting["env"] = dict((item.get("name"), item.get("value") or "") for item in fields["agentEnvVars"])
+        setting["env"] = dict((item.get("name"), _env_value(item)) for item in fields["agentEnvVars"])
     return setting or None
+
+
+def _env_value(item):
+    ref = (item.get("valueFrom") or {}).get("secretKeyRef")
+    return secret_reference(ref.get("name"), ref.get("key")) if ref else item.get("value") or ""

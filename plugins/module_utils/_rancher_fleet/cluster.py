@@ -14,7 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils import hub_e
 from ansible_collections.fleetops.registration.plugins.module_utils.batch import ITEMS, run_batch
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import identity_annotations
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import FleetOpsError, ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, NAMESPACE, SECRET, clean, ensure_object
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import CONFIG_MAP, DEPLOYMENT, NAMESPACE, SECRET, clean, ensure_object
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import kubeconfig_secrets, load_kubeconfig
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import (
     MANAGED_BY, MANAGED_BY_LABEL, label_changes, normalize_labels,
@@ -22,12 +22,12 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64, load_yaml, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
-    AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
+    AGENT_DEPLOYMENT, AGENT_NAMESPACE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, API_VERSION, CLUSTER, FLEET_CONFIG_MAP, KUBECONFIG_KEY,
     MANAGE_AGENT_WARNING, OWNER_CLUSTER_LABEL, REGISTRATION,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env, cluster_namespace, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import (
-    PREVIOUS_FIELDS_ANNOTATION, change_record, fields_setting, fleet_setting, hub_exposure, recorded_fields, spec_update,
+    PREVIOUS_FIELDS_ANNOTATION, change_record, env_secret, fields_setting, fleet_setting, recorded_fields, spec_update,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import (
     choose_client_id, desired_cluster, dump_yaml, manage_agent_disabled, portable_kubeconfig, validate_client_id, validate_name,
@@ -81,9 +81,7 @@ class ClusterRunner(Runner):
         setting = agent_settings.validate(self.params.get("agent"))
         module.hide(*agent_settings.credential_values(setting))
         self.setting = fleet_setting(setting)[0]
-        exposure = hub_exposure(setting, self.namespace) if self.params.get("state") == "present" else None
-        if exposure:
-            self.warn(exposure)
+        self.env = env_secret(setting)
 
     def present(self):
         return self.report(self.apply(self.plan()))
@@ -192,11 +190,33 @@ class ClusterRunner(Runner):
             self.module.hide(*agent_settings.credential_values(fields_setting(recorded_fields(record))))
             desired["metadata"].setdefault("annotations", {})[PREVIOUS_FIELDS_ANNOTATION] = record
         return {"current": current, "desired": desired, "secret": secret, "secret_name": secret_name, "client_id": client_id,
+                "member_kubeconfig": load_yaml(kubeconfig_text) if kubeconfig_text is not None else None,
                 "generated": generated, "labels": labels, "result_labels": result_labels}
 
     # -- apply -------------------------------------------------------------------------------------
 
+    def _write_member_env(self, member_kubeconfig):
+        """Manager-initiated registration: Fleet deploys the agent itself, from the Cluster, so the Secret the agent's
+        environment is read from is written on the member, through the kubeconfig given, before the Cluster names it
+        (agent_env): the reasons."""
+        if not self.env or member_kubeconfig is None:
+            return []
+        member = self.module.kube("cluster_", params={"cluster_kubeconfig": member_kubeconfig})
+        try:
+            if member.get(NAMESPACE, AGENT_NAMESPACE) is None:
+                if self.check_mode:
+                    return ["the agent's environment Secret %s/%s was written (predicted)" % (AGENT_NAMESPACE, self.env[0])]
+                member.create(NAMESPACE, {"metadata": {"name": AGENT_NAMESPACE, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
+            return agent_env.write(member, AGENT_NAMESPACE, self.env, member.get(DEPLOYMENT, AGENT_DEPLOYMENT, AGENT_NAMESPACE),
+                                   self.check_mode)
+        except FleetOpsError as exc:
+            exc.msg += (" (agent.env: its values go into a Secret on the member, written through cluster_kubeconfig, so the "
+                        "member's API server must be reachable from where the task runs as that kubeconfig says; nothing was "
+                        "changed on the hub)")
+            raise
+
     def apply(self, plan):
+        plan["agent_env"] = self._write_member_env(plan["member_kubeconfig"])
         secret_outcome = None
         if plan["secret"] is not None:
             secret_outcome = ensure_object(self.kube, SECRET, plan["secret"], check_mode=self.check_mode, hide_data=True,
@@ -211,7 +231,7 @@ class ClusterRunner(Runner):
                 raise self.failed_after_change(
                     exc, " (the kubeconfig Secret %s/%s was updated before the failure)" % (self.namespace, plan["secret_name"]))
             raise
-        plan["changed"] = outcome.changed or bool(secret_outcome and secret_outcome.changed)
+        plan["changed"] = outcome.changed or bool(secret_outcome and secret_outcome.changed) or bool(plan["agent_env"])
         plan["outcome"], plan["secret_outcome"] = outcome, secret_outcome
         if secret_outcome is not None and not self.check_mode:
             plan["changed"] = self._own_secret(plan["secret_name"], outcome.after) or plan["changed"]
@@ -284,6 +304,7 @@ class ClusterRunner(Runner):
             "label_changes": label_changes(before_labels, plan["result_labels"]) if plan["labels"] is not None else label_changes({}, {}),
             "cluster": cluster_summary(plan["cluster"] or {}),
             "cluster_namespace_repair": plan["namespace_repair"],
+            "agent_env_changes": plan["agent_env"],
         }
         before = {"cluster": _without_record(clean(current) if current else {})}
         after = {"cluster": _without_record(plan["outcome"].after or {})}

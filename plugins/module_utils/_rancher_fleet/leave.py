@@ -15,6 +15,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import guarded_uninstall
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_SECRET, agent_objects
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import namespace_keepers
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import workloads
@@ -46,9 +47,10 @@ class AgentRemoval:
         if credential is not None:
             # The agent writes its hub credential itself; Helm does not know it and would leave it behind.
             kube.delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace, dry_run=self.check_mode)
-        namespace = self._remove_namespace(kube, facts["namespace"], changed=bool(releases or credential))
+        env = agent_env.remove_all(kube, self.namespace, self.check_mode) if facts["namespace"] is not None else []
+        namespace = self._remove_namespace(kube, facts["namespace"], changed=bool(releases or credential or env))
         result = {
-            "changed": bool(releases) or credential is not None or namespace["removed"],
+            "changed": bool(releases or env) or credential is not None or namespace["removed"],
             "release": release_view(facts["release"]) or {"name": self.release, "namespace": self.namespace},
             "fleet_managed_releases": facts["adopted"],
             "removed_credential": credential is not None,

@@ -22,6 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.labels impor
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, b64, deep_merge, load_yaml, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_duration, parse_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import ENV_SECRET_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_NAMESPACE, AGENT_RELEASE, API_SERVER_CA_KEY, API_SERVER_URL_KEY, EXPIRES_ANNOTATION, LOCK_ANNOTATION, MANAGED_LABEL_PREFIXES,
     OWNER_CLUSTER_LABEL, RUN_LABEL, SECRET_VALUE_KEYS, VALUES_KEY, VALUES_SECRET_TYPE,
@@ -445,7 +446,8 @@ def namespace_keepers(objects):
     """What in cattle-fleet-system is worth keeping the namespace for: ``["Deployment x", ...]``.
 
     ``objects`` maps a kind to the items listed (workloads, PVCs, Secrets, ConfigMaps). Service-account
-    tokens, the agent's own objects and Helm's records of the agent are not; a Lease never is (not listed).
+    tokens, the agent's own objects, its environment Secrets and Helm's records of the agent are not; a Lease never is
+    (not listed).
     """
     keep = []
     for kind in sorted(objects):
@@ -453,7 +455,8 @@ def namespace_keepers(objects):
             metadata = item.get("metadata") or {}
             if metadata.get("deletionTimestamp") or _AGENT_OBJECT.match(metadata.get("name") or ""):
                 continue
-            if kind == "Secret" and item.get("type") == "kubernetes.io/service-account-token":
+            if kind == "Secret" and (item.get("type") == "kubernetes.io/service-account-token"
+                                     or (metadata.get("labels") or {}).get(ENV_SECRET_LABEL)):
                 continue
             keep.append("%s %s" % (kind, metadata.get("name")))
     return keep
