@@ -6,6 +6,7 @@ the run at its first task instead, naming the inventory variable and the value. 
 past the check and fails only where the hub is first read.
 """
 
+import json
 import subprocess
 import types
 
@@ -128,3 +129,17 @@ def test_one_refused_member_does_not_stop_the_others(tmp_path):
     assert move.returncode != 0 and "member1: name (from fleetops_cluster_name" in move.output, move.output[-4000:]
     assert len(_tasks(move.output)) == 1, move.output[-4000:]
     _no_contact(move)
+
+
+def test_a_survey_answer_is_data_never_a_template_that_runs(tmp_path):
+    """A survey answer that holds Jinja, passed as AWX passes one (an extra var marked ``!unsafe``, AWX's default
+    ``ALLOW_JINJA_IN_EXTRA_VARS: template``), is refused as the value it is: no code of the collection evaluates it, so
+    the lookup in it never runs on the controller. (A plain ``-e`` is the operator's own input, which Ansible templates.)"""
+    marker = tmp_path / "templated"
+    answers = tmp_path / "answers.yml"
+    answers.write_text("member_join_fleet_token_ttl: !unsafe %s\n" % json.dumps("{{ lookup('pipe', 'touch %s') }}" % marker))
+    run = _run(tmp_path, _inventory(tmp_path), "join_cluster.yml", "-e", "@%s" % answers)
+    assert not marker.exists(), "the survey answer was evaluated as a template:\n" + run.output[-4000:]
+    assert run.returncode != 0 and "ttl (from member_join_fleet_token_ttl): \"{{ lookup('pipe'" in run.output, run.output[-4000:]
+    assert "is not a duration Fleet accepts" in run.output, run.output[-4000:]
+    _no_contact(run)
