@@ -583,6 +583,17 @@ def agent_setting_kept_and_repaired(lab, hub, member, tmp_path):
     assert carries_setting(apps.read_namespaced_deployment("member-agent", "fleet-system"), member_core)
     assert carries_setting(apps.read_namespaced_deployment("fleet-agent", "cattle-fleet-system"), member_core)
     assert playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path).unchanged({member})
+
+    # The Secret Fleet's agent reads its environment from is deleted: the running pod keeps its values, a new one could
+    # not start. A check says the agent needs reconfiguring, and a plain run writes the Secret again.
+    member_core.delete_namespaced_secret(env_secret.metadata.name, "cattle-fleet-system")
+    noticed = playbook(lab, "join_cluster.yml", "--check", *extra, tmp_path=tmp_path)
+    assert "%s: rancher_fleet %s/%s: agent would be reconfigured" % (member, FLEET_NS, member) in noticed.output, noticed.output[-3000:]
+    assert read_or_none(lambda: member_core.read_namespaced_secret(env_secret.metadata.name, "cattle-fleet-system")) is None
+    playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path)
+    rewritten = member_core.read_namespaced_secret(env_secret.metadata.name, "cattle-fleet-system")
+    assert dict((k, base64.b64decode(v).decode()) for k, v in rewritten.data.items()) == AGENT_SETTING["env"]
+    assert playbook(lab, "join_cluster.yml", *extra, tmp_path=tmp_path).unchanged({member})
     # Fleet's agent saw its Deployment modified meanwhile; the scenario goes on once its Cluster is ready again.
     wait_for(lambda: condition(hub.fleet_cluster(member), "Ready") == "True" or None, 300, "Fleet's Cluster %s to be ready again" % member)
 

@@ -315,3 +315,34 @@ def test_the_agent_env_secrets_kept_are_the_wanted_one_those_the_agent_reads_and
     body = agent_env.desired_secret("e-4", "cattle-fleet-system", {"HTTPS_PROXY": "http://p:3128"})
     assert body["data"] == {"HTTPS_PROXY": "aHR0cDovL3A6MzEyOA=="} and body["type"] == "Opaque"
     assert body["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "fleetops.registration", "fleetops.io/agent-env": "true"}
+
+
+def test_a_fleet_member_whose_agent_env_secret_is_gone_needs_reconfigure():
+    setting = {"env": {"HTTPS_PROXY": "http://proxy:3128"}}
+    secret = fleet.env_secret(setting)[0]
+    fields = fleet.cluster_fields(fleet.fleet_setting(setting)[0])
+    cluster = {"metadata": {"name": "edge", "namespace": "fleet-default", "labels": {}},
+               "spec": {"clientID": "c", "agentEnvVars": fields["agentEnvVars"]},
+               "status": {"agent": {"lastSeen": "2026-11-25T07:00:00Z"}, "conditions": [{"type": "Ready", "status": "True"}]}}
+    running = carrying(fleet.fleet_setting(setting)[0])
+    member = {"release": {"name": "fleet-agent", "status": "deployed"}, "credential": True, "credential_usable": True,
+              "credential_accepted": True, "deployment": True, "agent_pod": shared.pod_view(running), "env_secrets_missing": []}
+    wanted = {"agent": setting, "stale_after": 0}
+    hub = RANCHER_FLEET.hub_view(cluster)
+    assert RANCHER_FLEET.decide("edge", hub, member, wanted).action == "none"
+    gone = RANCHER_FLEET.decide("edge", hub, dict(member, env_secrets_missing=[secret]), wanted)
+    assert gone.action == "reconfigure" and gone.healthy
+    assert gone.reasons == ["the agent's environment Secret cattle-fleet-system/%s is missing" % secret]
+    # not read (the view role): nothing is said of it
+    assert RANCHER_FLEET.decide("edge", hub, dict(member, env_secrets_missing=None), wanted).action == "none"
+
+
+def test_the_member_view_names_the_env_secrets_the_agent_reads_that_are_gone():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import member_view
+    running = carrying({"env": {"A": shared.secret_reference("fleetops-agent-env-1", "A"),
+                                "B": shared.secret_reference("someone-elses", "B")}})
+    facts = {"release": None, "adopted": [], "releases": {}, "deployment": running, "credential": None, "bootstrap": None,
+             "namespace": {}, "unread": [], "secret_names": {"other"}}
+    assert member_view(facts)["env_secrets_missing"] == ["fleetops-agent-env-1"]
+    assert member_view(dict(facts, secret_names={"fleetops-agent-env-1"}))["env_secrets_missing"] == []
+    assert member_view(dict(facts, unread=["secrets"]))["env_secrets_missing"] is None

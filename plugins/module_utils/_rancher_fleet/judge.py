@@ -63,6 +63,8 @@ def _labels_drift(hub, member, desired):
 def _settings_drift(hub, member, desired):
     setting, _ignored = fleet_settings.fleet_setting(desired.get("agent"))
     found = fleet_settings.hub_drift(setting, hub.get("agent_fields")) if hub is not None else []
+    if (setting or {}).get("env"):  # the running pod has its values; a new one could not start
+        found += ["the agent's environment Secret %s/%s is missing" % (AGENT_NAMESPACE, name) for name in member.get("env_secrets_missing") or []]
     return found + agent_settings.drift(setting, member.get("agent_pod"))
 
 

@@ -29,6 +29,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, kubeconfig_server, kubeconfig_token
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import ENV_SECRET_PREFIX
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
     AGENT_BOOTSTRAP_SECRET, AGENT_CREDENTIAL_KEY, AGENT_CREDENTIAL_SECRET, AGENT_DEPLOYMENT, AGENT_LEASE, AGENT_NAMESPACE,
     AGENT_POD_SELECTOR, AGENT_RELEASE, FLEET_CONFIG_MAP,
@@ -63,7 +65,7 @@ def read_member(kube, namespace_object=True, secrets_optional=False):
     by_name = dict(((secret.get("metadata") or {}).get("name"), secret) for secret in secrets)
     facts = {"namespace": namespace, "releases": releases_of(helm_storage(secrets), AGENT_NAMESPACE), "release": None, "adopted": [],
              "credential": by_name.get(AGENT_CREDENTIAL_SECRET), "bootstrap": by_name.get(AGENT_BOOTSTRAP_SECRET),
-             "deployment": deployment, "unread": unread}
+             "deployment": deployment, "unread": unread, "secret_names": set(by_name)}
     facts["release"], facts["adopted"] = split_releases(facts["releases"])
     return facts
 
@@ -178,10 +180,12 @@ def member_view(facts, check=None, expected_url=None):
         "bootstrap": facts["bootstrap"] is not None,
         "deployment": deployment is not None,
         "agent_pod": agent_settings.pod_view(deployment),
+        "env_secrets_missing": sorted(name for name in agent_env.read_by(deployment) - facts.get("secret_names", set())
+                                      if name.startswith(ENV_SECRET_PREFIX)),
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
         "deployment_problem": rollout_problem(deployment),
         "unread": facts.get("unread") or [],
     }
     if SECRETS in view["unread"]:  # not known, rather than missing
-        view.update(dict.fromkeys(("credential", "credential_usable", "bootstrap"), None))
+        view.update(dict.fromkeys(("credential", "credential_usable", "bootstrap", "env_secrets_missing"), None))
     return view
