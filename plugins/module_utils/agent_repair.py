@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis import ROLLOUT_FIX, rollout_problem
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import available_since, unheard_since_start
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, parse_time, utcnow
 
 RESTARTED_ANNOTATION = "kubectl.kubernetes.io/restartedAt"
@@ -68,10 +69,13 @@ def repair_plan(deployment: Optional[Dict[str, Any]], silent: Optional[str] = No
 
 
 def repair_agent(member, namespace: str, name: str, silent: Optional[str] = None, rolling: bool = False,
-                 dry_run: bool = False) -> Optional[str]:
+                 dry_run: bool = False, last_contact: Optional[str] = None) -> Optional[str]:
     """Apply ``repair_plan`` to the agent Deployment ``namespace/name`` on the ``member`` (a KubeClient); return why, or None
-    when it needed nothing (a server-side dry run in check mode)."""
-    patch, why = repair_plan(member.get(DEPLOYMENT, name, namespace), silent, rolling)
+    when it needed nothing (a server-side dry run in check mode). ``last_contact``: the hub's record of the agent's
+    last contact; one older than the agent that runs now is silence too (silence.unheard_since_start)."""
+    deployment = member.get(DEPLOYMENT, name, namespace)
+    silent = silent or unheard_since_start(last_contact, available_since(deployment))
+    patch, why = repair_plan(deployment, silent, rolling)
     if patch is None:
         return None
     member.patch(DEPLOYMENT, name, patch, namespace, dry_run=dry_run)

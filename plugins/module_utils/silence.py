@@ -5,16 +5,46 @@
 contacts the hub again at its next heartbeat. A member whose only reason to re-register is silence is given its
 manager's contact period (``FleetManager.contact``) to be heard from; only then is its agent re-registered. That
 covers an agent whose next try falls within the period; after a long hub outage KubeFleet's agent backs off its
-heartbeat for longer, and is still re-registered (``make soak``, docs/testing.md)."""
+heartbeat for longer, and is still re-registered (``make soak``, docs/testing.md).
+
+An agent is also silent when the hub's last contact is older than the agent that runs now
+(``unheard_since_start``): that contact was its predecessor's. A run that restored the agent and then lost the hub
+leaves such a member, and the staleness rules alone would call it healthy for up to an hour (Fleet's)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import time
+
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 
 SILENT = "silent"
 POLL_SECONDS = 2
+# The agent's clock stamps its contacts, the member's controller-manager the Deployment's conditions: a contact is
+# counted as the current agent's unless it is older than the agent's start by more than this.
+CLOCK_SLACK_SECONDS = 5
+
+
+def available_since(deployment):
+    """When the agent Deployment last became available (its Available condition's move to True), as the API wrote it;
+    None when it is not available or does not say."""
+    conditions = ((deployment or {}).get("status") or {}).get("conditions") or []
+    available = next((c for c in conditions if c.get("type") == "Available"), None)
+    if not available or available.get("status") != "True":
+        return None
+    return available.get("lastTransitionTime") or None
+
+
+def unheard_since_start(last_contact, started):
+    """Why the agent that runs now has not been heard from: the hub's ``last_contact`` is older than ``started`` (the
+    agent Deployment's ``available_since``), so it was an earlier agent's. None when either is unknown."""
+    contact, since = parse_time(last_contact), parse_time(started)
+    if contact is None or since is None or contact >= since - datetime.timedelta(seconds=CLOCK_SLACK_SECONDS):
+        return None
+    return "the hub's last contact from the agent (%s) is older than the agent that runs now (available since %s)" % (
+        last_contact, started)
 
 
 def silent_only(findings):

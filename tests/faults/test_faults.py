@@ -16,6 +16,7 @@ from kubernetes import client
 from fault_helpers import FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, TOKEN_PREFIX, stamp
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import CLOCK_SLACK_SECONDS
 
 pytestmark = pytest.mark.lab
 
@@ -190,6 +191,45 @@ def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
         replicas = apps.read_namespaced_deployment(agent, namespace).spec.replicas
         assert replicas == 1, "%s has %s replicas after the re-run" % (agent, replicas)
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def _fleet_last_seen(sides):
+    return stamp(((sides.fleet_cluster(MEMBER) or {}).get("status") or {}).get("agent", {}).get("lastSeen")) or 0
+
+
+def _available_since(apps, agent):
+    conditions = apps.read_namespaced_deployment(*agent).status.conditions or []
+    times = [c.last_transition_time.timestamp() for c in conditions if c.type == "Available" and c.status == "True"]
+    return times[0] if times else None
+
+
+def test_a_check_in_older_than_the_running_fleet_agent_is_not_counted_as_its_own(lab_controllers, play, sides):
+    """Found by make soak (seed 6, round 27): a run restored the Fleet agent, then lost the hub before the agent's first
+    check-in (15 s after its start; the next one comes a check-in interval later, 15 min by default). The re-run called
+    the member checked in, from the earlier agent's check-in, which Fleet's hour of staleness still accepts. Here the
+    new agent is frozen before its first check-in: the re-run must not count the old check-in, and restarts it."""
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    apps.patch_namespaced_deployment_scale(*FLEET_AGENT, {"spec": {"replicas": 0}})
+    wait_for(lambda: not _agent_pids(lab, "fleet-agent"), 120, "the Fleet agent to stop")
+    time.sleep(CLOCK_SLACK_SECONDS + 3)  # the last check-in clearly before the new agent, beyond the clocks' slack
+    apps.patch_namespaced_deployment_scale(*FLEET_AGENT, {"spec": {"replicas": 1}})
+    wait_for(lambda: _agent_pids(lab, "fleet-agent"), 60, "the new Fleet agent process")
+    frozen = "%s/%s/fleet-agent-*/fleet-agent" % (MEMBER, FLEET_AGENT_NS)
+    lab.freeze(frozen)
+    try:
+        since = wait_for(lambda: _available_since(apps, FLEET_AGENT), 60, "the Fleet agent Deployment available again")
+        assert _fleet_last_seen(sides) < since - CLOCK_SLACK_SECONDS, "the frozen agent checked in before it was frozen: no fault"
+        fault_at = time.time()
+        rerun = play.converges("join_cluster.yml", *LIMIT)
+    finally:
+        for name, state in lab.components().items():
+            if state == "frozen" and name.startswith("%s/%s/fleet-agent-" % (MEMBER, FLEET_AGENT_NS)):
+                lab.thaw(name)
+    assert _recap_changed(rerun, MEMBER) > 0, "the re-run counted the earlier agent's check-in as the frozen agent's"
+    assert "older than the agent that runs now" in rerun, "the re-run did not say why it restarted the agent"
     _assert_joined_since(sides, rerun, fault_at)
 
 

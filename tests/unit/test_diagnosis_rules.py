@@ -175,6 +175,10 @@ def test_kubefleet_findings():
     assert kf(username="system:serviceaccount:fleet-system:other") == ["wrong_identity"]
     # the release's own CA, checked without a token at the collection's hub URL, while the collection's CA verifies
     assert kf(member={"configured_ca_problem": "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"}) == ["hub_ca_untrusted"]
+    # a heartbeat older than the agent that runs now was its predecessor's (a run restored it, then lost the hub)
+    started = dict(KF_MEMBER["deployment"], available_since="2026-11-21T09:59:50Z")
+    assert kf(member={"deployment": started}) == ["silent"]
+    assert kf(member={"deployment": dict(started, available_since="2026-11-21T09:59:00Z")}) == []
 
 
 def fleet(hub=None, member=None):
@@ -193,6 +197,9 @@ def test_rancher_fleet_findings():
     assert fleet(hub={"deleting": True}) == ["leaving"]
     assert fleet(hub={"checked_in": False}) == ["never_checked_in"]
     assert fleet(hub={"seen_age_seconds": 7200}) == ["silent"]
+    # within the hour of Fleet's staleness, but from before the agent that runs now became available
+    assert fleet(hub={"last_seen": "2026-11-21T09:59:40Z"}, member={"agent_available_since": "2026-11-21T09:59:55Z"}) == ["silent"]
+    assert fleet(hub={"last_seen": "2026-11-21T09:59:58Z"}, member={"agent_available_since": "2026-11-21T09:59:55Z"}) == []
     assert fleet(hub={"ready_status": "False", "ready_message": "NotReady(1) [Bundle x]"}) == ["hub_reports"]
     assert fleet(member={"credential": False, "credential_usable": False}) == ["bootstrap_missing"]
     assert fleet(member={"credential": False, "credential_usable": False, "bootstrap": True}) == ["credential_missing"]

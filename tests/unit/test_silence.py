@@ -41,7 +41,33 @@ def test_the_wait_ends_at_the_first_newer_contact_and_gives_up_after_the_grace()
     assert silence.heard_from(lambda: None, lambda obj: obj["beat"], "t0", 3, clock=clock, sleep=clock.sleep) is None
 
 
-def test_kubefleet_waits_one_heartbeat_period_and_rancher_fleet_does_not_wait():
+def test_kubefleet_waits_one_heartbeat_period_and_rancher_fleet_its_first_check_in():
     assert KUBEFLEET.contact({"heartbeat": "2026-11-28T10:00:00Z", "heartbeat_period_seconds": 10}) == ("2026-11-28T10:00:00Z", 15)
     assert KUBEFLEET.contact({"heartbeat": None}) == (None, 65)
-    assert RANCHER_FLEET.contact({"last_seen": "2026-11-28T10:00:00Z"}) == (None, None)
+    # Fleet's agent checks in 15 s after its start, then every agentCheckinInterval (15 min by default)
+    assert RANCHER_FLEET.contact({"last_seen": "2026-11-28T10:00:00Z"}) == ("2026-11-28T10:00:00Z", 20)
+
+
+def _deployment(status="True", since="2026-11-28T10:00:00Z"):
+    return {"status": {"conditions": [{"type": "Progressing", "status": "True", "lastTransitionTime": "2026-11-28T09:00:00Z"},
+                                      {"type": "Available", "status": status, "lastTransitionTime": since}]}}
+
+
+def test_an_agent_is_available_since_its_available_condition_turned_true():
+    assert silence.available_since(_deployment()) == "2026-11-28T10:00:00Z"
+    assert silence.available_since(_deployment("False")) is None
+    assert silence.available_since({"status": {}}) is None
+    assert silence.available_since(None) is None
+
+
+def test_a_contact_older_than_the_agent_that_runs_now_was_an_earlier_agent_s():
+    started = "2026-11-28T10:00:00Z"
+    why = silence.unheard_since_start("2026-11-28T09:59:50Z", started)
+    assert why and "09:59:50" in why and "available since 2026-11-28T10:00:00Z" in why
+    # a contact after the start, or within the clock slack before it, is the agent's own
+    assert silence.unheard_since_start("2026-11-28T10:00:20Z", started) is None
+    assert silence.unheard_since_start("2026-11-28T09:59:56Z", started) is None
+    # not known: not judged
+    assert silence.unheard_since_start(None, started) is None
+    assert silence.unheard_since_start("2026-11-28T09:00:00Z", None) is None
+    assert silence.unheard_since_start("garbage", started) is None

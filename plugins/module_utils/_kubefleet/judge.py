@@ -24,6 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.a
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.identity_move import identity_move_reasons
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import QUARANTINE_TAINT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import configuration_drift, identity_username, spec_drift, wanted_labels
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import unheard_since_start
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import heartbeat_problem
 
 AGENT_LOG = "The member agent's log says more: kubectl logs -n fleet-system deployment/member-agent on the member."
@@ -77,7 +78,11 @@ def _hub_reports(hub, member, desired):
 
 
 def _silent(hub, member, desired):
-    return heartbeat_problem(hub, desired.get("stale_after")) if hub is not None and not hub.get("leaving") else None
+    """A heartbeat too old, or older than the agent that runs now (silence.py; the member's row when it was read)."""
+    if hub is None or hub.get("leaving"):
+        return None
+    started = ((member or {}).get("deployment") or {}).get("available_since")
+    return heartbeat_problem(hub, desired.get("stale_after")) or unheard_since_start(hub.get("heartbeat"), started)
 
 
 def _forced(hub, member, desired):

@@ -23,6 +23,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.errors impor
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import available_since
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
@@ -128,7 +129,8 @@ class KubeFleet(FleetManager):
             "deployment": {"name": deployment_name, "namespace": option(params, "agent_namespace"),
                            "present": deployment is not None,
                            "ready_replicas": ((deployment or {}).get("status") or {}).get("readyReplicas") or 0,
-                           "rollout_problem": rollout_problem(deployment), "selector": pod_selector(deployment)},
+                           "rollout_problem": rollout_problem(deployment), "selector": pod_selector(deployment),
+                           "available_since": available_since(deployment)},
             "unread": unread,
         }
 

@@ -290,9 +290,10 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
             self.apply(state, previous if find_cluster is not None else self._known_cluster(state["values"]))
         result = self.report(state)
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
-        silent = stale_problem(hub_view(previous)) if previous else None
+        seen = hub_view(previous) if previous else {}
         rolling = plan.changes or setting["patched"] or state["rotating"]  # a rotation replaces the pods
-        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode)
+        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, stale_problem(seen) if previous else None, rolling,
+                              dry_run=self.check_mode, last_contact=seen.get("last_seen"))
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair or env), repaired=repair,
                       fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + env + setting["drift"] + ([repair] if repair else []))

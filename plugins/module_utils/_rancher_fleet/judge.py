@@ -19,6 +19,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis im
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS, Rule
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import labels_drift, normalize_labels
 from ansible_collections.fleetops.registration.plugins.module_utils.rotation import rotation_reasons
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import unheard_since_start
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_settings as fleet_settings
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace, views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import (
@@ -43,7 +44,11 @@ def _never_checked_in(hub, member, desired):
 
 
 def _silent(hub, member, desired):
-    return views.stale_problem(hub, desired.get("stale_after")) if hub is not None and not hub.get("deleting") else None
+    """A check-in too old, or older than the agent that runs now (silence.py; the member's row when it was read)."""
+    if hub is None or hub.get("deleting"):
+        return None
+    started = (member or {}).get("agent_available_since")
+    return views.stale_problem(hub, desired.get("stale_after")) or unheard_since_start(hub.get("last_seen"), started)
 
 
 def _not_ready(hub, member, desired):

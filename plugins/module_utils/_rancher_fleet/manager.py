@@ -21,6 +21,9 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.rules import left_tokens, token_runs, validate_name
 
+# Fleet's agent reports once this long after its start (ClusterRegisterDelay), then at every check-in interval.
+FIRST_CHECKIN_SECONDS = 15
+
 
 class RancherFleet(FleetManager):
     name = "rancher_fleet"
@@ -91,6 +94,12 @@ class RancherFleet(FleetManager):
     def running(self, member):
         """The bundles whose releases Fleet's agent deployed on the member (its Helm records in every namespace)."""
         return workloads.running(member)
+
+    def contact(self, hub_view):
+        """The last check-in. An agent checks in 15 s after it starts (Fleet's ClusterRegisterDelay), then every
+        agentCheckinInterval (15 min by default): the wait covers a starting agent's first check-in; one whose first
+        failed (the hub was away) is restarted rather than waited for."""
+        return hub_view.get("last_seen"), FIRST_CHECKIN_SECONDS + 5
 
     def placements(self, hub, hub_object, name):
         return workloads.placements(hub, hub_object)

@@ -28,6 +28,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks, kubeconfig_server, kubeconfig_token
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import load_yaml, unb64
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import available_since
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import ENV_SECRET_PREFIX
@@ -183,6 +184,7 @@ def member_view(facts, check=None, expected_url=None):
         "env_secrets_missing": sorted(name for name in agent_env.read_by(deployment) - facts.get("secret_names", set())
                                       if name.startswith(ENV_SECRET_PREFIX)),
         "deployment_ready": bool(deployment) and (status.get("availableReplicas") or 0) > 0,
+        "agent_available_since": available_since(deployment),
         "deployment_problem": rollout_problem(deployment),
         "unread": facts.get("unread") or [],
     }
