@@ -346,3 +346,40 @@ def test_the_member_view_names_the_env_secrets_the_agent_reads_that_are_gone():
     assert member_view(facts)["env_secrets_missing"] == ["fleetops-agent-env-1"]
     assert member_view(dict(facts, secret_names={"fleetops-agent-env-1"}))["env_secrets_missing"] == []
     assert member_view(dict(facts, unread=["secrets"]))["env_secrets_missing"] is None
+
+
+class _RacedKube:
+    """A member where another run creates the env Secret between this one's read and its create (409)."""
+
+    def __init__(self, there):
+        self.there, self.creates, self.patches, self.reads = there, 0, [], 0
+
+    def get(self, resource, name, namespace):
+        self.reads += 1
+        return None if self.reads == 1 else self.there
+
+    def create(self, resource, body, namespace, dry_run=False):
+        self.creates += 1
+        from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+        raise ApiError("secrets %s already exists" % body["metadata"]["name"], status=409)
+
+    def patch(self, resource, name, body, namespace, dry_run=False):
+        self.patches.append(body)
+
+    def list(self, resource, namespace, label_selector=None):
+        return []
+
+
+def test_an_env_secret_another_run_made_first_is_taken_as_written_and_only_checked():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
+    from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+    values = {"HTTPS_PROXY": "http://p:3128"}
+    made = agent_env.desired_secret("e-4", "cattle-fleet-system", values)
+    kube = _RacedKube(made)
+    assert agent_env.write(kube, "cattle-fleet-system", ("e-4", values), None, False) == []
+    assert kube.creates == 1 and kube.patches == []
+    # one made with other data under that name is written again; a conflict with nothing found is the error it was
+    kube = _RacedKube(dict(made, data={"HTTPS_PROXY": "eA=="}))
+    assert agent_env.write(kube, "cattle-fleet-system", ("e-4", values), None, False)[0].endswith("was written again")
+    with pytest.raises(ApiError):
+        agent_env.write(_RacedKube(None), "cattle-fleet-system", ("e-4", values), None, False)

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import base64
 
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import SECRET
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import ENV_SECRET_LABEL
@@ -49,9 +50,11 @@ def write(kube, namespace, secret, deployment, dry_run):
     current = kube.get(SECRET, name, namespace)
     reasons = []
     if current is None:
-        kube.create(SECRET, desired, namespace, dry_run=dry_run)
-        reasons.append("the agent's environment Secret %s/%s was written" % (namespace, name))
-    elif current.get("data") != desired["data"] or (current["metadata"].get("labels") or {}).get(ENV_SECRET_LABEL) != "true":
+        current = _create(kube, desired, namespace, dry_run)
+        if current is None:
+            reasons.append("the agent's environment Secret %s/%s was written" % (namespace, name))
+    if current is not None and (current.get("data") != desired["data"]
+                                or (current["metadata"].get("labels") or {}).get(ENV_SECRET_LABEL) != "true"):
         kube.patch(SECRET, name, {"data": desired["data"], "metadata": {"labels": desired["metadata"]["labels"]}}, namespace, dry_run=dry_run)
         reasons.append("the agent's environment Secret %s/%s did not hold the setting's values and was written again" % (namespace, name))
     old = removable(kube.list(SECRET, namespace, label_selector=SELECTOR), name, deployment)
@@ -60,6 +63,19 @@ def write(kube, namespace, secret, deployment, dry_run):
     if old:
         reasons.append("older environment Secrets of the agent were removed: %s" % ", ".join(old))
     return reasons
+
+
+def _create(kube, desired, namespace, dry_run):
+    """Create the Secret: None, or the one found in its place when another run (outside the member lock: a module
+    used on its own) made it first; its name is the values' digest, so ``write`` then only checks it."""
+    try:
+        kube.create(SECRET, desired, namespace, dry_run=dry_run)
+    except ApiError as exc:
+        found = kube.get(SECRET, desired["metadata"]["name"], namespace) if exc.status == 409 else None
+        if found is None:
+            raise
+        return found
+    return None
 
 
 def remove_all(kube, namespace, dry_run):
