@@ -383,3 +383,13 @@ def test_an_env_secret_another_run_made_first_is_taken_as_written_and_only_check
     assert agent_env.write(kube, "cattle-fleet-system", ("e-4", values), None, False)[0].endswith("was written again")
     with pytest.raises(ApiError):
         agent_env.write(_RacedKube(None), "cattle-fleet-system", ("e-4", values), None, False)
+
+
+def test_the_env_secrets_a_leave_removes_are_those_the_selector_lists():
+    from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
+    made = agent_env.desired_secret("e-4", "cattle-fleet-system", {"A": "b"})
+    assert agent_env.written_by_collection(made)
+    assert agent_env.SELECTOR == "app.kubernetes.io/managed-by=fleetops.registration,fleetops.io/agent-env"
+    someone_elses = {"metadata": {"name": "x", "labels": {"fleetops.io/agent-env": "true"}}}
+    assert not agent_env.written_by_collection(someone_elses)
+    assert not agent_env.written_by_collection({"metadata": {"name": "y"}})

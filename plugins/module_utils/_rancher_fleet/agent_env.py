@@ -78,9 +78,15 @@ def _create(kube, desired, namespace, dry_run):
     return None
 
 
-def remove_all(kube, namespace, dry_run):
-    """Delete every env Secret the collection wrote in ``namespace`` (a leave): their names."""
-    names = [s["metadata"]["name"] for s in kube.list(SECRET, namespace, label_selector=SELECTOR)]
+def written_by_collection(secret):
+    """Whether ``secret`` is an env Secret the collection wrote (its label; what ``SELECTOR`` lists)."""
+    labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and ENV_SECRET_LABEL in labels
+
+
+def remove_all(kube, namespace, names, dry_run):
+    """Delete the env Secrets ``names`` (those ``written_by_collection``, from the namespace's Secrets a leave has read):
+    their names."""
     for name in names:
         kube.delete(SECRET, name, namespace, dry_run=dry_run)
     return names

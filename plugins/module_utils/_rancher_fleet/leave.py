@@ -47,7 +47,7 @@ class AgentRemoval:
         if credential is not None:
             # The agent writes its hub credential itself; Helm does not know it and would leave it behind.
             kube.delete(SECRET, AGENT_CREDENTIAL_SECRET, self.namespace, dry_run=self.check_mode)
-        env = agent_env.remove_all(kube, self.namespace, self.check_mode) if facts["namespace"] is not None else []
+        env = agent_env.remove_all(kube, self.namespace, facts["env_secrets"], self.check_mode)
         namespace = self._remove_namespace(kube, facts["namespace"], changed=bool(releases or credential or env))
         result = {
             "changed": bool(releases or env) or credential is not None or namespace["removed"],

@@ -66,7 +66,8 @@ def read_member(kube, namespace_object=True, secrets_optional=False):
     by_name = dict(((secret.get("metadata") or {}).get("name"), secret) for secret in secrets)
     facts = {"namespace": namespace, "releases": releases_of(helm_storage(secrets), AGENT_NAMESPACE), "release": None, "adopted": [],
              "credential": by_name.get(AGENT_CREDENTIAL_SECRET), "bootstrap": by_name.get(AGENT_BOOTSTRAP_SECRET),
-             "deployment": deployment, "unread": unread, "secret_names": set(by_name)}
+             "deployment": deployment, "unread": unread, "secret_names": set(by_name),
+             "env_secrets": sorted(name for name, secret in by_name.items() if agent_env.written_by_collection(secret))}
     facts["release"], facts["adopted"] = split_releases(facts["releases"])
     return facts
 
