@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils import member_lock, registry
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError, opt_in_needed
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE, Resource
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import validate_dns_label
@@ -142,6 +142,14 @@ class HubPrepare:
         return dict((name, registry.manager(name).tidy_hub(self.kube, per_backend[name], dry_run=self.check_mode))
                     for name in self.backends if per_backend.get(name))
 
+    def tidy_locks(self):
+        """The member locks in the collection's own namespace that no run holds any more, removed."""
+        namespace = self.params.get("hub_namespace")
+        removed = member_lock.tidy_locks(self.kube, namespace, dry_run=self.check_mode) if namespace else []
+        for item in removed:
+            self.module.warn(member_lock.tidied_message(item, self.check_mode))
+        return removed
+
     def run(self):
         apis = self.apis()
         required = dict((name, apis[name]) for name in self.backends)
@@ -159,10 +167,12 @@ class HubPrepare:
         controllers = self.controllers() if self.params.get("check_controllers") else {}
         existing, created = self.ensure_namespaces()
         tidied = self.tidy() if self.params.get("tidy") else {}
+        tidied_locks = self.tidy_locks() if self.params.get("tidy") else []
         result = {
-            "changed": bool(created) or any(tidied.values()),
+            "changed": bool(created) or any(tidied.values()) or bool(tidied_locks),
             "backends": self.backends,
             "tidied": tidied,
+            "tidied_locks": tidied_locks,
             "apis": apis,
             "controllers": controllers,
             "namespaces": self.namespaces,

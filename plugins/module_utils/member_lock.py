@@ -145,17 +145,25 @@ def lock_reference(lock):
     return "%s/%s" % (lock["namespace"], lock["name"]) if lock and lock.get("namespace") and lock.get("name") else None
 
 
-def run_over(lease, holder, now=None, here=None, is_alive=lock_holder.alive):
-    """Why the run ``holder`` no longer holds the lock Lease ``lease`` (None when it may still be running): no Lease,
-    another holder, expired, or its process gone on this controller (``here``: lock_holder.this_controller)."""
+def abandoned(lease, now=None, here=None, is_alive=lock_holder.alive):
+    """Why no run holds the lock Lease ``lease`` any more (None while its holder may still be running): no Lease or no
+    holder, expired, or its holder's process gone on this controller (``here``: lock_holder.this_controller). Any run
+    takes such a lock over at once."""
     lock = describe_lock(lease, now)
     if lock is None:
         return "its lock is released"
-    if lock["holder"] != holder:
-        return "its lock is held by run %s now" % lock["holder"]
     if not lock["live"]:
         return "its lock expired at %s" % lock["expires"]
     return lock_holder.takeover_reason(lock["process"], here, is_alive) if here else None
+
+
+def run_over(lease, holder, now=None, here=None, is_alive=lock_holder.alive):
+    """Why the run ``holder`` no longer holds the lock Lease ``lease`` (None when it may still be running): abandoned,
+    or held by another run."""
+    lock = describe_lock(lease, now)
+    if lock is not None and lock["holder"] != holder:
+        return "its lock is held by run %s now" % lock["holder"]
+    return abandoned(lease, now, here, is_alive)
 
 
 def runs_over(kube, references, now=None):
@@ -171,6 +179,52 @@ def runs_over(kube, references, now=None):
                 leases[reference] = None
         found[(reference, holder)] = run_over(leases[reference][0], holder, now, here) if leases[reference] else None
     return found
+
+
+def tidy_locks(kube, namespace, dry_run=False, now=None, here=None, is_alive=lock_holder.alive):
+    """The member locks in ``namespace`` that no run holds any more (``abandoned``), deleted: ``[{name, member, holder,
+    reason}]``. Each is deleted in the version read, so a lock a run takes over meanwhile stays; a Lease without the
+    labels this collection writes is never touched, and a credential that may not list Leases there tidies nothing.
+
+    A run that died holding a lock leaves it until some run needs its member again; the hub role's tidy removes it
+    sooner, so that what a status shows, and what a run from another controller waits for, is only a running run."""
+    try:
+        leases = kube.list(LEASE, namespace, label_selector="app.kubernetes.io/managed-by=%s,%s" % (MANAGED_BY, MEMBER_LABEL))
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return []
+        raise
+    here = here or lock_holder.this_controller()
+    removed = []
+    for lease in leases:
+        metadata = lease.get("metadata") or {}
+        member = (metadata.get("labels") or {}).get(MEMBER_LABEL)
+        reason = abandoned(lease, now, here, is_alive) if member and metadata.get("name") == lease_name(member) else None
+        if reason and _delete_version(kube, namespace, metadata, dry_run):
+            annotations = metadata.get("annotations") or {}
+            removed.append({"name": metadata["name"], "member": member, "holder": (lease.get("spec") or {}).get("holderIdentity"),
+                            "by": annotations.get(HOLDER_ANNOTATION) or "unknown", "reason": reason})
+    return removed
+
+
+def tidied_message(item, dry_run=False):
+    """What a run says of a lock the hub tidy removed: whose, and why (a run died holding it)."""
+    return "%s the lock of %s left by run %s (run by %s): %s" % (
+        "would remove" if dry_run else "removed", item["member"], item["holder"], item["by"], item["reason"])
+
+
+def _delete_version(kube, namespace, metadata, dry_run):
+    """Delete a Lease if it is still at the version read: whether it was (or, in a dry run, would be)."""
+    options = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": metadata["resourceVersion"]}}
+    if dry_run:
+        options["dryRun"] = ["All"]
+    try:
+        kube.request("DELETE", LEASE.path(namespace, metadata["name"]), body=options)
+    except ApiError as exc:
+        if exc.status in (404, 409):  # released, or taken over, since it was read
+            return False
+        raise
+    return True
 
 
 class MemberLock:

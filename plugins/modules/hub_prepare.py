@@ -77,7 +77,11 @@ options:
         O(backend_namespaces); for Rancher Fleet, the collection's registration tokens whose runs are over - expired
         ones, and those made under a member lock (M(fleetops.registration.member_lock)) that their run no longer
         holds (released, taken by another run, expired, or held by a process gone on this controller). A token whose
-        run may still be running, or whose lock cannot be read, stays. Other objects are never touched.
+        run may still be running, or whose lock cannot be read, stays.
+      - And, in O(hub_namespace), the member locks no run holds any more - expired ones, and those whose holder's
+        process is gone on this controller (a run that was killed) - so that a status shows, and a run from another
+        controller waits for, only a run that may still be going. A lock another run takes over meanwhile stays.
+        Other objects are never touched.
       - The M(fleetops.registration.fleet_registration_token) option O(fleetops.registration.fleet_registration_token#module:prune)
         does the same for one member's tokens during a join.
     type: bool
@@ -147,6 +151,16 @@ tidied:
   returned: always
   type: dict
   sample: {"rancher_fleet": [{"name": "fleetops-join-3f2a9c", "reason": "expired at 2026-11-23T09:00:00Z"}], "kubefleet": []}
+tidied_locks:
+  description:
+    - With O(tidy), the member locks removed from O(hub_namespace) (or that would be, in check mode), each with the
+      member, the run that held it (its id, and who ran it) and the reason. Each is also a warning: a run ended
+      without releasing the member.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "fleetops-member-edge-1", "member": "edge-1", "holder": "3f2a9c0d1e", "by": "AWX job 42",
+            "reason": "its run (process 4242 on awx-1) no longer runs"}]
 created_namespaces:
   description: The namespaces this run created (or would create, in check mode).
   returned: always

@@ -2,6 +2,7 @@
 twice), a lock left by a run that died - taken over at once from the same controller, once it expired (or when told to)
 from another - and a live run's lock waited for with progress."""
 
+import datetime
 import json
 import subprocess
 import time
@@ -186,7 +187,9 @@ def test_a_join_killed_with_the_hub_down_is_taken_over_at_once_by_the_next_run_f
     run = playbook(lab, "join_cluster.yml", "--limit", "fleet-hub,member2", tmp_path=tmp_path)
     expires = lease.spec.renew_time.timestamp() + lease.spec.lease_duration_seconds
     assert run.changed("member2") > 0 and time.time() < expires  # joined while the killed run's lock was still live
-    assert "took over the lock of member2 from run %s" % lease.spec.holder_identity in run.output
+    # The hub role's tidy removed it before the member's lock step (which takes such a lock over itself, as
+    # test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_its_process_is_killed shows).
+    assert "removed the lock of member2 left by run %s" % lease.spec.holder_identity in run.output
     assert "process %d on " % killed.pid in run.output and "no longer runs" in run.output
     assert lock_lease(lab, "member2") is None
     assert hub.member_cluster("member2") is not None and (hub.fleet_cluster("member2").get("status") or {}).get("agent")
@@ -411,6 +414,52 @@ def test_a_live_run_s_lock_is_waited_for_with_progress_and_taken_at_once_when_it
     item = {"name": name, "hub_kubeconfig": str(lab.kubeconfig), "hub_context": "hub"}
     run_module("member_lock", {"state": "absent", "members": [item], "states": taken["members"]})
     assert lock_lease(lab, name) is None
+
+
+def test_the_hub_tidy_removes_a_killed_run_s_lock_and_an_expired_one_and_keeps_those_that_may_still_run(lab, tmp_path):
+    """Issue 47 (seed 7's soak): a SIGKILLed join's lock stayed on the hub until it expired, as no later run needed its
+    member; from another controller a run for it would have waited that long. The hub role's tidy now removes it."""
+    from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import lock_body
+    from ansible_collections.fleetops.registration.plugins.module_utils.times import utcnow
+    names = dict((what, unique("tidy-" + what)) for what in ("killed", "elsewhere", "expired"))
+    leases = client.CoordinationV1Api(lab.api_client("hub"))
+    args = {"kubeconfig": str(lab.kubeconfig), "context": "hub", "backends": ["kubefleet"], "tidy": True}
+    assert not run_module("hub_prepare", args).failed  # the lock namespace (on a fresh lab), and the locks before, tidied
+    other = {"host": "controller-b", "boot_id": "0f0f0f0f-0000-4000-8000-000000000000", "pid_namespace": "pid:[4026531836]",
+             "pid": 4242, "started": 1000}
+    leases.create_namespaced_lease(LOCK_NAMESPACE, lock_body(names["elsewhere"], "otherrun02", "AWX job 78", 600, utcnow(), process=other))
+    an_hour_ago = utcnow() - datetime.timedelta(hours=1)
+    leases.create_namespaced_lease(LOCK_NAMESPACE, lock_body(names["expired"], "otherrun03", "AWX job 79", 60, an_hour_ago, process=other))
+
+    def tidied(result):
+        assert not result.failed, result.get("msg")
+        return dict((item["member"], item) for item in result["tidied_locks"] if item["member"] in names.values())
+
+    holder, _result = lock_run(lab, tmp_path, names["killed"], "holder", "-e", "hold=600", background=True)
+    try:
+        lease = wait_for(lambda: lock_lease(lab, names["killed"]), 120, "the holder to lock %s" % names["killed"])
+        first = tidied(run_module("hub_prepare", args))
+        assert list(first) == [names["expired"]] and first[names["expired"]]["holder"] == "otherrun03", first
+        assert first[names["expired"]]["reason"].startswith("its lock expired at ")
+        assert lock_lease(lab, names["expired"]) is None and lock_lease(lab, names["killed"]) is not None
+        kill_tree(holder.pid)
+        holder.wait()
+        predicted = tidied(run_module("hub_prepare", args, check=True))
+        assert list(predicted) == [names["killed"]] and lock_lease(lab, names["killed"]) is not None, predicted
+        result = run_module("hub_prepare", args)
+        removed = tidied(result)
+        assert list(removed) == [names["killed"]] and removed[names["killed"]]["holder"] == lease.spec.holder_identity
+        assert removed[names["killed"]]["reason"].startswith("its run (process %d on " % holder.pid)
+        assert lock_lease(lab, names["killed"]) is None
+        assert "removed the lock of %s left by run %s" % (names["killed"], lease.spec.holder_identity) in str(result["warnings"])
+        assert lock_lease(lab, names["elsewhere"]).spec.holder_identity == "otherrun02"  # may still run: waited for, kept
+        assert tidied(run_module("hub_prepare", args)) == {}
+    finally:
+        if holder.poll() is None:
+            kill_tree(holder.pid)
+            holder.wait()
+        for name in names.values():
+            read_or_none(lambda name=name: leases.delete_namespaced_lease("fleetops-member-" + name, LOCK_NAMESPACE))
 
 
 def test_a_lock_from_another_controller_is_waited_for_unless_the_run_is_told_to_take_it_over(lab, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ConnectionFailure, WaitTimeout
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import (
     MAX_DURATION_SECONDS, SKEW_SECONDS, LockHeld, MemberLock, NotALock, describe_lock, held_message, lock_body, renewal_due,
-    run_over, take_locks,
+    run_over, take_locks, tidied_message, tidy_locks,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock_batch import lock_duration, release_retrying
@@ -193,3 +193,59 @@ def test_a_run_is_over_once_its_lock_is_released_taken_expired_or_its_process_go
     assert "no longer runs" in run_over(body, "r1", NOW, here, is_alive=lambda pid, started: False)
     elsewhere = dict(here, host="other")
     assert run_over(body, "r1", NOW, elsewhere, is_alive=lambda pid, started: False) is None
+
+
+class TidyHub:
+    """A hub holding ``leases`` as tidy_locks sees it: a LIST, then DELETEs with a resourceVersion precondition
+    (``moved``: names whose version changed since the LIST, as when a run took the lock over meanwhile)."""
+
+    def __init__(self, leases, moved=(), status=None):
+        self.leases, self.moved, self.status, self.deleted = leases, set(moved), status, []
+
+    def list(self, resource, namespace, label_selector=None):
+        if self.status:
+            raise ApiError("no", status=self.status)
+        assert label_selector == "app.kubernetes.io/managed-by=fleetops.registration,fleetops.registration/member"
+        return self.leases
+
+    def request(self, method, path, body=None, **kwargs):
+        name = path.rsplit("/", 1)[1]
+        if name in self.moved:
+            raise ApiError("conflict", status=409)
+        self.deleted.append((method, name, body["preconditions"]["resourceVersion"], body.get("dryRun")))
+
+
+def test_the_hub_tidy_deletes_the_locks_no_run_holds_in_the_version_it_read_and_keeps_the_others():
+    """Issue 47 (seed 7's soak): a SIGKILLed run's lock stayed until it expired, as no later run needed its member."""
+    here = {"host": "ctl", "boot_id": "b", "pid_namespace": "p", "pid": 1, "started": 1}
+
+    def lease(member, holder, process, duration=600, acquired=NOW):
+        body = lock_body(member, holder, "me@ctl", duration, acquired, process=process)
+        body["metadata"]["resourceVersion"] = "v-" + member
+        return body
+
+    dead = lease("dead", "r1", dict(here, pid=4242, started=7))
+    live_here = lease("running", "r2", dict(here, pid=4343, started=8))
+    elsewhere = lease("elsewhere", "r3", dict(here, host="other", pid=4242, started=7))
+    expired = lease("expired", "r4", dict(here, host="other"), duration=60, acquired=NOW - datetime.timedelta(hours=1))
+    taken_meanwhile = lease("taken", "r5", dict(here, pid=4242, started=7))
+    misnamed = lease("edge-1", "r6", dict(here, pid=4242, started=7))
+    misnamed["metadata"]["name"] = "fleetops-member-edge-2"  # another member's name: not this collection's lock
+    hub = TidyHub([dead, live_here, elsewhere, expired, taken_meanwhile, misnamed], moved=["fleetops-member-taken"])
+
+    def is_alive(pid, started):
+        return pid == 4343
+
+    removed = tidy_locks(hub, "fleetops-system", now=NOW, here=here, is_alive=is_alive)
+    assert [(item["member"], item["holder"]) for item in removed] == [("dead", "r1"), ("expired", "r4")]
+    assert removed[0]["reason"] == "its run (process 4242 on ctl) no longer runs" and removed[0]["by"] == "me@ctl"
+    assert tidied_message(removed[0]) == "removed the lock of dead left by run r1 (run by me@ctl): its run (process 4242 on ctl) no longer runs"
+    assert removed[1]["reason"].startswith("its lock expired at 2026-11-24T16:01:00Z")
+    assert [(name, version) for _method, name, version, _dry in hub.deleted] == [
+        ("fleetops-member-dead", "v-dead"), ("fleetops-member-expired", "v-expired")]
+
+    dry = TidyHub([dead])
+    assert [item["member"] for item in tidy_locks(dry, "fleetops-system", dry_run=True, now=NOW, here=here, is_alive=is_alive)] == ["dead"]
+    assert dry.deleted == [("DELETE", "fleetops-member-dead", "v-dead", ["All"])]
+    # a credential that may not list Leases there, or no such namespace: nothing tidied, nothing failed
+    assert tidy_locks(TidyHub([dead], status=403), "fleetops-system", now=NOW, here=here, is_alive=is_alive) == []
