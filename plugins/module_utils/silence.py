@@ -5,7 +5,8 @@
 contacts the hub again at its next heartbeat. A member whose only reason to re-register is silence is given its
 manager's contact period (``FleetManager.contact``) to be heard from; only then is its agent re-registered. That
 covers an agent whose next try falls within the period; after a long hub outage KubeFleet's agent backs off its
-heartbeat for longer, and is still re-registered (``make soak``, docs/testing.md).
+heartbeat for longer (``make soak``, docs/testing.md): then an agent whose token the hub accepts is restarted, which ends
+the back-off, and only one whose token is not known to work is registered again.
 
 An agent is also silent when the hub's last contact is older than the agent that runs now
 (``unheard_since_start``): that contact was its predecessor's. A run that restored the agent and then lost the hub
@@ -21,6 +22,8 @@ import time
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 
 SILENT = "silent"
+# What silence asks for: a re-registration, or (an agent whose credential works) a restart, which the install does.
+REPAIRS = ("reregister", "install")
 POLL_SECONDS = 2
 # The agent's clock stamps its contacts, the member's controller-manager the Deployment's conditions: a contact is
 # counted as the current agent's unless it is older than the agent's start by more than this.
@@ -48,9 +51,10 @@ def unheard_since_start(last_contact, started):
 
 
 def silent_only(findings):
-    """Whether the re-registration the findings ask for rests on silence alone."""
-    again = [item.get("cause") for item in findings or [] if item.get("action") == "reregister"]
-    return bool(again) and set(again) == {SILENT}
+    """Whether the repair the findings ask for (a re-registration, or a restart of an agent whose credential works)
+    rests on silence alone."""
+    repairs = [item.get("cause") for item in findings or [] if item.get("action") in REPAIRS]
+    return bool(repairs) and set(repairs) == {SILENT}
 
 
 def heard_from(read, last_contact, before, grace, clock=time.monotonic, sleep=time.sleep):

@@ -235,6 +235,15 @@ options:
       - The check runs where the task runs; it stands in for the member's own network path to the hub.
     type: bool
     default: true
+  silent:
+    description:
+      - Why the agent was judged silent before this step (M(fleetops.registration.member_info)'s finding C(silent): its
+        heartbeat too old, or older than the agent that runs now). The agent is then restarted (rollout restart) unless
+        this step rolls new pods out anyway, and the step waits for a heartbeat made after it.
+      - Unset, the step judges the heartbeat itself from the C(MemberCluster) it reads, with that object's
+        C(heartbeatPeriodSeconds) - which a member step of the same run may just have changed, as it does when it sets
+        the period back from a shorter one.
+    type: str
   rollback_to_revision:
     description:
       - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
@@ -474,6 +483,7 @@ def argument_spec():
         values=dict(type="dict", default={}),
         secret_values=dict(type="dict", no_log=True),
         preflight=dict(type="bool", default=True),
+        silent=dict(type="str"),
         rollback_to_revision=dict(type="int"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )

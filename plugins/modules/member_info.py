@@ -88,14 +88,15 @@ options:
   stale_after:
     description:
       - Seconds after the agent's last check-in (Rancher Fleet) or heartbeat (KubeFleet) after which a silent agent
-        (the cause C(silent)) is re-registered, on top of the credential check.
+        (the cause C(silent)) is restarted - and re-registered, unless it is a KubeFleet agent whose token the hub
+        accepts - on top of the credential check.
       - Unset, each fleet manager's own rule applies - the same that M(fleetops.registration.fleet_status) and the
         inventory plugin apply - Rancher Fleet 3600 seconds after the last check-in, KubeFleet three
         C(heartbeatPeriodSeconds) after the last heartbeat. O(stale_after=0) turns Rancher Fleet's off.
-      - A KubeFleet member whose only reason to re-register is silence is first given one C(heartbeatPeriodSeconds)
+      - A KubeFleet member whose only reason for a repair is silence is first given one C(heartbeatPeriodSeconds)
         (and 5 seconds) to be heard from, by a GET of its C(MemberCluster) every 2 seconds, and is judged again when a
         newer heartbeat comes. After a hub outage every agent's last heartbeat is old until its next one, and a run right
-        after it would otherwise re-register every member's agent.
+        after it would otherwise restart every member's agent.
     type: int
   fleet_namespace:
     description:

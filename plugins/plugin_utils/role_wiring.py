@@ -127,7 +127,8 @@ MODULE_ARGS = {
             chart_version="kubefleet_agent_chart_version", chart_repo_url="kubefleet_agent_chart_repo_url",
             image_repository="kubefleet_agent_image_repository", image_tag="kubefleet_agent_image_tag",
             refresh_token_image_repository="kubefleet_refresh_token_image_repository", values="kubefleet_agent_values",
-            secret_values="secret_values_kubefleet", agent="agent", preflight="kubefleet_preflight"),
+            secret_values="secret_values_kubefleet", agent="agent", preflight="kubefleet_preflight",
+            silent="state_kubefleet_silent"),
         "fleet_registration_token": dict(
             _HUB_SIDE, name="token_name", namespace="fleet_namespace", cluster="cluster_name", run_id="state_run_id",
             ttl="fleet_token_ttl", max_ttl="fleet_token_max_ttl", values_dest="fleet_values_dest"),
@@ -332,7 +333,15 @@ def with_state(role, found, state):
                  state_identity=state.get("identity") or {}, state_run_id=state.get("run_id"))
     if role == "member_join":
         found["token_name"] = found["fleet_token_name"] or "fleetops-join-%s" % (state.get("run_id"),)
+        found["state_kubefleet_silent"] = silent_evidence(state, "kubefleet")
     return found
+
+
+def silent_evidence(state, manager):
+    """Why member_info judged the manager's agent silent (its ``silent`` finding's evidence), or None: the agent step
+    restarts it on this judgement rather than judge the heartbeat again after the member step changed its period."""
+    found = ((state.get("managers") or {}).get(manager) or {}).get("findings") or []
+    return next((item.get("evidence") for item in found if isinstance(item, dict) and item.get("cause") == "silent"), None)
 
 
 def module_args(wiring, found):

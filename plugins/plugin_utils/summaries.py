@@ -46,6 +46,8 @@ def _agent_outcome(state, agent, check_mode):
         return "re-registered (%s)" % "; ".join(state.get("reasons") or ["credential replaced"]) if agent.get("changed") else "unchanged"
     if action == "join":
         return "registered"
+    if agent.get("changed") and agent.get("repaired") and agent.get("reasons") == [agent["repaired"]]:
+        return "repaired (%s)" % agent["repaired"]  # no Helm change: the Deployment rolled out again (restart, replica)
     return "%sed" % action.rstrip("e") if agent.get("changed") else "unchanged"
 
 

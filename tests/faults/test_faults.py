@@ -257,6 +257,7 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     # a 10 s heartbeat period makes the heartbeat stale (3 periods) within the test's time; the re-run sets it back
     sides.hub_custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER, {"spec": {"heartbeatPeriodSeconds": 10}})
     frozen = _agent_pids(lab, "member-agent")
+    token = _member_token(sides)
     lab.freeze("%s/fleet-system/member-agent-*/member-agent" % MEMBER)
     try:
         wait_for(lambda: time.time() - _heartbeat(sides) > 40, 120, "the frozen agent's heartbeat to go stale (3 periods)")
@@ -267,9 +268,18 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
             if state == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
                 lab.thaw(name)
     assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member with a frozen agent as unchanged"
+    # The hub still accepts its token, so the agent is restarted and keeps it (soak seed 183, round 6: after a hub
+    # outage every member's KubeFleet agent was given a new token, though only its heartbeat's back-off was wrong).
+    assert _member_token(sides) == token, "the re-run replaced the token of an agent whose token the hub accepts"
+    assert "agent repaired (the agent was restarted (rollout restart)" in rerun
     # the restart deleted the frozen agent's pod; its process ends within the pod's grace period (SIGKILL after it)
     wait_for(lambda: not frozen & _agent_pids(lab, "member-agent"), 30, "the frozen member agent process to end")
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+
+
+def _member_token(sides):
+    """The member agent's hub token (the Secret the collection writes on the member)."""
+    return sides.core(MEMBER).read_namespaced_secret("hub-kubeconfig-secret", "fleet-hub-credentials").data["token"]
 
 
 def _agent_pods_started(sides):

@@ -96,8 +96,11 @@ def desired(**changes):
      "rejects the member agent's token in Secret fleet-hub-credentials/hub-kubeconfig-secret (Unauthorized)"),
     (hub(), member(**{"credential.username": "system:serviceaccount:fleet-system:old"}), desired(), "reregister",
      "authenticates as system:serviceaccount:fleet-system:old"),
-    (hub(heartbeat="2026-11-21T09:59:00Z"), member(), desired(), "reregister", "60s old, more than 3 x heartbeatPeriodSeconds (15s)"),
-    (hub(heartbeat="2026-11-21T09:40:00Z", period=600), member(), desired(stale_after=1000), "reregister",
+    # silent with a token the hub accepts: restarted (the install step), the token kept; with one not known to work: a new one
+    (hub(heartbeat="2026-11-21T09:59:00Z"), member(), desired(), "install", "60s old, more than 3 x heartbeatPeriodSeconds (15s)"),
+    (hub(heartbeat="2026-11-21T09:59:00Z"), member(**{"credential.accepted": None}), desired(), "reregister",
+     "60s old, more than 3 x heartbeatPeriodSeconds (15s)"),
+    (hub(heartbeat="2026-11-21T09:40:00Z", period=600), member(), desired(stale_after=1000), "install",
      "1200s old, more than stale_after (1000s)"),
     (hub(joined="False"), member(), desired(), "reregister", "not joined"),
     (hub(), member(), desired(force=True), "reregister", "forced"),

@@ -165,6 +165,15 @@ def test_join_summary_of_an_upgrade_and_an_unrun_agent_step():
     assert "agent unchanged" in join_summary(info, {})["line"]
 
 
+def test_join_summary_of_a_silent_agent_restarted_says_it_was_restarted_not_installed():
+    info = _info(kubefleet=_state("kubefleet", "install", HEALTHY_KUBEFLEET, ["the member agent's last heartbeat is 310s old"]))
+    repaired = "the agent was restarted (rollout restart): the member agent's last heartbeat is 310s old"
+    line = join_summary(info, {"member_join__kf_agent": {"changed": True, "repaired": repaired, "reasons": [repaired]}})["line"]
+    assert "agent repaired (%s), joined" % repaired in line and "installed" not in line
+    upgraded = join_summary(info, {"member_join__kf_agent": {"changed": True, "repaired": repaired, "reasons": ["values differ", repaired]}})
+    assert "agent installed/updated" in upgraded["line"]
+
+
 def test_leave_summary_names_what_was_removed_per_manager():
     host_vars = {
         "inventory_hostname": "member1", "member_leave_cluster_name": "member1",

@@ -98,13 +98,13 @@ def test_the_inventory_check_names_a_missing_chart_or_the_member_s_own_error():
 @pytest.mark.parametrize("role", sorted(wiring.MODULE_ARGS))
 def test_every_option_a_role_passes_is_wired_to_a_known_setting_and_has_words(role):
     known = set(wiring.SETTINGS[role]) | set(wiring.INVENTORY_ONLY) | set(wiring.DERIVED) | {
-        "state_lock", "state_labels", "state_identity", "state_run_id", "agent_chart_versions", "agent_values", "agent_images",
-        "force"}
+        "state_lock", "state_labels", "state_identity", "state_run_id", "state_kubefleet_silent", "agent_chart_versions",
+        "agent_values", "agent_images", "force"}
     for module, options in wiring.MODULE_ARGS[role].items():
         assert set(options.values()) <= known, (module, set(options.values()) - known)
         words = wiring.option_words(role, module)
         unnamed = [option for option, setting in options.items() if option not in words
-                   and setting not in ("state_lock", "state_identity", "state_run_id")
+                   and setting not in ("state_lock", "state_identity", "state_run_id", "state_kubefleet_silent")
                    and not setting.startswith("agent_") and setting != "force"]
         assert not unnamed, (module, unnamed)
 
@@ -291,3 +291,14 @@ def test_leave_task_files_exist_and_a_bad_workloads_value_is_refused_naming_the_
     problem = wiring.inventory_problem("member_leave", bad)
     assert problem.startswith("fleetops_leave_workloads, or the survey's fleetops_survey_leave_workloads (member_leave_workloads): "
                               "'delete' is not one of keep, remove"), problem
+
+
+def test_the_agent_step_is_told_what_member_info_judged_silent():
+    """The member step of the same run may set the heartbeat period back (10 s -> 60 s), after which the agent step's
+    own look would call the frozen agent's 41 s old heartbeat fresh: it restarts on member_info's judgement."""
+    silent = {"cause": "silent", "evidence": "the member agent's last heartbeat is 41s old", "action": "install"}
+    state = {"run_id": "r1", "managers": {"kubefleet": {"findings": [{"cause": "spec_drift", "evidence": "x"}, silent]}}}
+    found = wiring.with_state("member_join", {"fleet_token_name": None}, state)
+    assert found["state_kubefleet_silent"] == silent["evidence"]
+    assert wiring.module_args(wiring.MODULE_ARGS["member_join"], found)["kubefleet_member_agent"]["silent"] == silent["evidence"]
+    assert wiring.with_state("member_join", {"fleet_token_name": None}, {"managers": {}})["state_kubefleet_silent"] is None

@@ -79,7 +79,9 @@ KUBEFLEET_ROWS = [
     ("never_checked_in", "join", {"joined": None, "heartbeat": None, "heartbeat_age_seconds": None}, {}, {}),
     ("not_joined", "reregister", {"joined": False}, {}, {}),
     ("hub_reports", "none", {"healthy": False, "conditions_false": ["member agent Healthy=False (Unhealthy): -"]}, {}, {}),
-    ("silent", "reregister", {"heartbeat_age_seconds": 600}, {}, {}),
+    # after a hub outage: the hub accepts the agent's token, so the agent is restarted, not given a new token
+    ("silent", "install", {"heartbeat_age_seconds": 600}, {}, {}),
+    ("silent", "reregister", {"heartbeat_age_seconds": 600}, {"credential.accepted": None}, {}),
     ("forced", "reregister", {}, {}, {"force": True}),
     ("agent_missing", "install", {}, {"release": None}, {}),
     ("release_not_deployed", "install", {}, {"release.status": "failed"}, {}),

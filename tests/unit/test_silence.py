@@ -13,6 +13,9 @@ def test_only_a_re_registration_for_silence_alone_is_waited_out():
     assert silence.silent_only([_finding("silent"), _finding("labels_drift", "relabel")])
     assert not silence.silent_only([_finding("silent"), _finding("credential_rejected")])
     assert not silence.silent_only([_finding("agent_missing", "install")])
+    # KubeFleet: an agent whose token the hub accepts is restarted for silence, not registered again
+    assert silence.silent_only([_finding("silent", "install"), _finding("chart_version", "upgrade")])
+    assert not silence.silent_only([_finding("silent", "install"), _finding("agent_missing", "install")])
     assert not silence.silent_only([])
 
 

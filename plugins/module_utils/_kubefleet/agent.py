@@ -208,7 +208,8 @@ class MemberAgent(AgentFlow, Runner):
         setting = self.reconcile_agent_setting(self.agent_namespace, chart_fullname(self.release_name), self.setting)
         rolling = plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted
         repair = repair_agent(self.kube, self.agent_namespace, chart_fullname(self.release_name), rolling=rolling,
-                              silent=heartbeat_problem(hub_view(member_cluster)) if member_cluster else None, dry_run=self.check_mode,
+                              silent=self.params.get("silent") or (heartbeat_problem(hub_view(member_cluster)) if member_cluster else None),
+                              dry_run=self.check_mode,
                               last_contact=previous_heartbeat)
         reasons = ([moved] if moved else []) + plan.reasons + setting["drift"] + ([repair] if repair else [])
         changed = plan.changed or setting["patched"] or bool(repair or moved)

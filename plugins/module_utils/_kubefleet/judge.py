@@ -85,6 +85,22 @@ def _silent(hub, member, desired):
     return heartbeat_problem(hub, desired.get("stale_after")) or unheard_since_start(hub.get("heartbeat"), started)
 
 
+def _token_accepted(member):
+    """The member's token is in its Secret and the hub accepts it (checked with it at the hub, this run)."""
+    read = SECRETS not in ((member or {}).get("unread") or ())
+    return bool(read and _credential(member).get("present") and _credential(member).get("accepted") is True)
+
+
+def _silent_token_unproven(hub, member, desired):
+    return None if _token_accepted(member) else _silent(hub, member, desired)
+
+
+def _silent_token_accepted(hub, member, desired):
+    """Silent, though its token works: after a hub outage the agent backs its heartbeat off for minutes (controller-runtime's
+    retry delay doubles at each failure). A restart ends the back-off; a new token would change nothing."""
+    return _silent(hub, member, desired) if _token_accepted(member) else None
+
+
 def _forced(hub, member, desired):
     return "re-registration was forced" if desired.get("force") else None
 
@@ -199,7 +215,10 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
     Rule("never_checked_in", "join", _never_joined, LOOK_AT_AGENT),
     Rule("not_joined", "reregister", _not_joined, AGENT_LOG + " " + REREGISTER),
     Rule("hub_reports", "none", _hub_reports, AGENT_LOG),
-    Rule("silent", "reregister", _silent, "Look at the agent on the member: is it running, can it reach the hub? " + REREGISTER),
+    Rule("silent", "reregister", _silent_token_unproven, "Look at the agent on the member: is it running, can it reach the hub? " + REREGISTER),
+    Rule("silent", "install", _silent_token_accepted, "The hub accepts the agent's token, so a re-run keeps it and restarts the agent "
+                                                      "(rollout restart), then waits for a heartbeat made after the restart. " + AGENT_LOG,
+         reads=SECRETS),
     Rule("forced", "reregister", _forced, REREGISTER),
     Rule("agent_missing", "install", _release_missing, "A re-run installs it.", reads=SECRETS),
     Rule("release_not_deployed", "install", _release_not_deployed, "A re-run installs it again (helm history on the member says why "
