@@ -154,7 +154,7 @@ tidied:
 tidied_locks:
   description:
     - With O(tidy), the member locks removed from O(hub_namespace) (or that would be, in check mode), each with the
-      member, the run that held it (its id, and who ran it) and the reason. Each is also a warning: a run ended
+      member, the run that held it (its id, and who ran it) and the reason. Each is also a warning, as a run ended
       without releasing the member.
   returned: always
   type: list

@@ -237,7 +237,7 @@ options:
     default: true
   silent:
     description:
-      - Why the agent was judged silent before this step (M(fleetops.registration.member_info)'s finding C(silent): its
+      - Why the agent was judged silent before this step (M(fleetops.registration.member_info)'s finding C(silent), its
         heartbeat too old, or older than the agent that runs now). The agent is then restarted (rollout restart) unless
         this step rolls new pods out anyway, and the step waits for a heartbeat made after it.
       - Unset, the step judges the heartbeat itself from the C(MemberCluster) it reads, with that object's
