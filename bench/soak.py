@@ -232,12 +232,17 @@ def _judged_round(fleet, seed, number, faults, since, watch):
     return {
         'round': number, 'seed': seed,
         'faults': [{'kind': kind.name, 'member': member, 'at_second': delay if kind.during else None} for kind, member, delay in faults],
-        'first_run': first, 'changed_members': sorted(changed), 'untouched_changed': sorted(changed - set(m for _k, m, _d in faults)),
+        'first_run': first, 'changed_members': sorted(changed), 'untouched_changed': sorted(changed - touched(fleet, faults)),
         'runs': runs if not problems else None, 'problems': problems, 'idempotent': idempotent,
         'leftovers': left, 'other_controller_files': len(others),
         'absent_seconds': dict(('%s %s' % key, value) for key, value in absences.items()),
         'absence_by_design': removes, 'missing_at_end': watch.missing_now(), 'notes': fleet.notes,
     }
+
+
+def touched(fleet, faults):
+    """The members a round's faults reach: the one each names, every member for a fault on the hub itself."""
+    return set(fleet.members) if any(kind.hub_wide for kind, _m, _d in faults) else set(m for _k, m, _d in faults)
 
 
 def print_report(rows):

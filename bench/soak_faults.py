@@ -39,6 +39,7 @@ class Kind:
     removes: bool = False
     settle: float = 0  # seconds after ``before`` until the fault can be seen (a silent agent: its staleness rule)
     delay_ms: float = 0  # one-way delay between the round's runs and every API server (bench/scale_netns.py's relay)
+    hub_wide: bool = False  # every member's agents lose the hub: a change on any member answers the fault
 
 
 def _agent_component(member, agent):
@@ -159,9 +160,9 @@ CATALOGUE = [
     Kind('kubefleet_identity_deleted', before=delete_identity),
     Kind('fleet_cluster_deleted', before=delete_fleet_cluster, removes=True),
     Kind('token_deleted_while_waited_for', before=delete_secret(*FLEET_AGENT), during=delete_run_token),
-    Kind('hub_apiserver_killed_in_run', before=scale_to_zero(FLEET_AGENT), during=api_server_outage(_hub_apiserver, 8)),
+    Kind('hub_apiserver_killed_in_run', before=scale_to_zero(FLEET_AGENT), during=api_server_outage(_hub_apiserver, 8), hub_wide=True),
     Kind('hub_apiserver_down_past_run', before=scale_to_zero(KUBEFLEET_AGENT), during=api_server_outage(_hub_apiserver, None),
-         heal=start_api_server(_hub_apiserver)),
+         heal=start_api_server(_hub_apiserver), hub_wide=True),
     Kind('member_apiserver_down_in_run', before=scale_to_zero(FLEET_AGENT), during=api_server_outage(_member_apiserver, 10)),
     Kind('run_killed', before=delete_deployment(KUBEFLEET_AGENT), during=kill_run),
     Kind('second_run_alongside', before=delete_deployment(FLEET_AGENT), during=second_run),
