@@ -237,12 +237,9 @@ options:
     default: true
   silent:
     description:
-      - Why the agent was judged silent before this step (M(fleetops.registration.member_info)'s finding C(silent), its
-        heartbeat too old, or older than the agent that runs now). The agent is then restarted (rollout restart) unless
-        this step rolls new pods out anyway, and the step waits for a heartbeat made after it.
-      - Unset, the step judges the heartbeat itself from the C(MemberCluster) it reads, with that object's
-        C(heartbeatPeriodSeconds) - which a member step of the same run may just have changed, as it does when it sets
-        the period back from a shorter one.
+      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)). The agent is restarted
+        unless this step rolls new pods out anyway, and the step waits for a heartbeat made after it. Unset, the step
+        judges the heartbeat from the C(MemberCluster) it reads (whose period a member step may just have changed).
     type: str
   rollback_to_revision:
     description:
