@@ -203,7 +203,7 @@ class TidyHub:
         self.leases, self.moved, self.status, self.deleted = leases, set(moved), status, []
 
     def list(self, resource, namespace, label_selector=None):
-        if self.status:
+        if self.status and self.status != "no-delete":
             raise ApiError("no", status=self.status)
         assert label_selector == "app.kubernetes.io/managed-by=fleetops.registration,fleetops.registration/member"
         return self.leases
@@ -212,6 +212,8 @@ class TidyHub:
         name = path.rsplit("/", 1)[1]
         if name in self.moved:
             raise ApiError("conflict", status=409)
+        if self.status == "no-delete":
+            raise ApiError("forbidden", status=403)
         self.deleted.append((method, name, body["preconditions"]["resourceVersion"], body.get("dryRun")))
 
 
@@ -249,3 +251,5 @@ def test_the_hub_tidy_deletes_the_locks_no_run_holds_in_the_version_it_read_and_
     assert dry.deleted == [("DELETE", "fleetops-member-dead", "v-dead", ["All"])]
     # a credential that may not list Leases there, or no such namespace: nothing tidied, nothing failed
     assert tidy_locks(TidyHub([dead], status=403), "fleetops-system", now=NOW, here=here, is_alive=is_alive) == []
+    # one that may list them but not delete them (an RBAC from before the tidy): the lock stays, the role goes on
+    assert tidy_locks(TidyHub([dead], status="no-delete"), "fleetops-system", now=NOW, here=here, is_alive=is_alive) == []
