@@ -196,6 +196,12 @@ class FleetManager:
         ``(None, None)`` by default: silence is not waited out."""
         return None, None
 
+    def overdue(self, hub_view: View, stale_after: Optional[int] = None) -> Optional[float]:
+        """Seconds until a member whose agent has missed its contact (not heard from within ``contact``'s period) is
+        judged silent; None when it is not overdue, or the manager keeps no such period (the default). member_info
+        waits that long for a contact before it calls the member healthy (silence.py)."""
+        return None
+
     def status_columns(self, hub: KubeClient, hub_objects: Dict[str, View]) -> Dict[str, View]:
         """``{member: {column: value}}``: this manager's own columns of fleet_status's rows, from its members' hub
         objects (``read_hub``'s); a column that is a mapping with a ``warning`` is warned of. None by default."""

@@ -132,8 +132,7 @@ class MemberInfo:
         hub_view = manager.hub_view(hub_object) if hub_object is not None else None
         member_view = dict(manager.member_view(self.member(), hub, self.params), workloads=self.running(manager))
         state = manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
-        if silence.silent_only(state.findings):
-            hub_object, hub_view, state = self.wait_out_silence(manager, hub, hub_view, member_view, state, hub_object)
+        hub_object, hub_view, state = self.wait_for_contact(manager, hub, hub_view, member_view, state, hub_object)
         self.warn_of_expiry(manager, member_view)
         agent_versions.warn_of_skew(self.module, manager, hub, member_view, self.name, connection_key(self.params, "hub_"))
         if cluster_identity.replaced(cluster_identity.recorded_identity(hub_object), self.identity()):
@@ -152,22 +151,36 @@ class MemberInfo:
                 return None
             raise
 
-    def wait_out_silence(self, manager, hub, hub_view, member_view, state, hub_object):
-        """A member judged silent, and for nothing else, is heard from within its manager's contact period (then judged
-        again) or re-registered as judged: ``(hub object, hub view, state)``. A GET of its hub object every 2 s; the
-        batch's members wait side by side."""
-        before, grace = manager.contact(hub_view)
+    def wait_for_contact(self, manager, hub, hub_view, member_view, state, hub_object):
+        """Hear from an agent whose last contact leaves its health in doubt, then judge the member again:
+        ``(hub object, hub view, state)``. A member judged silent, and for nothing else, is given its manager's contact
+        period; one judged healthy whose agent has missed its contact (``FleetManager.overdue``) is given until it
+        would be judged silent, and is judged again then (and repaired without a further wait). silence.py says why."""
+        overdue = not silence.repairs(state.findings)
+        if overdue:
+            grace = manager.overdue(hub_view, self.params.get("stale_after"))
+        else:
+            grace = manager.contact(hub_view)[1] if silence.silent_only(state.findings) else None
         if grace is None:
             return hub_object, hub_view, state
-
-        resource = manager.member_resource
-        fleet_namespace = self.params.get("fleet_namespace") if resource.namespaced else None
-        newer = silence.heard_from(lambda: hub.get(resource, self.name, fleet_namespace), lambda obj: manager.contact(manager.hub_view(obj))[0],
-                                   before, grace)
+        newer = self.heard_from(manager, hub, hub_view, grace)
+        if newer is None and overdue:
+            newer = self.read_member_object(manager, hub)
         if newer is None:
             return hub_object, hub_view, state
         hub_view = manager.hub_view(newer)
         return newer, hub_view, manager.decide(self.name, hub_view, member_view, desired_for(manager, self.params))
+
+    def read_member_object(self, manager, hub):
+        resource = manager.member_resource
+        fleet_namespace = self.params.get("fleet_namespace") if resource.namespaced else None
+        return hub.get(resource, self.name, fleet_namespace)
+
+    def heard_from(self, manager, hub, hub_view, grace):
+        """The member's hub object once its agent contacted the hub after ``hub_view`` was read, or None after
+        ``grace`` seconds (a GET every 2 s; the batch's members wait side by side)."""
+        return silence.heard_from(lambda: self.read_member_object(manager, hub),
+                                  lambda obj: manager.contact(manager.hub_view(obj))[0], manager.contact(hub_view)[0], grace)
 
     def warn_of_expiry(self, manager, member_view):
         """Warn (and say in the member view's ``credential.warning``) when the agent's credential expires soon and was

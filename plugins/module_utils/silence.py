@@ -8,6 +8,11 @@ covers an agent whose next try falls within the period; after a long hub outage 
 heartbeat for longer (``make soak``, docs/testing.md): then an agent whose token the hub accepts is restarted, which ends
 the back-off, and only one whose token is not known to work is registered again.
 
+A member whose agent has missed its contact but is not silent yet (``FleetManager.overdue``) is waited for until it
+would be: after a hub outage KubeFleet's agent may be quiet for longer than its staleness bound, and a run that called
+it healthy from a heartbeat made before the outage would be contradicted by the hub moments later. Once the bound is
+passed it is silent, and repaired as above without a further wait.
+
 An agent is also silent when the hub's last contact is older than the agent that runs now
 (``unheard_since_start``): that contact was its predecessor's. A run that restored the agent and then lost the hub
 leaves such a member, and the staleness rules alone would call it healthy for up to an hour (Fleet's)."""
@@ -50,11 +55,16 @@ def unheard_since_start(last_contact, started):
         last_contact, started)
 
 
+def repairs(findings):
+    """The causes of the findings that ask for a re-registration or a restart."""
+    return [item.get("cause") for item in findings or [] if item.get("action") in REPAIRS]
+
+
 def silent_only(findings):
     """Whether the repair the findings ask for (a re-registration, or a restart of an agent whose credential works)
     rests on silence alone."""
-    repairs = [item.get("cause") for item in findings or [] if item.get("action") in REPAIRS]
-    return bool(repairs) and set(repairs) == {SILENT}
+    causes = repairs(findings)
+    return bool(causes) and set(causes) == {SILENT}
 
 
 def heard_from(read, last_contact, before, grace, clock=time.monotonic, sleep=time.sleep):

@@ -9,6 +9,7 @@ collection created on the member. One member (member1) joins, to keep the suite 
 """
 
 import re
+import threading
 import time
 
 import pytest
@@ -275,6 +276,53 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     # the restart deleted the frozen agent's pod; its process ends within the pod's grace period (SIGKILL after it)
     wait_for(lambda: not frozen & _agent_pids(lab, "member-agent"), 30, "the frozen member agent process to end")
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+
+
+def _member_info_kubefleet(lab):
+    result = run_module("member_info", {"kubeconfig": str(lab.kubeconfig), "context": MEMBER, "hub_kubeconfig": str(lab.kubeconfig),
+                                        "hub_context": "hub", "name": MEMBER, "backends": ["kubefleet"]})
+    assert not result.failed, result.get("msg")
+    return result["managers"]["kubefleet"]
+
+
+def _freeze_until_overdue(lab, sides, agent):
+    """Freeze the member agent right after a heartbeat, and return once that heartbeat is overdue (10 s period)."""
+    wait_for(lambda: time.time() - _heartbeat(sides) < 3, 120, "a heartbeat at the 10 s period")
+    lab.freeze(agent)
+    frozen_beat = _heartbeat(sides)
+    wait_for(lambda: time.time() - frozen_beat > 17, 30, "the frozen agent's heartbeat to be overdue")
+    return frozen_beat
+
+
+def test_an_overdue_heartbeat_is_waited_for_and_judged_silent_when_it_does_not_come(lab_controllers, play, sides):
+    # Soak seed 2150 round 3 (a rehearsal of .ci/run): after a hub outage a run called a member healthy from a
+    # heartbeat made before the outage, 19 s old at a 10 s period; the agent was backing off and the hub judged it
+    # silent moments after the run. A heartbeat older than its period is now waited for until it would be silent.
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    sides.hub_custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER, {"spec": {"heartbeatPeriodSeconds": 10}})
+    agent = "%s/fleet-system/member-agent-*/member-agent" % MEMBER
+    thaw = threading.Timer(6, lambda: lab.thaw(agent))
+    try:
+        _freeze_until_overdue(lab, sides, agent)
+        started = time.time()
+        state = _member_info_kubefleet(lab)
+        waited = time.time() - started
+        assert {"cause": "silent", "action": "install"} in [{"cause": f["cause"], "action": f["action"]} for f in state["findings"]], state["findings"]
+        assert waited > 8, "member_info judged the overdue agent at once (%.1f s), not once it was silent" % waited
+        lab.thaw(agent)
+        # heard from within the wait: healthy, from a heartbeat made after the one that was overdue
+        frozen_beat = _freeze_until_overdue(lab, sides, agent)
+        thaw.start()
+        state = _member_info_kubefleet(lab)
+        assert not [f for f in state["findings"] if f["action"] in ("install", "reregister")], state["findings"]
+        assert stamp(state["hub"]["heartbeat"]) > frozen_beat, "member_info judged the member by its overdue heartbeat"
+    finally:
+        thaw.cancel()
+        for name, component in lab.components().items():
+            if component == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
+                lab.thaw(name)
+    play.converges("join_cluster.yml", *LIMIT)
 
 
 def _member_token(sides):

@@ -74,3 +74,31 @@ def test_a_contact_older_than_the_agent_that_runs_now_was_an_earlier_agent_s():
     assert silence.unheard_since_start(None, started) is None
     assert silence.unheard_since_start("2026-11-28T09:00:00Z", None) is None
     assert silence.unheard_since_start("garbage", started) is None
+
+
+def test_a_kubefleet_heartbeat_is_overdue_between_its_period_and_the_staleness_bound():
+    def view(age, period=10, joined=True):
+        return {"heartbeat_age_seconds": age, "heartbeat_period_seconds": period, "joined": joined}
+
+    # within its period and the 5 s margin: due, not overdue
+    assert KUBEFLEET.overdue(view(15)) is None
+    # missed: waited for until it would be silent (3 periods), one second past it so the next read judges it so
+    assert KUBEFLEET.overdue(view(19)) == 12
+    assert KUBEFLEET.overdue(view(30)) == 1
+    # silent already (the silent rule's own wait applies), never joined, or no heartbeat time: not overdue
+    assert KUBEFLEET.overdue(view(31)) is None
+    assert KUBEFLEET.overdue(view(19, joined=None)) is None
+    assert KUBEFLEET.overdue(view(None)) is None
+    assert KUBEFLEET.overdue(None) is None
+    # the default period (60 s) when the MemberCluster names none; the user's stale_after lowers the bound
+    assert KUBEFLEET.overdue(view(70, period=None)) == 111
+    assert KUBEFLEET.overdue(view(70, period=None), stale_after=100) == 31
+    assert KUBEFLEET.overdue(view(70, period=None), stale_after=60) is None
+    # Fleet's agent checks in every agentCheckinInterval (15 min by default), which the hub does not record: no wait
+    assert RANCHER_FLEET.overdue({"last_seen": "2026-11-28T10:00:00Z", "joined": True}) is None
+
+
+def test_repairs_are_the_causes_that_ask_for_a_re_registration_or_a_restart():
+    assert silence.repairs([_finding("silent", "install"), _finding("labels_drift", "relabel"), _finding("credential_rejected")]) == [
+        "silent", "credential_rejected"]
+    assert silence.repairs([_finding("labels_drift", "relabel")]) == [] and silence.repairs(None) == []

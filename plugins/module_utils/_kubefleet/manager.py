@@ -174,7 +174,12 @@ class KubeFleet(FleetManager):
 
     def contact(self, hub_view):
         """The last heartbeat; the agent sends one every heartbeatPeriodSeconds (and a few seconds' margin)."""
-        return hub_view.get("heartbeat"), (hub_view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD) + 5
+        return hub_view.get("heartbeat"), (hub_view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD) + views.HEARTBEAT_MARGIN_SECONDS
+
+    def overdue(self, hub_view, stale_after=None):
+        """A missed heartbeat: after a hub outage the agent's heartbeat backs off, and its next may come after the
+        staleness rule's bound (``make soak``, docs/testing.md)."""
+        return views.heartbeat_overdue(hub_view or {}, stale_after)
 
     def status_columns(self, hub, hub_objects):
         """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""

@@ -72,6 +72,23 @@ def heartbeat_problem(view, stale_after=None):
     return None
 
 
+# A live agent's next heartbeat is due within its period and this margin; one that has not come is overdue.
+HEARTBEAT_MARGIN_SECONDS = 5
+
+
+def heartbeat_overdue(view, stale_after=None):
+    """Seconds until a joined member agent whose heartbeat is overdue (older than its period and a margin) is judged
+    silent by ``heartbeat_problem``; None when it is not overdue (fresh, never joined, or silent already)."""
+    age = view.get("heartbeat_age_seconds")
+    if age is None or view.get("joined") is not True:
+        return None
+    period = view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
+    silent_after = min(STALE_HEARTBEAT_PERIODS * period, stale_after or STALE_HEARTBEAT_PERIODS * period)
+    if age <= period + HEARTBEAT_MARGIN_SECONDS or age > silent_after:
+        return None
+    return silent_after - age + 1
+
+
 def member_agent_heartbeat(obj):
     """``lastReceivedHeartbeat`` of the MemberAgent in a MemberCluster's status, or None."""
     return member_agent_status(obj).get("lastReceivedHeartbeat") or None
