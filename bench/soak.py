@@ -52,7 +52,7 @@ class Fleet:
         self.members, self._client, self._config, self._apis = members, client, config, {}
         self.kubeconfig = labctl.LAB_DIR / 'kubeconfig'
         self.stopping = threading.Event()
-        self.notes, self.runs, self.scratch = [], [], None
+        self.notes, self.runs, self.scratch, self.not_applied = [], [], None, []
         self.wrapper = ()  # the argv prefix of the round's runs (a delayed network namespace)
 
     # -- clients (workloads.py takes ``lab.api_client``) ----------------------------------------------------------
@@ -107,9 +107,10 @@ class Fleet:
 
     def kill_run(self):
         run = self.runs[0]
-        if run.proc.poll() is None:
-            killed = kill_tree(run.proc.pid)
-            self.note('killed the run (%d processes)' % len(killed))
+        if run.proc.poll() is not None:
+            raise RuntimeError('the run had ended')
+        killed = kill_tree(run.proc.pid)
+        self.note('killed the run (%d processes)' % len(killed))
 
     def start_second_run(self):
         self.start_run(self.runs[0].label + '-alongside')
@@ -122,11 +123,15 @@ def recap(run):
 
 
 def _during(fleet, kind, member, delay):
-    if not fleet.stopping.wait(delay):
-        try:
-            kind.during(fleet, member)
-        except Exception as exc:  # pylint: disable=broad-except  # a fault that could not be applied is noted, not fatal
-            fleet.note('%s during: %r' % (kind.name, exc))
+    if fleet.stopping.wait(delay):
+        fleet.note('%s during: the run ended before its second %g' % (kind.name, delay))
+        fleet.not_applied.append(kind.name)
+        return
+    try:
+        kind.during(fleet, member)
+    except Exception as exc:  # pylint: disable=broad-except  # a fault that could not be applied is noted, not fatal
+        fleet.note('%s during: %r' % (kind.name, exc))
+        fleet.not_applied.append(kind.name)
 
 
 def play_faulted_run(fleet, number, faults):
@@ -138,6 +143,7 @@ def play_faulted_run(fleet, number, faults):
                 fleet.note('%s before on %s' % (kind.name, member))
             except Exception as exc:  # pylint: disable=broad-except  # e.g. what it acts on is gone: noted, not fatal
                 fleet.note('%s before on %s could not be applied: %r' % (kind.name, member, exc))
+                fleet.not_applied.append(kind.name)
     settle = max([kind.settle for kind, _member, _delay in faults] + [0])
     if settle:
         time.sleep(settle)
@@ -200,7 +206,7 @@ def round_network(fleet, faults):
 
 def play_round(fleet, seed, number, placed):
     faults = choose(seed, number)
-    fleet.notes, fleet.runs = [], []
+    fleet.notes, fleet.runs, fleet.not_applied = [], [], []
     fleet.scratch = OUT / ('round-%d' % number)
     shutil.rmtree(fleet.scratch, ignore_errors=True)
     fleet.scratch.mkdir(parents=True)
@@ -237,6 +243,7 @@ def _judged_round(fleet, seed, number, faults, since, watch):
         'leftovers': left, 'other_controller_files': len(others),
         'absent_seconds': dict(('%s %s' % key, value) for key, value in absences.items()),
         'absence_by_design': removes, 'missing_at_end': watch.missing_now(), 'notes': fleet.notes,
+        'not_applied': sorted(set(fleet.not_applied)),
     }
 
 
@@ -246,16 +253,21 @@ def touched(fleet, faults):
 
 
 def print_report(rows):
-    print('\n %-34s %5s %6s %6s %6s %9s' % ('fault kind', 'tries', '1 run', '2 runs', 'never', 'leftovers'))
+    # a fault that could not be applied (what it acts on was gone, or the soak's own error) is not a try of its kind
+    print('\n %-34s %5s %6s %6s %6s %9s %11s' % ('fault kind', 'tries', '1 run', '2 runs', 'never', 'leftovers', 'not applied'))
     for kind in CATALOGUE:
-        mine = [r for r in rows if kind.name in [f['kind'] for f in r['faults']]]
-        if not mine:
+        drawn = [r for r in rows if kind.name in [f['kind'] for f in r['faults']]]
+        mine = [r for r in drawn if kind.name not in r.get('not_applied', [])]
+        if not drawn:
             continue
         counts = (sum(r['runs'] == 1 for r in mine), sum(r['runs'] == 2 for r in mine), sum(r['runs'] is None for r in mine),
-                  sum(bool(r['leftovers']) for r in mine))
-        print(' %-34s %5d %6d %6d %6d %9d' % ((kind.name, len(mine)) + counts))
+                  sum(bool(r['leftovers']) for r in mine), len(drawn) - len(mine))
+        print(' %-34s %5d %6d %6d %6d %9d %11d' % ((kind.name, len(mine)) + counts))
     bad = [r for r in rows if verdict(r) != 'ok']
     print('\n %d of %d rounds ok' % (len(rows) - len(bad), len(rows)))
+    for row in rows:
+        if row.get('not_applied'):
+            print(' round %d: not applied: %s (its notes say why)' % (row['round'], ', '.join(row['not_applied'])))
     for row in bad:
         print(' round %d (%s): %s - %s; replay: make soak SEED=%d ONLY=%d' % (
             row['round'], ', '.join('%s on %s' % (f['kind'], f['member']) for f in row['faults']), verdict(row),

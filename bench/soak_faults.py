@@ -8,6 +8,7 @@ a plain run cannot (an API server that is down); everything else is for the coll
 round's ``Fleet`` (bench/soak.py) and the member.
 """
 
+import datetime
 import json
 import random
 import socket
@@ -132,9 +133,13 @@ def foreign_lock(fleet, member, seconds=45):
     with the KubeFleet agent scaled to 0, so the run needs the member."""
     scale_to_zero(KUBEFLEET_AGENT)(fleet, member)
     holder = {'host': 'soak-other-' + socket.gethostname(), 'boot_id': 'soak', 'pid_namespace': 'soak', 'pid': 1, 'start': 1}
-    now = time.strftime('%Y-%m-%dT%H:%M:%S.000000Z', time.gmtime())
+    # a fraction of a second the client keeps: it sends a whole second without one, which a Lease's MicroTime refuses
+    moment = datetime.datetime.now(datetime.timezone.utc)
+    now = moment.replace(microsecond=moment.microsecond or 1).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
     body = {'metadata': {'name': 'fleetops-member-' + member, 'namespace': LOCK_NAMESPACE,
-                         'annotations': {'fleetops.registration/holder-process': json.dumps(holder)}},
+                         'labels': {'app.kubernetes.io/managed-by': 'fleetops.registration', 'fleetops.registration/member': member},
+                         'annotations': {'fleetops.registration/holder-process': json.dumps(holder),
+                                         'fleetops.registration/holder': 'a soak run on another controller'}},
             'spec': {'holderIdentity': 'soakdead01', 'leaseDurationSeconds': seconds, 'acquireTime': now, 'renewTime': now}}
     fleet.coordination('hub').create_namespaced_lease(LOCK_NAMESPACE, body)
 

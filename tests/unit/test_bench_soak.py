@@ -59,3 +59,14 @@ def test_each_outcome_of_a_round_has_its_verdict():
     assert judge.verdict(_row(idempotent=False)) == "converged, re-run changed something"
     assert judge.verdict(_row(untouched_changed=["member3"])) == "changes on members the fault did not touch"
     assert judge.verdict(_row(leftovers=["member lock fleetops-member-member1"])) == "converged, left something"
+
+
+def test_a_fault_that_could_not_be_applied_is_not_counted_as_a_try_of_its_kind(capsys):
+    import soak  # pylint: disable=import-outside-toplevel  # the runner: its report is pure
+
+    planted = {"kind": "lock_of_a_dead_run_elsewhere", "member": "member1", "at_second": None}
+    rows = [_row(round=1, faults=[planted], not_applied=["lock_of_a_dead_run_elsewhere"]),
+            _row(round=2, faults=[planted], not_applied=[])]
+    soak.print_report(rows)
+    line = [text for text in capsys.readouterr().out.splitlines() if "lock_of_a_dead_run_elsewhere" in text][0]
+    assert line.split()[1:] == ["1", "1", "0", "0", "0", "1"]
