@@ -60,6 +60,13 @@ def _secret(fleet, member, namespace, name):
     return fleet.read_or_none(lambda: fleet.core(member).read_namespaced_secret(name, namespace)) is not None
 
 
+def _internal_heartbeat(fleet, member):
+    imc = fleet.read_or_none(lambda: fleet.custom('hub').get_namespaced_custom_object(
+        *KUBEFLEET, 'fleet-member-' + member, 'internalmemberclusters', member))
+    agent = [a for a in ((imc or {}).get('status') or {}).get('agentStatus') or [] if a.get('type') == 'MemberAgent']
+    return _time(agent[0].get('lastReceivedHeartbeat')) if agent else None
+
+
 def kubefleet_problems(fleet, member):
     mc = fleet.read_or_none(lambda: fleet.custom('hub').get_cluster_custom_object(*KUBEFLEET, 'memberclusters', member))
     if mc is None:
@@ -74,7 +81,10 @@ def kubefleet_problems(fleet, member):
     # staleness KubeFleet members are judged by in docs/day2.md (and the agent Deployment available, and no agent
     # process frozen - soak.judged) is a healthy member. Two periods called agents that were only backing off after a
     # hub outage unconverged (seed 183, round 2).
-    beat = _time(agent[0].get('lastReceivedHeartbeat')) if agent else None
+    # The member agent writes its heartbeat on its InternalMemberCluster; the hub agent copies it onto the MemberCluster
+    # when it sees the change, after a hub outage tens of seconds late: the newer of the two is the agent's.
+    beat = max([b for b in (_time(agent[0].get('lastReceivedHeartbeat')) if agent else None, _internal_heartbeat(fleet, member))
+                if b is not None], default=None)
     period = (mc.get('spec') or {}).get('heartbeatPeriodSeconds') or 60
     if beat is None or time.time() - beat > 3 * period:
         problems.append('kubefleet: no heartbeat for %s s' % (beat and round(time.time() - beat)))

@@ -196,6 +196,11 @@ class FleetManager:
         ``(None, None)`` by default: silence is not waited out."""
         return None, None
 
+    def newest_contact(self, hub: KubeClient, name: str, hub_object: Optional[View]) -> Optional[View]:
+        """``hub_object`` (the member's, as read) with the newest record of the agent's contact the hub keeps, where the
+        manager keeps another (read only while member_info waits to hear from an agent); ``hub_object`` by default."""
+        return hub_object
+
     def overdue(self, hub_view: View, stale_after: Optional[int] = None) -> Optional[float]:
         """Seconds until a member whose agent has missed its contact (not heard from within ``contact``'s period) is
         judged silent; None when it is not overdue, or the manager keeps no such period (the default). member_info

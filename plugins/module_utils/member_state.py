@@ -165,7 +165,7 @@ class MemberInfo:
             return hub_object, hub_view, state
         newer = self.heard_from(manager, hub, hub_view, grace)
         if newer is None and overdue:
-            newer = self.read_member_object(manager, hub)
+            newer = manager.newest_contact(hub, self.name, self.read_member_object(manager, hub))
         if newer is None:
             return hub_object, hub_view, state
         hub_view = manager.hub_view(newer)
@@ -178,8 +178,8 @@ class MemberInfo:
 
     def heard_from(self, manager, hub, hub_view, grace):
         """The member's hub object once its agent contacted the hub after ``hub_view`` was read, or None after
-        ``grace`` seconds (a GET every 2 s; the batch's members wait side by side)."""
-        return silence.heard_from(lambda: self.read_member_object(manager, hub),
+        ``grace`` seconds (a read every 2 s; the batch's members wait side by side)."""
+        return silence.heard_from(lambda: manager.newest_contact(hub, self.name, self.read_member_object(manager, hub)),
                                   lambda obj: manager.contact(manager.hub_view(obj))[0], manager.contact(hub_view)[0], grace)
 
     def warn_of_expiry(self, manager, member_view):

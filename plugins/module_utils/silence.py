@@ -11,7 +11,9 @@ the back-off, and only one whose token is not known to work is registered again.
 A member whose agent has missed its contact but is not silent yet (``FleetManager.overdue``) is waited for until it
 would be: after a hub outage KubeFleet's agent may be quiet for longer than its staleness bound, and a run that called
 it healthy from a heartbeat made before the outage would be contradicted by the hub moments later. Once the bound is
-passed it is silent, and repaired as above without a further wait.
+passed it is silent, and repaired as above without a further wait. While a member is waited for, a manager may read a
+newer record of the contact than its member object's (``FleetManager.newest_contact``: KubeFleet's hub agent copies
+the heartbeat onto the MemberCluster late after a hub outage).
 
 An agent is also silent when the hub's last contact is older than the agent that runs now
 (``unheard_since_start``): that contact was its predecessor's. A run that restored the agent and then lost the hub

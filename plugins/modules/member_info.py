@@ -98,7 +98,9 @@ options:
         newer heartbeat comes. After a hub outage every agent's last heartbeat is old until its next one, and a run right
         after it would otherwise restart every member's agent.
       - A KubeFleet member judged healthy whose agent has missed a heartbeat (older than one period and 5 seconds) is
-        waited for the same way until it would be silent, and judged again then.
+        waited for the same way until it would be silent, and judged again then. While it waits, the heartbeat the
+        member agent writes on its C(InternalMemberCluster) counts too (the hub agent copies it onto the
+        C(MemberCluster) late after a hub outage); a credential that may not read it judges the C(MemberCluster)'s.
     type: int
   fleet_namespace:
     description:

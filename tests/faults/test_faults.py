@@ -325,6 +325,29 @@ def test_an_overdue_heartbeat_is_waited_for_and_judged_silent_when_it_does_not_c
     play.converges("join_cluster.yml", *LIMIT)
 
 
+def test_a_heartbeat_the_hub_agent_has_not_copied_yet_is_not_silence(lab_controllers, play, sides):
+    # After a hub outage the hub agent copies the member agent's heartbeat from its InternalMemberCluster onto the
+    # MemberCluster tens of seconds late (39 s at a 10 s period on the lab), while the agent heartbeats; soak seed 2150
+    # round 3's re-run restarted such an agent. With the hub agent frozen, only the InternalMemberCluster's is fresh.
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    sides.hub_custom.patch_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER, {"spec": {"heartbeatPeriodSeconds": 10}})
+    wait_for(lambda: time.time() - _heartbeat(sides) < 3, 120, "a heartbeat at the 10 s period")
+    pods = {p.metadata.name for p in sides.core(MEMBER).list_namespaced_pod(KF_AGENT[1]).items}
+    hub_agent = "hub/fleet-system/hub-agent-*/hub-agent"
+    lab.freeze(hub_agent)
+    try:
+        copied = _heartbeat(sides)
+        wait_for(lambda: time.time() - copied > 35, 60, "the MemberCluster's heartbeat copy to be older than 3 periods")
+        state = _member_info_kubefleet(lab)
+    finally:
+        lab.thaw(hub_agent)
+    assert not [f for f in state["findings"] if f["cause"] == "silent"], state["findings"]
+    assert stamp(state["hub"]["heartbeat"]) > copied + 10, "member_info judged the member by the hub agent's stale copy"
+    assert {p.metadata.name for p in sides.core(MEMBER).list_namespaced_pod(KF_AGENT[1]).items} == pods
+    play.converges("join_cluster.yml", *LIMIT)
+
+
 def _member_token(sides):
     """The member agent's hub token (the Secret the collection writes on the member)."""
     return sides.core(MEMBER).read_namespaced_secret("hub-kubeconfig-secret", "fleet-hub-credentials").data["token"]

@@ -12,7 +12,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 # keeps no secret in its member object or
 # whose rollback returns to its release alone, that adds no column to the status table, or keeps no contact period
 # keeps it.
-OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "storable", "rollback_context", "status_columns", "contact", "overdue"]
+OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "storable", "rollback_context", "status_columns", "contact", "overdue", "newest_contact"]
 # What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
 SHARED = ["decide", "hub_findings", "hub_healthy"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]

@@ -102,3 +102,25 @@ def test_repairs_are_the_causes_that_ask_for_a_re_registration_or_a_restart():
     assert silence.repairs([_finding("silent", "install"), _finding("labels_drift", "relabel"), _finding("credential_rejected")]) == [
         "silent", "credential_rejected"]
     assert silence.repairs([_finding("labels_drift", "relabel")]) == [] and silence.repairs(None) == []
+
+
+def test_the_member_agent_s_own_heartbeat_record_counts_where_the_hub_agent_s_copy_lags():
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import with_newest_heartbeat
+
+    def member(beat, kind="MemberCluster"):
+        agents = [{"type": "MemberAgent", "lastReceivedHeartbeat": beat, "conditions": [{"type": "Joined", "status": "True"}]}]
+        return {"kind": kind, "metadata": {"name": "m1"}, "status": {"agentStatus": agents}}
+
+    copied, written = member("2026-11-29T10:00:00Z"), member("2026-11-29T10:00:30Z", "InternalMemberCluster")
+    merged = with_newest_heartbeat(copied, written)
+    assert merged["kind"] == "MemberCluster" and merged["status"]["agentStatus"][0]["lastReceivedHeartbeat"] == "2026-11-29T10:00:30Z"
+    assert merged["status"]["agentStatus"][0]["conditions"] == copied["status"]["agentStatus"][0]["conditions"]
+    assert copied["status"]["agentStatus"][0]["lastReceivedHeartbeat"] == "2026-11-29T10:00:00Z"  # a copy, not changed
+    # the MemberCluster as it is when its own record is as new, the other has none, or there is no MemberCluster
+    assert with_newest_heartbeat(written, copied) is written
+    assert with_newest_heartbeat(copied, None) is copied
+    assert with_newest_heartbeat(copied, member(None, "InternalMemberCluster")) is copied
+    assert with_newest_heartbeat(None, written) is None
+    # a MemberCluster the member agent never reported on keeps no heartbeat of its own
+    bare = {"metadata": {"name": "m1"}, "status": {}}
+    assert with_newest_heartbeat(bare, written) is bare

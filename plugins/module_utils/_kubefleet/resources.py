@@ -15,6 +15,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.parsing impo
 GROUP_VERSION = "cluster.kubernetes-fleet.io/v1beta1"
 MEMBER_CLUSTER = Resource(GROUP_VERSION, "MemberCluster", "memberclusters", namespaced=False)
 WORK = Resource("placement.kubernetes-fleet.io/v1beta1", "Work", "works")
+# The hub agent's per-member copy, in fleet-member-<name>: the member agent writes its heartbeat here first.
+INTERNAL_MEMBER_CLUSTER = Resource(GROUP_VERSION, "InternalMemberCluster", "internalmemberclusters")
 
 # KubeFleet's own namespace: the hub agent runs there and the member identities live there on the hub;
 # the member-agent chart installs the agent into a namespace of the same name on the member.

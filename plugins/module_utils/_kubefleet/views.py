@@ -89,6 +89,24 @@ def heartbeat_overdue(view, stale_after=None):
     return silent_after - age + 1
 
 
+def with_newest_heartbeat(member_cluster, internal):
+    """``member_cluster`` carrying the member agent's heartbeat of ``internal`` (its InternalMemberCluster) where that is
+    newer: the member agent writes its heartbeat there, and the hub agent copies it onto the MemberCluster only when it
+    sees the change (after a hub outage, tens of seconds late). A copy; the MemberCluster itself when not newer."""
+    heartbeat, copied = member_agent_heartbeat(internal), member_agent_heartbeat(member_cluster)
+    newer, seen = parse_time(heartbeat), parse_time(copied)
+    if member_cluster is None or newer is None or (seen is not None and newer <= seen):
+        return member_cluster
+    status = dict(member_cluster.get("status") or {})
+    agents = [dict(agent) for agent in status.get("agentStatus") or []]
+    entry = next((agent for agent in agents if agent.get("type") == "MemberAgent"), None)
+    if entry is None:
+        return member_cluster
+    entry["lastReceivedHeartbeat"] = heartbeat
+    status["agentStatus"] = agents
+    return dict(member_cluster, status=status)
+
+
 def member_agent_heartbeat(obj):
     """``lastReceivedHeartbeat`` of the MemberAgent in a MemberCluster's status, or None."""
     return member_agent_status(obj).get("lastReceivedHeartbeat") or None
