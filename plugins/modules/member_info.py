@@ -97,8 +97,8 @@ options:
         (and 5 seconds) to be heard from, by a GET of its C(MemberCluster) every 2 seconds, and is judged again when a
         newer heartbeat comes. After a hub outage every agent's last heartbeat is old until its next one, and a run right
         after it would otherwise restart every member's agent.
-      - A KubeFleet member judged healthy whose agent has missed a heartbeat (older than one period and 5 seconds) is
-        waited for the same way until it would be silent, and judged again then. While it waits, the heartbeat the
+      - A KubeFleet member judged healthy whose agent has missed a heartbeat (older than one period, 5% of it and 5
+        seconds) is waited for the same way until it would be silent, and judged again then. While it waits, the heartbeat the
         member agent writes on its C(InternalMemberCluster) counts too (the hub agent copies it onto the
         C(MemberCluster) late after a hub outage); a credential that may not read it judges the C(MemberCluster)'s.
     type: int

@@ -80,8 +80,9 @@ def test_a_kubefleet_heartbeat_is_overdue_between_its_period_and_the_staleness_b
     def view(age, period=10, joined=True):
         return {"heartbeat_age_seconds": age, "heartbeat_period_seconds": period, "joined": joined}
 
-    # within its period and the 5 s margin: due, not overdue
+    # within its period, its 5% jitter and the 5 s margin: due, not overdue
     assert KUBEFLEET.overdue(view(15)) is None
+    assert KUBEFLEET.overdue(view(634, period=600)) is None and KUBEFLEET.overdue(view(636, period=600)) == 1165
     # missed: waited for until it would be silent (3 periods), one second past it so the next read judges it so
     assert KUBEFLEET.overdue(view(19)) == 12
     assert KUBEFLEET.overdue(view(30)) == 1

@@ -72,19 +72,21 @@ def heartbeat_problem(view, stale_after=None):
     return None
 
 
-# A live agent's next heartbeat is due within its period and this margin; one that has not come is overdue.
+# A live agent's next heartbeat is due within its period and this margin; one that has not come is overdue. The agent
+# spreads its heartbeats by up to 5% of the period either way (KubeFleet's jitter), which the margin adds.
 HEARTBEAT_MARGIN_SECONDS = 5
+HEARTBEAT_JITTER = 0.05
 
 
 def heartbeat_overdue(view, stale_after=None):
-    """Seconds until a joined member agent whose heartbeat is overdue (older than its period and a margin) is judged
+    """Seconds until a joined member agent whose heartbeat is overdue (older than its period, jitter and margin) is judged
     silent by ``heartbeat_problem``; None when it is not overdue (fresh, never joined, or silent already)."""
     age = view.get("heartbeat_age_seconds")
     if age is None or view.get("joined") is not True:
         return None
     period = view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD
     silent_after = min(STALE_HEARTBEAT_PERIODS * period, stale_after or STALE_HEARTBEAT_PERIODS * period)
-    if age <= period + HEARTBEAT_MARGIN_SECONDS or age > silent_after:
+    if age <= period * (1 + HEARTBEAT_JITTER) + HEARTBEAT_MARGIN_SECONDS or age > silent_after:
         return None
     return silent_after - age + 1
 
