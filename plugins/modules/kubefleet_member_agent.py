@@ -237,27 +237,23 @@ options:
     default: true
   silent:
     description:
-      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)). The agent is restarted
-        unless this step rolls new pods out anyway, and the step waits for a heartbeat made after it. Unset, the step
-        judges the heartbeat from the C(MemberCluster) it reads (whose period a member step may just have changed).
+      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
+        unless this step rolls new pods out anyway. Unset, the step judges the C(MemberCluster)'s heartbeat itself.
     type: str
   rollback_to_revision:
     description:
       - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
-        Helm makes a new revision with that revision's chart, version and values. Nothing changes when the newest
-        revision is deployed and already runs them, so a re-run is idempotent.
+        a new revision with that revision's chart, version and values, none when the newest already runs them.
       - The chart options, O(values) and the image options are ignored, and the token Secret is left as it is.
-      - Record the revision before a change from the release's C(revision) (RV(release), or
-        M(fleetops.registration.member_info)'s member view); the revision must be one Helm still keeps (C(helm history)).
-      - In check mode the rollback is predicted from Helm's stored revisions, without running Helm.
-      - Only with O(state=present).
+      - Record the revision before a change from RV(release) or M(fleetops.registration.member_info)'s member view; Helm
+        must still keep it (C(helm history)). In check mode the rollback is predicted from Helm's stored revisions.
+        Only with O(state=present).
     type: int
   wait:
     description:
       - With hub access and O(state=present), whether to wait until the MemberCluster is C(Joined) with a member agent
-        heartbeat (after an upgrade or a rollback, newer than the one before it, and once the agent Deployment has
-        rolled out). Without hub access nothing is waited for.
-      - With O(state=absent), whether to wait until the agent namespace is gone, so the agent can be installed again.
+        heartbeat (after an upgrade or a rollback, newer than the one before it and after the Deployment rolled out).
+        With O(state=absent), whether to wait until the agent namespace is gone. Without hub access nothing is waited for.
   state:
     description:
       - V(present) installs or upgrades the agent; V(absent) uninstalls it and deletes the token Secret.
@@ -336,10 +332,9 @@ EXAMPLES = r'''
 RETURN = r'''
 repaired:
   description:
-    - How the agent Deployment was rolled out again after Helm, null when it served - its replica restored when it was
-      scaled to 0 (the chart sets none, so Helm alone never restores it), or a rollout restart when the agent is silent
-      (its MemberCluster's heartbeat is stale) or has no available replica, unless this run already rolled out new pods. A repair counts as a change,
-      and the module then waits for the rollout and for a contact with the hub made after it.
+    - How the agent Deployment was rolled out again after Helm, null when it served - its replica restored when scaled
+      to 0 (the chart sets none), or a rollout restart when the agent is silent or has no available replica, unless this
+      run rolled new pods out. A repair is a change; the module then waits for the rollout and a contact made after it.
   returned: when state is present
   type: str
   sample: "the agent Deployment was scaled to 0 replicas: its replica was restored"
