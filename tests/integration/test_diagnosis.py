@@ -180,3 +180,40 @@ def test_member_info_fleet_status_and_the_inventory_agree_on_health(lab, hub, ag
         apps.patch_namespaced_deployment_scale(AGENT_DEPLOYMENT, AGENT_NAMESPACE, {"spec": {"replicas": 1}})
     wait_until_healthy(lab, name)
     wait_for(lambda: health_everywhere(lab, name, tmp_path / "back") == (True, True, ["healthy"]) or None, 60, "all three to agree", interval=3)
+
+
+def _copied_heartbeat(hub, name):
+    """Epoch seconds of the member agent's heartbeat as the hub agent copied it onto the MemberCluster (0 without)."""
+    agents = ((hub.member_cluster(name) or {}).get("status") or {}).get("agentStatus") or []
+    beats = [a.get("lastReceivedHeartbeat") for a in agents if a.get("type") == "MemberAgent" and a.get("lastReceivedHeartbeat")]
+    return _epoch(beats[0]) if beats else 0
+
+
+def _epoch(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def test_the_agent_module_judges_a_heartbeat_by_the_newest_record_the_hub_keeps(lab, hub, agent_member):
+    """After a hub outage the hub agent copies the member agent's heartbeat onto the MemberCluster tens of seconds late
+    (soak seed 2150 round 3). member_info reads the InternalMemberCluster's; the agent module, run without member_info's
+    word, judged the copy alone and restarted an agent that was heartbeating, then waited for a copy that did not come."""
+    name = agent_member
+    ok(run_module("kubefleet_member_identity", hub_args(lab, name=name)))
+    ok(run_module("kubefleet_member_cluster", hub_args(lab, name=name, heartbeat_period_seconds=5)))
+    args = agent_args(lab, name, hub_kubeconfig=str(lab.kubeconfig), hub_context="hub", wait_timeout=45)
+    ok(run_module("kubefleet_member_agent", args))
+    wait_until_healthy(lab, name)
+    apps = client.AppsV1Api(lab.api_client(MEMBER_CTX))
+    template = apps.read_namespaced_deployment(AGENT_DEPLOYMENT, AGENT_NAMESPACE).spec.template.metadata.annotations
+    hub_agent = "hub/fleet-system/hub-agent-*/hub-agent"
+    lab.freeze(hub_agent)
+    try:
+        copied = _copied_heartbeat(hub, name)
+        wait_for(lambda: time.time() - copied > 20, 40, "the MemberCluster's heartbeat copy to be older than 3 periods")
+        rerun = run_module("kubefleet_member_agent", args)
+    finally:
+        lab.thaw(hub_agent)
+    assert not rerun.failed and not rerun["changed"] and rerun["repaired"] is None, (rerun.get("msg"), rerun.get("repaired"))
+    assert apps.read_namespaced_deployment(AGENT_DEPLOYMENT, AGENT_NAMESPACE).spec.template.metadata.annotations == template
+    beats = [a["last_received_heartbeat"] for a in rerun["member"]["agents"] if a.get("type") == "MemberAgent"]
+    assert beats and _epoch(beats[0]) > copied + 5, "the module reported the hub agent's stale copy: %s" % beats

@@ -24,7 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects, guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -121,6 +121,11 @@ class MemberAgent(AgentFlow, Runner):
                            hint="Wait until it is gone, create it again, then install the agent")
         return member
 
+    def heard_from(self):
+        """check_member_cluster's MemberCluster carrying the newest heartbeat the hub keeps of the agent (contact.py):
+        the agent is judged silent, and a later heartbeat waited for, by the same record member_info judges by."""
+        return contact.newest_contact(self.hub, self.name, self.check_member_cluster())
+
     def preflight(self, url, ca, token):
         """Reach the hub at ``url`` with the CA and token the member agent will use; return the identity seen."""
         client = hub_access.agent_client(url, ca, token, self.module.tmpdir, insecure=self.params["hub_insecure_skip_tls_verify"],
@@ -175,7 +180,7 @@ class MemberAgent(AgentFlow, Runner):
     def present(self):
         url, ca, _insecure = hub_access.agent_endpoint(self.params)
         chart, chart_name, chart_version = self.chart()
-        member_cluster = self.check_member_cluster()
+        member_cluster = self.heard_from()
         previous_heartbeat = member_agent_heartbeat(member_cluster)
         token, source = self.hub_token()
         preflight = None
@@ -218,7 +223,7 @@ class MemberAgent(AgentFlow, Runner):
             # after any step the agent must serve its current pods: a Helm release left unchanged proves nothing
             self._wait_rolled_out(reasons, changed)
             if restarted:  # the old pod's heartbeats until it was gone were made with the old token
-                previous_heartbeat = member_agent_heartbeat(self.check_member_cluster()) or previous_heartbeat
+                previous_heartbeat = member_agent_heartbeat(self.heard_from()) or previous_heartbeat
             member = self._wait_joined(changed, reasons, previous_heartbeat)
         result = {
             "changed": changed, "agent_setting": setting, "release": public_release(release), "repaired": repair,
@@ -305,7 +310,7 @@ class MemberAgent(AgentFlow, Runner):
                 "which installs the agent with them")
 
     def agent_contact(self, _target):
-        return member_agent_heartbeat(self.check_member_cluster())
+        return member_agent_heartbeat(self.heard_from())
 
     def wait_after_rollback(self, plan, _target, heartbeat):
         if plan.changes:
@@ -325,11 +330,11 @@ class MemberAgent(AgentFlow, Runner):
         heartbeat the hub does not judge stale counts (a silent agent is never reported joined)."""
         since = previous_heartbeat if changed else None
         # an agent uninstalled earlier (a leave) keeps its Leases
-        poll = LeaseReleasingPoll(lambda: self.hub.get(MEMBER_CLUSTER, self.name), lambda: leases.release_departed(
+        poll = LeaseReleasingPoll(lambda: self._joined_record(since, changed), lambda: leases.release_departed(
             self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=changed)
         try:
             member = self.module.waiter.until(
-                poll, lambda obj: joined_since(obj, since) and (changed or not heartbeat_problem(hub_view(obj))),
+                poll, lambda obj: self._joined(obj, since, changed),
                 "MemberCluster %s to be Joined with a %smember agent heartbeat%s" % (
                     self.name, "" if changed else "fresh ", " newer than %s" % since if since else ""),
                 "Look at the member agent's log on the member; check hub_api_server_url, the CA and that %s/%s still exists on the hub" % (
@@ -341,6 +346,18 @@ class MemberAgent(AgentFlow, Runner):
             raise
         self.released_leases = poll.released
         return describe_member(member)
+
+    def _joined_record(self, since, changed):
+        """The MemberCluster, with the InternalMemberCluster's heartbeat read only when its own copy does not show the
+        agent joined (the copy lags after a hub outage)."""
+        member = self.hub.get(MEMBER_CLUSTER, self.name)
+        if member is None or self._joined(member, since, changed):
+            return member
+        return contact.newest_contact(self.hub, self.name, member)
+
+    @staticmethod
+    def _joined(member, since, changed):
+        return joined_since(member, since) and (changed or not heartbeat_problem(hub_view(member)))
 
     def _settled_namespace(self, name):
         """The namespace, or None when it does not exist or is being deleted (a previous leave): then, with ``wait``,

@@ -26,11 +26,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.silence import available_since
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access, tokens
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, tokens
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     DEFAULT_HUB_SECRET, DEFAULT_HUB_SECRET_NAMESPACE, DEFAULT_RELEASE, DEFAULT_RELEASE_NAMESPACE, GROUP_VERSION,
-    DEFAULT_HEARTBEAT_PERIOD, HUB_AGENT, INTERNAL_MEMBER_CLUSTER, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
-    member_namespace, validate_heartbeat, validate_member_name,
+    DEFAULT_HEARTBEAT_PERIOD, HUB_AGENT, KUBEFLEET_SYSTEM_NAMESPACE, MEMBER_CLUSTER, chart_fullname,
+    validate_heartbeat, validate_member_name,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import (
     agent_configuration, agent_hub_endpoint, normalize_taints, secret_token, wanted_configuration,
@@ -177,18 +177,7 @@ class KubeFleet(FleetManager):
         return hub_view.get("heartbeat"), (hub_view.get("heartbeat_period_seconds") or DEFAULT_HEARTBEAT_PERIOD) + views.HEARTBEAT_MARGIN_SECONDS
 
     def newest_contact(self, hub, name, hub_object):
-        """The MemberCluster with its InternalMemberCluster's heartbeat where that is newer (views.with_newest_heartbeat):
-        the hub agent's copy lags after a hub outage, and an agent it lags for is not silent. A credential that may
-        not read InternalMemberClusters (403) keeps the MemberCluster's."""
-        if hub_object is None:
-            return None
-        try:
-            internal = hub.get(INTERNAL_MEMBER_CLUSTER, name, member_namespace(name))
-        except ApiError as exc:
-            if exc.status == 403:
-                return hub_object
-            raise
-        return views.with_newest_heartbeat(hub_object, internal)
+        return contact.newest_contact(hub, name, hub_object)
 
     def overdue(self, hub_view, stale_after=None):
         """A missed heartbeat: after a hub outage the agent's heartbeat backs off, and its next may come after the
