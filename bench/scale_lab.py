@@ -9,6 +9,7 @@ import calendar
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -73,6 +74,20 @@ def lab_down():
 def ensure_collection():
     """The collection as users get it (``make collection``: the built tarball installed into .cache/collections)."""
     subprocess.run(['make', '--no-print-directory', 'collection'], cwd=str(REPO_ROOT), check=True)
+
+
+def pin_collection(destination):
+    """Run the playbooks from here on with a copy of the installed collection at ``destination``: a long run (the
+    soak) then keeps the code it started with while ``make collection`` installs a changed checkout for other work.
+    Returns the commit the copy was built from."""
+    global COLLECTIONS  # pylint: disable=global-statement
+    ensure_collection()
+    commit = git_commit()
+    if destination.exists():
+        shutil.rmtree(destination)
+    shutil.copytree(COLLECTIONS / 'ansible_collections', destination / 'ansible_collections', symlinks=True)
+    COLLECTIONS = destination
+    return commit
 
 
 def ensure_kcore_venv():

@@ -7,7 +7,8 @@ bench/soak_faults.py, a member for each and a moment (before the run, and for ki
 of the run), then runs a plain ``join_cluster.yml`` - a second one if the first did not converge - and a third that
 must change nothing. bench/soak_judge.py judges by its own reads. The table per kind and ``.cache/soak/soak.json``
 say how many converged in one run, in two, never; what was left behind; how long a placed workload was ever absent.
-Not part of ``make test``.
+The runs use a copy of the collection as installed at the start (``.cache/soak/collections``). ``make soak-ci``, the
+end of ``make test``, plays a fixed seed's first rounds.
 """
 
 import argparse
@@ -307,9 +308,9 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    labctl.ensure_collection()
-    started, _seconds = labctl.lab_up(MEMBERS)
     OUT.mkdir(parents=True, exist_ok=True)
+    commit = labctl.pin_collection(OUT / 'collections')
+    started, _seconds = labctl.lab_up(MEMBERS)
     rows = []
     try:
         fleet = Fleet(['member%d' % n for n in range(1, MEMBERS + 1)])
@@ -318,7 +319,7 @@ def main(argv=None):
             print('round %d: %s' % (number, ', '.join('%s on %s' % (k.name, m) for k, m, _d in choose(args.seed, number))), flush=True)
             rows.append(play_round(fleet, args.seed, number, placed))
             print('   %s' % verdict(rows[-1]), flush=True)
-            labctl.write_json(OUT / 'soak.json', {'seed': args.seed, 'commit': labctl.git_commit(), 'rounds': rows})
+            labctl.write_json(OUT / 'soak.json', {'seed': args.seed, 'commit': commit, 'rounds': rows})
             if labctl.fleetlab('up', '--members', str(MEMBERS)).returncode != 0:  # heal for the next round
                 raise SystemExit('soak: the lab could not be healed after round %d' % number)
         print_report(rows)
