@@ -180,6 +180,10 @@ def still_frozen(fleet):
 
 
 def judged(fleet, since):
+    # The judge asks for a Fleet check-in after the round's start, which an agent makes every 5 s here (Fleet keeps
+    # whole seconds): a judgement sooner than that after a fast round found none from agents that were fine (seed 2960
+    # rounds 24 and 25, whose runs took 3 s each).
+    time.sleep(max(0.0, since + judge.CHECK_IN_WAIT - time.time()))
     problems = judge.converged(fleet, since)
     frozen = still_frozen(fleet)
     if frozen:

@@ -17,6 +17,8 @@ import time
 from soak_faults import FLEET, FLEET_AGENT, KUBEFLEET, KUBEFLEET_AGENT, LOCK_NAMESPACE
 
 # What a file holding a credential contains: a service-account token (a JWT), a key, a kubeconfig's key or token.
+# How long after the round's start a Fleet check-in is asked for: two of the soak lab's 5 s check-in intervals.
+CHECK_IN_WAIT = 12
 SECRET_MARKERS = (b'eyJhbGciOi', b'PRIVATE KEY', b'client-key-data', b'token: ')
 
 

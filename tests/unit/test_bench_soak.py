@@ -70,3 +70,16 @@ def test_a_fault_that_could_not_be_applied_is_not_counted_as_a_try_of_its_kind(c
     soak.print_report(rows)
     line = [text for text in capsys.readouterr().out.splitlines() if "lock_of_a_dead_run_elsewhere" in text][0]
     assert line.split()[1:] == ["1", "1", "0", "0", "0", "1"]
+
+
+def test_a_fleet_check_in_is_judged_only_once_an_agent_had_the_time_to_make_one(monkeypatch):
+    import soak  # pylint: disable=import-outside-toplevel
+    clock = {"now": 1000.0}
+    seen = []
+    monkeypatch.setattr(soak.time, "time", lambda: clock["now"])
+    monkeypatch.setattr(soak.time, "sleep", lambda seconds: clock.update(now=clock["now"] + seconds))
+    monkeypatch.setattr(soak.judge, "converged", lambda fleet, since: seen.append(clock["now"] - since) or {})
+    monkeypatch.setattr(soak, "still_frozen", lambda fleet: [])
+    assert soak.judged(None, since=997.0) == {}  # a 3 s round: judged once two check-in intervals have passed
+    assert soak.judged(None, since=900.0) == {}  # a long round: at once
+    assert seen == [judge.CHECK_IN_WAIT, 109.0], seen
