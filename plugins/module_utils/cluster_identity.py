@@ -19,7 +19,6 @@ import hashlib
 import ssl
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
-from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import finding
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 
@@ -132,14 +131,12 @@ def judge(state, hub_object, live, replace_rebuilt=False):
     if changes:
         replaced_by = finding("cluster_replaced", "the cluster was replaced (%s); replace_rebuilt re-registers it" % "; ".join(changes),
                               CAUSES["cluster_replaced"], "A re-run registers the new cluster under the member's name (replace_rebuilt).")
-        return MemberState.judged(state.manager, state.name, state.hub, state.member, [replaced_by] + state.findings,
-                                  state.first_credential)
+        return state.rejudged([replaced_by] + state.findings)
     # every other action's steps write the member object, which records the identity
     if state.action == "none" and needs_recording(recorded, live):
         unrecorded = finding("identity_unrecorded", "the hub does not record which cluster the member is (kube-system UID) yet",
                              CAUSES["identity_unrecorded"], "A re-run records it on the member object.")
-        return MemberState.judged(state.manager, state.name, state.hub, state.member, state.findings + [unrecorded],
-                                  state.first_credential)
+        return state.rejudged(state.findings + [unrecorded])
     return state
 
 

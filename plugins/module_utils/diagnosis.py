@@ -53,7 +53,8 @@ def membership_rules(kind: str, leaving_key: str) -> List[Rule]:
         Rule("not_member", "join", lambda hub, member, desired: _not_member(kind, hub, desired), "A re-run of join_cluster.yml joins it."),
         Rule("leaving", "join", lambda view, member, desired: "%s %s is being deleted" % (kind, view.get("name"))
              if view is not None and view.get(leaving_key) else None,
-             "Wait for the leave to finish (or run leave_cluster.yml), then re-run join_cluster.yml."),
+             "A re-run of join_cluster.yml lets the leave finish (where the hub waits on the agent for it, the agent "
+             "is given its replica back or restarted), then joins it again."),
     ]
 
 

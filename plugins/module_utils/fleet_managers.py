@@ -41,7 +41,9 @@ __all__ = ["ACTIONS", "STEPS", "STEP_NAMES", "MemberState", "FleetManager", "obj
 # revoking the credential a rotation replaced once the agent has checked in with the new one (KubeFleet; Fleet deletes
 # the old registration itself when it grants the new one). ``new_token``: the identity issues a new token (KubeFleet);
 # ``revoke_at_once``: it revokes the identity's older tokens right away, as no agent of the member holds one.
-STEP_NAMES = ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous", "revoke_at_once")
+# ``finish_leave``: before the member object is made again, what lets its deletion finish (the manager's leave_steps).
+STEP_NAMES = ("member_object", "identity", "new_token", "reset_credential", "agent", "revoke_previous", "revoke_at_once",
+              "finish_leave")
 STEPS = {
     "none": (),
     "relabel": ("member_object",),
@@ -62,9 +64,10 @@ class MemberState:
 
     def __init__(self, manager: str, name: str, hub: Optional[View], member: Optional[View], action: str = "none",
                  reasons: Optional[Iterable[str]] = None, findings: Optional[List[Finding]] = None,
-                 first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ())) -> None:
+                 first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ()), leave_steps: Tuple[str, ...] = ()) -> None:
         self.manager = manager
         self.first_credential = first_credential  # the manager's FleetManager.first_credential
+        self.leave_steps = leave_steps  # and its leave_steps
         self.name = name
         self.hub = hub
         self.member = member or {}
@@ -78,9 +81,13 @@ class MemberState:
 
     @classmethod
     def judged(cls, manager: str, name: str, hub: Optional[View], member: Optional[View], found: List[Finding],
-               first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ())) -> "MemberState":
+               first_credential: Tuple[Optional[str], Tuple[str, ...]] = (None, ()), leave_steps: Tuple[str, ...] = ()) -> "MemberState":
         """The state the findings make: the most urgent action, the reasons a re-run acts on."""
-        return cls(manager, name, hub, member, judged.pick_action(found), judged.reasons(found), found, first_credential)
+        return cls(manager, name, hub, member, judged.pick_action(found), judged.reasons(found), found, first_credential, leave_steps)
+
+    def rejudged(self, found: List[Finding]) -> "MemberState":
+        """The state ``found`` makes of the same member in the same manager."""
+        return MemberState.judged(self.manager, self.name, self.hub, self.member, found, self.first_credential, self.leave_steps)
 
     @property
     def healthy(self) -> bool:
@@ -102,9 +109,14 @@ class MemberState:
 
     @property
     def steps(self) -> Tuple[str, ...]:
-        """The steps of the action; a join whose agent must register again too (registered with another hub: a move
-        to a new hub, playbook move_hub) takes the re-registration's steps as well, unless all the member lacks is a
-        first credential (the manager's ``first_credential``)."""
+        """The steps of the action, after the manager's ``leave_steps`` when the member object is still being deleted."""
+        leaving = any(item.get("cause") == "leaving" for item in self.findings)
+        return (self.leave_steps if leaving else ()) + self._action_steps()
+
+    def _action_steps(self) -> Tuple[str, ...]:
+        """A join whose agent must register again too (registered with another hub: a move to a new hub, playbook
+        move_hub) takes the re-registration's steps as well, unless all the member lacks is a first credential (the
+        manager's ``first_credential``)."""
         again = set(item.get("cause") for item in self.findings if item.get("action") == "reregister")
         if self.action != "join" or not again:
             return STEPS[self.action]
@@ -144,6 +156,9 @@ class FleetManager:
     # A join whose only re-registration finding is this cause (the member holds no credential at all) gives it one with
     # the join's own steps and these: nothing on the member to reset, no agent of it to keep joined until a new token works.
     first_credential = (None, ())
+    # Steps before a join's own while the member object is still being deleted (finding ``leaving``): what lets the
+    # deletion finish where the manager waits on the agent for it.
+    leave_steps = ()
     rollback_result = None  # the name the member_join role registers this manager's agent rollback under (tasks_from: rollback)
 
     def read_hub(self, hub: KubeClient, names: Optional[Iterable[str]] = None, namespace: Optional[str] = None,
@@ -234,7 +249,7 @@ class FleetManager:
     def decide(self, name: str, hub_view: Optional[View], member_view: Optional[View], desired: Optional[View]) -> MemberState:
         """Pure: a ``MemberState`` of the findings (the same algorithm for every manager; not overridden)."""
         found = self.judge(hub_view, member_view, dict(desired or {}, name=name))
-        return MemberState.judged(self.name, name, hub_view, member_view, found, self.first_credential)
+        return MemberState.judged(self.name, name, hub_view, member_view, found, self.first_credential, self.leave_steps)
 
     def hub_findings(self, hub_view: Optional[View], stale_after: Optional[int] = None, now: Any = None) -> List[Finding]:
         """Pure: the findings of the hub view alone (``fleet_status``, the inventory plugin)."""

@@ -196,9 +196,11 @@ def read_members(module):
     members = dict((name, {"name": name, "error": message}) for name, message in errors.items())
     members.update((result["name"], result) for result in results)
     refuse_shared_clusters(members, listed)
+    changing = sorted(name for name, result in members.items() if "error" not in result and result.get("pending"))
     return {
         "changed": False,
         "members": members,
         "unreadable": sorted(name for name, result in members.items() if "error" in result),
-        "changing": sorted(name for name, result in members.items() if "error" not in result and result.get("pending")),
+        "changing": changing,
+        "lock_needed": bool(changing) and not module.check_mode,
     }

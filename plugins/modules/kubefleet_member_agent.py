@@ -17,27 +17,23 @@ description:
   - Writes the Secret C(hub-kubeconfig-secret) holding the identity token, then installs or upgrades the C(member-agent)
     Helm chart with the hub's URL and CA, the member's name and the agent namespace. The chart's refresh-token sidecar
     hands the token to the agent.
-  - The token is O(token), or, with a hub connection, read from the identity Secret that
-    M(fleetops.registration.kubefleet_member_identity) made on the hub (waiting until it is filled).
+  - The token is O(token), or read from the hub's identity Secret (M(fleetops.registration.kubefleet_member_identity)).
   - The hub CA is O(hub_api_server_ca), else O(hub_ca_cert), else read from the hub kubeconfig whether it holds it
     inline (C(certificate-authority-data)) or names a file (C(certificate-authority)); KubeFleet's C(join.sh) only
     handles the first.
   - Before changing anything, a preflight check reaches the hub at O(hub_api_server_url) with that CA and token, so an
     unreachable hub, a wrong CA or a dead token fail the task instead of a crash-looping agent.
-  - Idempotent; the release is upgraded only when its chart, chart version or values differ. Nothing is looked up on
-    the web; the chart comes from a local path, a repository or an OCI registry, at a pinned version.
-  - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat. After an
-    upgrade of the release it first waits until the agent Deployment has rolled out its new pods, because the old agent
-    keeps reporting to the hub until they are available (an image that cannot be pulled would otherwise pass).
-  - O(rollback_to_revision) rolls the release back to an earlier revision (Helm's rollback), then waits as after an
-    upgrade; the playbook C(fleetops.registration.upgrade_agents) uses it for a member whose new agent does not come back.
+  - Idempotent (an upgrade only when chart, version or values differ). The chart is a local path, a repository or an
+    OCI registry's, at a pinned version.
+  - With hub access and O(wait=true), waits until the hub reports the MemberCluster C(Joined) with a heartbeat, after an
+    upgrade once the new pods rolled out (the old agent reports to the hub until then).
+  - O(rollback_to_revision) rolls the release back (Helm's rollback), as C(fleetops.registration.upgrade_agents) does.
   - O(state=absent) uninstalls the release (which removes O(agent_namespace) with the agent), deletes the Secret, and
     removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
-  - The agent's images are the chart's own unless the image options are set, so the KubeFleet project's member-agent
-    chart (C(oci://ghcr.io/kubefleet-dev/kubefleet/charts/member-agent), chart version = KubeFleet release) runs that
-    release's agent. Use the chart of the hub's KubeFleet release (the hub-agent chart's version).
-  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0 (Azure/fleet), with O(image_tag=v0.14.0)
-    because that chart's own tag is C(main).
+  - The images are the chart's own unless the image options are set, so use the chart of the hub's KubeFleet release
+    (C(oci://ghcr.io/kubefleet-dev/kubefleet/charts/member-agent) at the hub-agent chart's version).
+  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0, with O(image_tag=v0.14.0) (the chart's
+    own tag is C(main)).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -139,10 +135,8 @@ options:
       - It must differ from O(agent_namespace), which the chart creates itself.
       - When it does not exist, the module creates it, labelled C(app.kubernetes.io/managed-by=fleetops.registration),
         and O(state=absent) removes it again (see O(keep_release_namespace)).
-      - A release whose records are in C(default) (earlier versions of this collection, and KubeFleet's C(join.sh), kept
-        them there) is moved on the next run without a Helm run, so the agent keeps running - each record copied here,
-        the release's objects annotated with the new namespace, the records in C(default) deleted - provided every
-        record lists only the chart's objects; a run that stopped halfway is finished by the next one.
+      - Records in C(default) (earlier versions, KubeFleet's C(join.sh)) are moved on the next run without a Helm run,
+        provided each lists only the chart's objects; a run that stopped halfway is finished by the next one.
     type: str
     default: fleet-hub-credentials
   keep_release_namespace:
@@ -156,14 +150,11 @@ options:
     description:
       - With O(state=absent), what happens to the objects KubeFleet applied on the member (the C(AppliedWork) objects
         the member agent recorded, and what each of them owns).
-      - V(keep) leaves them in place, no longer managed by any hub, and returns them in RV(workloads). Before the agent is
-        uninstalled, each applied object loses its C(AppliedWork) owner reference, because the C(member-agent) chart carries the
-        C(AppliedWork) CRD, so its uninstall deletes every C(AppliedWork), and the garbage collector would delete what
-        they own.
-      - V(remove) deletes each C(AppliedWork) after the agent is uninstalled and waits (within O(wait_timeout)) until
-        kube-controller-manager's garbage collector has deleted the objects it owned (through the owner references
-        KubeFleet sets). Make the member leave first (M(fleetops.registration.kubefleet_member_cluster) with
-        O(state=absent)), so that no hub places them again.
+      - V(keep) leaves them in place, managed by no hub, and returns them in RV(workloads); each loses its C(AppliedWork)
+        owner reference first, as the chart's uninstall deletes the C(AppliedWork) CRD and the garbage collector would
+        delete what they own.
+      - V(remove) deletes each C(AppliedWork) after the uninstall and waits (within O(wait_timeout)) until the garbage
+        collector has deleted what it owned. Make the member leave first, so that no hub places them again.
       - In check mode both report what they would keep or remove.
     type: str
     choices: [keep, remove]
@@ -183,9 +174,8 @@ options:
         if given, must match.
   image_repository:
     description:
-      - Image of the member agent. Not set, the chart's own applies - the image of the project and release the chart
-        belongs to (the KubeFleet project's chart - C(ghcr.io/kubefleet-dev/kubefleet/member-agent); Azure/fleet's -
-        C(ghcr.io/azure/fleet/member-agent)). Set it for a mirror on air-gapped sites.
+      - Image of the member agent. Not set, the chart's own applies (C(ghcr.io/kubefleet-dev/kubefleet/member-agent) or
+        Azure/fleet's C(ghcr.io/azure/fleet/member-agent)). Set it for a mirror on air-gapped sites.
     type: str
   image_tag:
     description:
@@ -235,6 +225,14 @@ options:
       - The check runs where the task runs; it stands in for the member's own network path to the hub.
     type: bool
     default: true
+  finish_leave:
+    description:
+      - Only let the agent acknowledge its MemberCluster's leave (deleted on the hub, kept until the agent marks it
+        left), then wait until the hub lets it go; nothing is installed. A scaled-to-0 agent gets its replica back, one
+        that has not acknowledged within 20 s is restarted. The workloads stay. Without a leave it does nothing.
+      - The task then returns only RV(repaired), RV(reasons) and RV(left).
+    type: bool
+    default: false
   silent:
     description:
       - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
@@ -266,8 +264,6 @@ notes:
   - The token never appears on a command line, in logs, diffs or results; Helm gets values through a private file.
   - When the token in the Secret changes, the agent Deployment is restarted, because the refresh-token sidecar only
     re-reads the Secret every few hours.
-  - The release's values hold no token (the token is only in the Secret), so they are returned and shown in diffs;
-    chart values that are secrets go in O(secret_values), which is masked everywhere.
   - A re-run repairs a broken member. A missing or outdated token Secret is rewritten (and the agent restarted), a
     missing, failed or outdated release is installed or upgraded; RV(reasons) says why. A task that changed the member
     and then failed reports C(changed=true) and names what it did.
@@ -345,9 +341,13 @@ agent_setting:
   returned: when state is present
   type: dict
   sample: {"drift": ["container member-agent's environment lacks or differs in HTTPS_PROXY"], "patched": true}
+left:
+  description: With O(finish_leave), the member whose MemberCluster the hub let go (null when it was not leaving).
+  returned: with O(finish_leave)
+  type: str
 release:
   description: The Helm release after the task (null after an uninstall).
-  returned: always
+  returned: unless O(finish_leave)
   type: dict
   sample: {name: member-agent, namespace: fleet-hub-credentials, chart: member-agent, chart_version: 0.1.0, status: deployed, revision: 1}
 action:
@@ -371,7 +371,7 @@ chart:
   sample: {name: member-agent, version: 0.1.0}
 secret:
   description: Where the token Secret is on the member.
-  returned: always
+  returned: unless O(finish_leave)
   type: dict
   sample: {name: hub-kubeconfig-secret, namespace: fleet-hub-credentials}
 removed_secrets:
@@ -476,6 +476,7 @@ def argument_spec():
         secret_values=dict(type="dict", no_log=True),
         preflight=dict(type="bool", default=True),
         silent=dict(type="str"),
+        finish_leave=dict(type="bool", default=False),
         rollback_to_revision=dict(type="int"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
     )

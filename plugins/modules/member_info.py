@@ -280,6 +280,11 @@ changing:
   type: list
   elements: str
   sample: ["edge-07"]
+lock_needed:
+  description: With O(members), whether the run locks members on the hub - RV(changing) is not empty, and the task does
+    not run in check mode (which changes nothing).
+  returned: with O(members)
+  type: bool
 backends:
   description: The fleet managers the member's state was read in - O(backends), and with O(detect_backends) those the
     hub serves too.

@@ -195,6 +195,27 @@ def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
     _assert_joined_since(sides, rerun, fault_at)
 
 
+def test_a_member_cluster_deleted_while_its_agent_is_at_0_replicas_is_let_go_and_joined_again_in_one_run(lab_controllers, play, sides):
+    # Soak seed 3552 round 5: KubeFleet's hub agent keeps a deleted MemberCluster until the member agent acknowledges
+    # the leave (force-deleting it only after 15 minutes); with the agent scaled to 0, both runs timed out waiting.
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    apps.patch_namespaced_deployment_scale(*KF_AGENT, {"spec": {"replicas": 0}})
+    wait_for(lambda: not _agent_pids(lab, "member-agent"), 120, "the member agent to stop")
+    before = sides.member_cluster(MEMBER)["metadata"]["uid"]
+    sides.hub_custom.delete_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER)
+    time.sleep(5)
+    assert (sides.member_cluster(MEMBER) or {}).get("metadata", {}).get("deletionTimestamp"), "the hub let it go without its agent"
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert re.search(r"acknowledge the leave[^\n]*\nchanged: \[%s\]" % MEMBER, rerun), "no step let the leave finish:\n" + rerun[-3000:]
+    assert sides.member_cluster(MEMBER)["metadata"]["uid"] != before, "the MemberCluster was not made again"
+    assert apps.read_namespaced_deployment(*KF_AGENT).spec.replicas == 1
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
 def _fleet_last_seen(sides):
     return stamp(((sides.fleet_cluster(MEMBER) or {}).get("status") or {}).get("agent", {}).get("lastSeen")) or 0
 

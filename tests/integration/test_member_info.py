@@ -36,12 +36,17 @@ def test_a_member_the_hub_does_not_know_needs_a_join_in_both_managers(lab_contro
         at_once = manager == "kubefleet" and causes == {first}
         assert state["steps"] == {"member_object": True, "identity": True, "new_token": again or at_once,
                                   "reset_credential": again, "agent": True, "revoke_previous": again,
-                                  "revoke_at_once": at_once}
+                                  "revoke_at_once": at_once, "finish_leave": False}
         assert state["diagnosis"][0]["cause"] == "not_member" and state["diagnosis"][0]["fix"].endswith("(action join).")
     assert result["labels"] == {"env": "lab"} and len(result["run_id"]) == 10
     # The same answer in check mode: it only reads.
     checked = run_module("member_info", dict(_connections(lab_controllers, "member2"), name=name), check=True)
     assert checked["actions"] == result["actions"]
+    # Read as a batch, the member needs a step: a run locks it, a check run (which changes nothing) does not.
+    batch = {"members": [dict(_connections(lab_controllers, "member2"), name=name)]}
+    for check, locks in ((False, True), (True, False)):
+        read = run_module("member_info", batch, check=check)
+        assert not read.failed and read["changing"] == [name] and read["lock_needed"] is locks, read.get("msg")
 
 
 def test_member_info_refuses_the_hub_as_its_own_member(lab):

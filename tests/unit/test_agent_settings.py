@@ -282,7 +282,7 @@ def test_a_fleet_member_whose_cluster_or_agent_drifted_needs_reconfigure():
     assert RANCHER_FLEET.decide("edge", hub, member, {"stale_after": 0}).action == "none"  # no setting: nothing is compared
     assert copy.deepcopy(bare.as_dict())["steps"] == {"member_object": True, "identity": False, "new_token": False,
                                                       "reset_credential": False, "agent": True, "revoke_previous": False,
-                                                      "revoke_at_once": False}
+                                                      "revoke_at_once": False, "finish_leave": False}
 
 
 def test_what_a_store_keeps_of_a_fleet_cluster_holds_no_env_value_and_kubefleet_keeps_its_object():

@@ -103,6 +103,32 @@ def test_a_join_of_a_member_whose_agent_holds_a_credential_registers_it_again():
     assert _needed(wrong_hub) == ["agent", "identity", "member_object", "new_token", "reset_credential", "revoke_previous"]
 
 
+def test_a_join_that_finds_its_member_object_leaving_lets_the_leave_finish_first_where_the_manager_waits_on_the_agent():
+    leaving = _finding("leaving", "join")
+    kubefleet = KUBEFLEET.decide("edge-07", {"name": "edge-07", "leaving": True}, {}, {})
+    assert kubefleet.action == "join" and kubefleet.steps[0] == "finish_leave" and kubefleet.as_dict()["steps"]["finish_leave"]
+    assert kubefleet.steps[1:] == fleet_managers.STEPS["join"]
+    # Fleet deletes a Cluster without its agent: nothing to wait on
+    fleet = MemberState.judged(RANCHER_FLEET.name, "edge-07", None, {}, [leaving], RANCHER_FLEET.first_credential, RANCHER_FLEET.leave_steps)
+    assert fleet.steps == fleet_managers.STEPS["join"]
+    # no leave, no step
+    assert "finish_leave" not in _judged(KUBEFLEET, [_finding("not_member", "join")]).steps
+
+
+def test_a_leave_s_agent_is_restarted_only_once_a_running_agent_would_have_acknowledged_it():
+    import datetime  # pylint: disable=import-outside-toplevel
+    from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.leave import (  # pylint: disable=import-outside-toplevel
+        LEAVE_GRACE_SECONDS, deleting_since, unacknowledged,
+    )
+    deleted = {"metadata": {"name": "edge-07", "deletionTimestamp": "2026-11-29T10:00:00Z"}}
+    at = datetime.datetime(2026, 11, 29, 10, 0, 0, tzinfo=datetime.timezone.utc)
+    assert deleting_since(deleted) == at and deleting_since({"metadata": {"name": "edge-07"}}) is None and deleting_since(None) is None
+    assert unacknowledged(deleted, at + datetime.timedelta(seconds=LEAVE_GRACE_SECONDS - 1)) is None
+    why = unacknowledged(deleted, at + datetime.timedelta(seconds=45))
+    assert why == "MemberCluster edge-07 has been leaving for 45 s and the member agent has not acknowledged it"
+    assert unacknowledged({"metadata": {"name": "edge-07"}}, at) is None
+
+
 def test_an_unknown_action_is_a_programming_error():
     with pytest.raises(ValueError):
         MemberState("kubefleet", "edge-07", {}, {}, "explode")

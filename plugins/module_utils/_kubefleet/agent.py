@@ -24,7 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects, guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, tokens, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, leave, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -284,6 +284,8 @@ class MemberAgent(AgentFlow, Runner):
     def run(self):
         if self.params.get("rollback_to_revision") is not None and self.params["state"] == "present":
             return self.rollback()
+        if self.params.get("finish_leave") and self.params["state"] == "present":
+            return self.finish(leave.finish(self, (chart_fullname(self.release_name), self.agent_namespace)))
         return super().run()
 
     def release_location(self):
@@ -348,8 +350,7 @@ class MemberAgent(AgentFlow, Runner):
         return describe_member(member)
 
     def _joined_record(self, since, changed):
-        """The MemberCluster, with the InternalMemberCluster's heartbeat read only when its own copy does not show the
-        agent joined (the copy lags after a hub outage)."""
+        """The MemberCluster, with the InternalMemberCluster's heartbeat when its own (a lagging copy) shows no join."""
         member = self.hub.get(MEMBER_CLUSTER, self.name)
         if member is None or self._joined(member, since, changed):
             return member

@@ -79,6 +79,7 @@ class KubeFleet(FleetManager):
                    "v%(hub)s (fleetops_kubefleet_member_agent_image_tag) - and re-run join_cluster.yml")
     # a new token, and the identity's older ones revoked at once: one an earlier join left on the hub is held by no agent
     first_credential = ("credential_missing", ("new_token", "revoke_at_once"))
+    leave_steps = ("finish_leave",)  # the hub agent keeps a deleted MemberCluster until the member agent acknowledges
     rollback_result = "member_join_kubefleet_rollback"
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):

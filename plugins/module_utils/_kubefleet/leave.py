@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, fleetops.registration contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A leave that waits on the member agent: KubeFleet's hub agent keeps a deleted MemberCluster (its finalizer) until
+the member agent has marked the InternalMemberCluster left, and force-deletes it only after --force-delete-wait-time
+(15 minutes by default). A join that finds its MemberCluster so while the agent cannot act (scaled to 0, frozen, backed
+off) would wait that long. kubefleet_member_agent's finish_leave lets the agent acknowledge it: its replica back at
+once, a restart once the leave has waited longer than a running agent needs; the workloads stay (the agent's leave
+only releases its Works on the hub)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import MEMBER_CLUSTER
+
+# A running agent acknowledges at the InternalMemberCluster's change, within seconds; one that has not by then won't.
+LEAVE_GRACE_SECONDS = 20
+FORCE_HINT = ("KubeFleet's hub agent force-deletes it after its --force-delete-wait-time (15 minutes by default); "
+              "kubefleet_member_cluster state=absent with force_remove_finalizers: true ends it now")
+
+
+def deleting_since(member_cluster):
+    """When the MemberCluster's deletion began, or None when it is not being deleted (or not there)."""
+    return parse_time(((member_cluster or {}).get("metadata") or {}).get("deletionTimestamp"))
+
+
+def unacknowledged(member_cluster, now=None):
+    """Why the agent is restarted for the MemberCluster's leave, or None while the leave is younger than
+    LEAVE_GRACE_SECONDS (a running agent is given that long) or there is no leave."""
+    since = deleting_since(member_cluster)
+    if since is None:
+        return None
+    waited = ((now or utcnow()) - since).total_seconds()
+    if waited < LEAVE_GRACE_SECONDS:
+        return None
+    return "MemberCluster %s has been leaving for %d s and the member agent has not acknowledged it" % (
+        member_cluster["metadata"].get("name"), waited)
+
+
+def finish(agent, deployment):
+    """Let the member agent acknowledge its MemberCluster's leave, and wait until the hub has let it go: the result
+    of kubefleet_member_agent's finish_leave. Nothing is done without a leave."""
+    if not agent.hub_configured:
+        raise ParameterError("finish_leave", "needs the hub connection", "Set hub_kubeconfig or hub_context")
+    member_cluster = agent.hub.get(MEMBER_CLUSTER, agent.name)
+    if deleting_since(member_cluster) is None:
+        return _result(None, None)
+    name, namespace = deployment
+    member = agent.kube
+    if member.get(DEPLOYMENT, name, namespace) is None:
+        raise ApiError("MemberCluster %s is leaving, and no member agent (%s/%s) runs to acknowledge it" % (agent.name, namespace, name),
+                       hint=FORCE_HINT)
+    repaired = repair_agent(member, namespace, name, silent=unacknowledged(member_cluster), dry_run=agent.check_mode)
+    if agent.check_mode or not agent.params["wait"]:
+        return _result(repaired, None)
+
+    def member_cluster_now():
+        return agent.hub.get(MEMBER_CLUSTER, agent.name)
+
+    what = "MemberCluster %s to finish its leave" % agent.name
+    if not repaired:
+        try:
+            agent.module.waiter.within(LEAVE_GRACE_SECONDS).until(member_cluster_now, "absent", what)
+            return _result(None, agent.name)
+        except WaitTimeout:  # the leave has now waited the grace out
+            repaired = repair_agent(member, namespace, name, silent=unacknowledged(member_cluster)
+                                    or "the member agent did not acknowledge the leave")
+    try:
+        agent.module.waiter.until(member_cluster_now, "absent", what, FORCE_HINT)
+    except FleetOpsError as exc:
+        raise agent.changed_before_failure(exc, "changed the member (%s)" % repaired) if repaired else exc
+    return _result(repaired, agent.name)
+
+
+def _result(repaired, left):
+    return {"changed": bool(repaired), "repaired": repaired, "reasons": [repaired] if repaired else [], "left": left}
