@@ -3,7 +3,7 @@
 ``make soak N=<rounds> SEED=<n> [ONLY=<round>]`` starts a lab of its own (``.cache/soak-lab``: a hub and three
 members, both fleet managers, a Fleet Bundle and a KubeFleet placement on every member), joins the members, then plays
 N rounds. Each round takes, from the seed and its number alone (so ``ONLY`` replays it), one or two fault kinds of
-bench/soak_faults.py, a member for each and a moment (before the run, and for kinds that act during it a random second
+bench/soak_faults.py, a member for each and a moment (before the run, and for kinds that act during it a random task
 of the run), then runs a plain ``join_cluster.yml`` - a second one if the first did not converge - and a third that
 must change nothing. bench/soak_judge.py judges by its own reads. The table per kind and ``.cache/soak/soak.json``
 say how many converged in one run, in two, never; what was left behind; how long a placed workload was ever absent.
@@ -123,11 +123,23 @@ def recap(run):
     return dict((m.group('host'), {'changed': int(m.group('changed')), 'failed': int(m.group('failed'))}) for m in RECAP.finditer(text))
 
 
-def _during(fleet, kind, member, delay):
-    if fleet.stopping.wait(delay):
-        fleet.note('%s during: the run ended before its second %g' % (kind.name, delay))
-        fleet.not_applied.append(kind.name)
-        return
+def tasks_started(log):
+    """How many tasks the run has started: the TASK headers in its output so far."""
+    try:
+        with open(log) as handle:
+            return sum(line.startswith('TASK [') for line in handle)
+    except OSError:
+        return 0
+
+
+def _during(fleet, kind, member, task, log):
+    """Apply ``kind`` as the run starts its ``task``-th task (a second of the run missed most of them once the runs
+    took a few seconds; the order of the tasks is the same in a replay)."""
+    while tasks_started(log) < task:
+        if fleet.stopping.wait(0.05):
+            fleet.note('%s during: the run ended before its task %d' % (kind.name, task))
+            fleet.not_applied.append(kind.name)
+            return
     try:
         kind.during(fleet, member)
     except Exception as exc:  # pylint: disable=broad-except  # a fault that could not be applied is noted, not fatal
@@ -149,8 +161,8 @@ def play_faulted_run(fleet, number, faults):
     if settle:
         time.sleep(settle)
     run = fleet.start_run('soak-%d-run1' % number)
-    threads = [threading.Thread(target=_during, args=(fleet, kind, member, delay), daemon=True)
-               for kind, member, delay in faults if kind.during]
+    threads = [threading.Thread(target=_during, args=(fleet, kind, member, task, run.log), daemon=True)
+               for kind, member, task in faults if kind.during]
     for thread in threads:
         thread.start()
     run.wait()
@@ -242,7 +254,7 @@ def _judged_round(fleet, seed, number, faults, since, watch):
     removes = any(kind.removes for kind, _member, _delay in faults)
     return {
         'round': number, 'seed': seed,
-        'faults': [{'kind': kind.name, 'member': member, 'at_second': delay if kind.during else None} for kind, member, delay in faults],
+        'faults': [{'kind': kind.name, 'member': member, 'at_task': task if kind.during else None} for kind, member, task in faults],
         'first_run': first, 'changed_members': sorted(changed), 'untouched_changed': sorted(changed - touched(fleet, faults)),
         'runs': runs if not problems else None, 'problems': problems, 'idempotent': idempotent,
         'leftovers': left, 'other_controller_files': len(others),

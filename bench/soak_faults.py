@@ -10,6 +10,7 @@ round's ``Fleet`` (bench/soak.py) and the member.
 
 import datetime
 import json
+import math
 import random
 import socket
 import time
@@ -187,7 +188,8 @@ def round_delay_ms(faults):
 
 
 def choose(seed, number):
-    """The round's faults from the seed and its number alone: ``[(kind, member, seconds into the run)]``."""
+    """The round's faults from the seed and its number alone: ``[(kind, member, the task of the run it comes at)]``
+    (the n-th task the run starts, 1 to 20: the member's steps are the 13th to the 20th of a run that needs them)."""
     rng = random.Random('%d:%d' % (seed, number))
     kinds = rng.sample(CATALOGUE, rng.choice((1, 1, 2)))
-    return [(kind, 'member%d' % rng.randint(1, MEMBERS), round(rng.uniform(1, 20), 1)) for kind in kinds]
+    return [(kind, 'member%d' % rng.randint(1, MEMBERS), max(1, math.ceil(rng.uniform(0, 20)))) for kind in kinds]

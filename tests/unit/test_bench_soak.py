@@ -3,6 +3,7 @@ and the round alone, files holding a credential are told from others, and each o
 
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'bench'))
 
@@ -16,7 +17,7 @@ def test_a_round_s_faults_come_from_the_seed_and_its_number_alone_so_a_round_rep
     rounds = [[kind.name for kind, _m, _a in faults.choose(7, number)] for number in range(1, 41)]
     assert len(set(tuple(r) for r in rounds)) > 20 and all(1 <= len(r) <= 2 and len(set(r)) == len(r) for r in rounds)
     assert set(name for r in rounds for name in r) - set(faults.KINDS) == set()
-    assert all(member in ("member1", "member2", "member3") and 1 <= at <= 20
+    assert all(member in ("member1", "member2", "member3") and isinstance(at, int) and 1 <= at <= 20
                for number in range(1, 41) for _k, member, at in faults.choose(7, number))
 
 
@@ -64,7 +65,7 @@ def test_each_outcome_of_a_round_has_its_verdict():
 def test_a_fault_that_could_not_be_applied_is_not_counted_as_a_try_of_its_kind(capsys):
     import soak  # pylint: disable=import-outside-toplevel  # the runner: its report is pure
 
-    planted = {"kind": "lock_of_a_dead_run_elsewhere", "member": "member1", "at_second": None}
+    planted = {"kind": "lock_of_a_dead_run_elsewhere", "member": "member1", "at_task": None}
     rows = [_row(round=1, faults=[planted], not_applied=["lock_of_a_dead_run_elsewhere"]),
             _row(round=2, faults=[planted], not_applied=[])]
     soak.print_report(rows)
@@ -83,3 +84,34 @@ def test_a_fleet_check_in_is_judged_only_once_an_agent_had_the_time_to_make_one(
     assert soak.judged(None, since=997.0) == {}  # a 3 s round: judged once two check-in intervals have passed
     assert soak.judged(None, since=900.0) == {}  # a long round: at once
     assert seen == [judge.CHECK_IN_WAIT, 109.0], seen
+
+
+def test_a_fault_within_the_run_comes_as_the_run_starts_its_chosen_task(tmp_path):
+    import soak  # pylint: disable=import-outside-toplevel
+    log = tmp_path / "run.log"
+    assert soak.tasks_started(log) == 0  # not written yet
+    log.write_text("PLAY [x]\n\nTASK [one] ***\nok: [m]\n\nTASK [two] ***\n")
+    assert soak.tasks_started(log) == 2
+
+    class Fleet:  # pylint: disable=too-few-public-methods
+        def __init__(self):
+            self.notes, self.not_applied, self.applied = [], [], []
+            self.stopping = threading.Event()
+
+        def note(self, text):
+            self.notes.append(text)
+
+    class Kind:  # pylint: disable=too-few-public-methods
+        name = "hub_apiserver_killed_in_run"
+
+        @staticmethod
+        def during(fleet, member):
+            fleet.applied.append(member)
+
+    fleet = Fleet()
+    soak._during(fleet, Kind, "member2", 2, log)  # pylint: disable=protected-access
+    assert fleet.applied == ["member2"] and not fleet.not_applied
+    fleet.stopping.set()  # the run ended before its third task
+    soak._during(fleet, Kind, "member2", 3, log)  # pylint: disable=protected-access
+    assert fleet.applied == ["member2"] and fleet.not_applied == ["hub_apiserver_killed_in_run"]
+    assert "before its task 3" in fleet.notes[-1]
