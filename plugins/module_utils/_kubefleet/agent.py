@@ -124,7 +124,8 @@ class MemberAgent(AgentFlow, Runner):
     def heard_from(self):
         """check_member_cluster's MemberCluster carrying the newest heartbeat the hub keeps of the agent (contact.py):
         the agent is judged silent, and a later heartbeat waited for, by the same record member_info judges by."""
-        return contact.newest_contact(self.hub, self.name, self.check_member_cluster())
+        member_cluster = self.check_member_cluster()  # None without hub access: then no hub client is made
+        return contact.newest_contact(self.hub, self.name, member_cluster) if member_cluster is not None else None
 
     def preflight(self, url, ca, token):
         """Reach the hub at ``url`` with the CA and token the member agent will use; return the identity seen."""
