@@ -3,10 +3,12 @@
 ``make soak N=<rounds> SEED=<n> [ONLY=<round>]`` starts a lab of its own (``.cache/soak-lab``: a hub and three
 members, both fleet managers, a Fleet Bundle and a KubeFleet placement on every member), joins the members, then plays
 N rounds. Each round takes, from the seed and its number alone (so ``ONLY`` replays it), one or two fault kinds of
-bench/soak_faults.py, a member for each and a moment (before the run, and for kinds that act during it a random task
-of the run), then runs a plain ``join_cluster.yml`` - a second one if the first did not converge - and a third that
-must change nothing. bench/soak_judge.py judges by its own reads. The table per kind and ``.cache/soak/soak.json``
-say how many converged in one run, in two, never; what was left behind; how long a placed workload was ever absent.
+bench/soak_faults.py (in turn from the seed's cycles through the catalogue: every kind once before any twice), a
+member for each and a moment (before the run, and for kinds that act during it a random task of the run), then runs
+a plain ``join_cluster.yml`` - a second one if the first did not converge - and a third that must change nothing.
+bench/soak_judge.py judges by its own reads. The table per kind and ``.cache/soak/soak.json`` say how many converged
+in one run, in two, never; what was left behind; how long a placed workload was ever absent. A round that is not ok,
+or whose first run failed, keeps the lab's logs written during it (``.cache/soak/failed-rounds/seed-S-round-R``).
 The runs use a copy of the collection as installed at the start (``.cache/soak/collections``). ``make soak-ci``, the
 end of ``make test``, plays a fixed seed's first rounds.
 """
@@ -28,11 +30,13 @@ os.environ.setdefault('FLEETOPS_BENCH_LAB_DIR', str(REPO_ROOT / '.cache' / 'soak
 os.environ['FLEETOPS_LAB_DIR'] = os.environ['FLEETOPS_BENCH_LAB_DIR']
 os.environ.setdefault('FLEETOPS_LAB_CHECKIN_INTERVAL', '5s')  # the test lab's, not the bench's 15 s: shorter rounds
 os.environ.setdefault('FLEETOPS_LAB_ELECTION_RETRY_PERIOD', '2s')
+os.environ.setdefault('FLEETOPS_TEST_FAILURES', str(REPO_ROOT / '.cache' / 'soak' / 'failed-rounds'))
 for path in (BENCH, REPO_ROOT / 'tests', REPO_ROOT / 'lab'):
     sys.path.insert(0, str(path))
 
 # pylint: disable=wrong-import-position
 import fleet_workloads as workloads  # noqa: E402
+import lab_logs  # noqa: E402
 import scale_lab as labctl  # noqa: E402
 import scale_netns as netns  # noqa: E402
 import soak_judge as judge  # noqa: E402
@@ -253,7 +257,7 @@ def _judged_round(fleet, seed, number, faults, since, watch):
     left = (judge.leftovers(fleet) if not problems else []) + ['controller file holding a secret: %s' % f for f in holding]
     removes = any(kind.removes for kind, _member, _delay in faults)
     return {
-        'round': number, 'seed': seed,
+        'round': number, 'seed': seed, 'started': since,
         'faults': [{'kind': kind.name, 'member': member, 'at_task': task if kind.during else None} for kind, member, task in faults],
         'first_run': first, 'changed_members': sorted(changed), 'untouched_changed': sorted(changed - touched(fleet, faults)),
         'runs': runs if not problems else None, 'problems': problems, 'idempotent': idempotent,
@@ -335,6 +339,10 @@ def main(argv=None):
             print('round %d: %s' % (number, ', '.join('%s on %s' % (k.name, m) for k, m, _d in choose(args.seed, number))), flush=True)
             rows.append(play_round(fleet, args.seed, number, placed))
             print('   %s' % verdict(rows[-1]), flush=True)
+            if verdict(rows[-1]) != 'ok' or rows[-1]['runs'] != 1:  # before the heal: the logs say why a run failed
+                kept = lab_logs.keep('seed-%d-round-%d' % (args.seed, number), labctl.LAB_DIR, since=rows[-1]['started'])
+                rows[-1]['lab_logs'] = os.path.relpath(kept, REPO_ROOT)
+                print('   lab logs of the round kept in %s' % rows[-1]['lab_logs'], flush=True)
             labctl.write_json(OUT / 'soak.json', {'seed': args.seed, 'commit': commit, 'rounds': rows})
             if labctl.fleetlab('up', '--members', str(MEMBERS)).returncode != 0:  # heal for the next round
                 raise SystemExit('soak: the lab could not be healed after round %d' % number)

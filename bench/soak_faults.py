@@ -187,9 +187,32 @@ def round_delay_ms(faults):
     return max([kind.delay_ms for kind, _member, _delay in faults] + [0])
 
 
+def _round_draw(seed, number):
+    """The round's own draw: how many faults, and for each a member and the task of the run it comes at."""
+    rng = random.Random('%d:%d' % (seed, number))
+    count = rng.choice((1, 1, 2))
+    return [('member%d' % rng.randint(1, MEMBERS), max(1, math.ceil(rng.uniform(0, 20)))) for _fault in range(count)]
+
+
+def _kind_cycles(seed, draws):
+    """The first ``draws`` kinds of the seed's stream: the catalogue in a seeded order, then again in another, so that
+    every kind comes once before any comes twice (and no cycle starts with the kind the one before ended on)."""
+    stream, cycle = [], 0
+    while len(stream) < draws:
+        order = random.Random('%d:cycle:%d' % (seed, cycle)).sample(CATALOGUE, len(CATALOGUE))
+        if stream and order[0] is stream[-1]:
+            order[0], order[1] = order[1], order[0]
+        stream.extend(order)
+        cycle += 1
+    return stream[:draws]
+
+
 def choose(seed, number):
     """The round's faults from the seed and its number alone: ``[(kind, member, the task of the run it comes at)]``
-    (the n-th task the run starts, 1 to 20: the member's steps are the 13th to the 20th of a run that needs them)."""
-    rng = random.Random('%d:%d' % (seed, number))
-    kinds = rng.sample(CATALOGUE, rng.choice((1, 1, 2)))
-    return [(kind, 'member%d' % rng.randint(1, MEMBERS), max(1, math.ceil(rng.uniform(0, 20)))) for kind in kinds]
+    (the n-th task the run starts, 1 to 20: the member's steps are the 13th to the 20th of a run that needs them).
+    Rounds take their kinds in turn from the seed's cycles through the catalogue, so N rounds try every kind at least
+    N // len(CATALOGUE) times."""
+    before = sum(len(_round_draw(seed, earlier)) for earlier in range(1, number))
+    mine = _round_draw(seed, number)
+    kinds = _kind_cycles(seed, before + len(mine))[before:]
+    return [(kind, member, task) for kind, (member, task) in zip(kinds, mine)]

@@ -33,8 +33,9 @@ def _safe_name(nodeid):
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
 
 
-def keep(nodeid, lab_root, run_dir=None):
-    """Copy the lab's logs (and ``run_dir``'s ``*.log``) for the test ``nodeid``; returns the folder (0700)."""
+def keep(nodeid, lab_root, run_dir=None, since=None):
+    """Copy the lab's logs (those written to since ``since``, epoch seconds, if given) and ``run_dir``'s ``*.log`` for
+    the test ``nodeid``; returns the folder (0700)."""
     target = failures_dir() / _safe_name(nodeid)
     if target.exists():
         shutil.rmtree(target, ignore_errors=True)
@@ -42,7 +43,9 @@ def keep(nodeid, lab_root, run_dir=None):
     os.chmod(target, 0o700)
     logs = Path(lab_root) / "logs"
     if logs.is_dir():
-        shutil.copytree(logs, target / "lab-logs", dirs_exist_ok=True)
+        fresh = None if since is None else (lambda d, names: [n for n in names if os.path.isfile(os.path.join(d, n))
+                                                              and os.path.getmtime(os.path.join(d, n)) < since])
+        shutil.copytree(logs, target / "lab-logs", dirs_exist_ok=True, ignore=fresh)
     if run_dir is not None and Path(run_dir).is_dir():
         for log in sorted(Path(run_dir).glob("*.log")):
             shutil.copy2(log, target / log.name)

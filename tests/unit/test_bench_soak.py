@@ -115,3 +115,12 @@ def test_a_fault_within_the_run_comes_as_the_run_starts_its_chosen_task(tmp_path
     soak._during(fleet, Kind, "member2", 3, log)  # pylint: disable=protected-access
     assert fleet.applied == ["member2"] and fleet.not_applied == ["hub_apiserver_killed_in_run"]
     assert "before its task 3" in fleet.notes[-1]
+
+
+def test_rounds_take_kinds_in_turn_so_every_kind_comes_once_before_any_comes_twice():
+    for seed in (1, 2150, 5000):
+        stream = [kind.name for number in range(1, 61) for kind, _m, _a in faults.choose(seed, number)]
+        for end in range(1, len(stream) + 1):
+            counts = [stream[:end].count(name) for name in faults.KINDS]
+            assert max(counts) - min(counts) <= 1, (seed, end)
+        assert min(stream.count(name) for name in faults.KINDS) >= 60 // len(faults.CATALOGUE)

@@ -42,3 +42,11 @@ def test_redact_cuts_jwts_and_token_values():
     assert jwt not in lab_logs.redact("Authorization: Bearer " + jwt)
     assert lab_logs.redact("token=supersecretvalue1 next") == "token=<redacted> next"
     assert lab_logs.redact("no secrets here") == "no secrets here"
+
+
+def test_keep_since_copies_only_the_logs_written_since_then(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETOPS_TEST_FAILURES", str(tmp_path / "kept"))
+    lab_root, agent = _lab(tmp_path)
+    kept = lab_logs.keep("seed-1-round-2", lab_root, since=time.time() - 60)
+    assert (kept / "lab-logs" / "member1" / agent.name).exists()
+    assert not (kept / "lab-logs" / "hub" / "cattle-fleet-system.fleet-controller-x.fleet-agentmanagement.log").exists()
