@@ -12,8 +12,7 @@ module: kubefleet_member_agent
 short_description: Install or remove the KubeFleet member agent on a member cluster
 version_added: 0.1.0
 description:
-  - Acts on the member cluster (the usual Kubernetes options) and, optionally, reads from the hub (the C(hub_*)
-    options).
+  - Acts on the member cluster (the usual Kubernetes options) and, optionally, reads the hub (the C(hub_*) options).
   - Writes the Secret C(hub-kubeconfig-secret) holding the identity token, then installs or upgrades the C(member-agent)
     Helm chart with the hub's URL and CA, the member's name and the agent namespace. The chart's refresh-token sidecar
     hands the token to the agent.
@@ -32,8 +31,7 @@ description:
     removes O(release_namespace) when the module created it; nothing of the collection's stays on the member.
   - The images are the chart's own unless the image options are set, so use the chart of the hub's KubeFleet release
     (C(oci://ghcr.io/kubefleet-dev/kubefleet/charts/member-agent) at the hub-agent chart's version).
-  - Tested with the member-agent chart and agents of go.goms.io/fleet v0.14.0, with O(image_tag=v0.14.0) (the chart's
-    own tag is C(main)).
+  - Tested with go.goms.io/fleet v0.14.0's member-agent chart and agents, O(image_tag=v0.14.0) (the chart's is C(main)).
 author:
   - fleetops.registration contributors (@fleetops)
 extends_documentation_fragment:
@@ -255,8 +253,8 @@ options:
   state:
     description:
       - V(present) installs or upgrades the agent; V(absent) uninstalls it and deletes the token Secret.
-      - Make the cluster leave first (M(fleetops.registration.kubefleet_member_cluster) with O(state=absent)) so the
-        agent can acknowledge the leave.
+      - Make the cluster leave first (M(fleetops.registration.kubefleet_member_cluster) O(state=absent)). With the
+        hub connection, V(absent) first lets the agent acknowledge a leave in progress, as O(finish_leave) does.
     type: str
     choices: [present, absent]
     default: present
@@ -318,9 +316,10 @@ EXAMPLES = r'''
     rollback_to_revision: "{{ agent_before.release.revision }}"
     wait_timeout: 120
 
-- name: Remove the agent after the cluster has left
+- name: Remove the agent once the hub has let the cluster go (waits for a leave in progress, restarting a stuck agent)
   fleetops.registration.kubefleet_member_agent:
     context: east-1
+    hub_kubeconfig: ~/.kube/hub.yaml
     name: east-1
     state: absent
 '''
@@ -331,7 +330,8 @@ repaired:
     - How the agent Deployment was rolled out again after Helm, null when it served - its replica restored when scaled
       to 0 (the chart sets none), or a rollout restart when the agent is silent or has no available replica, unless this
       run rolled new pods out. A repair is a change; the module then waits for the rollout and a contact made after it.
-  returned: when state is present
+      With O(state=absent), the repair that let the agent acknowledge its leave.
+  returned: unless O(rollback_to_revision)
   type: str
   sample: "the agent Deployment was scaled to 0 replicas: its replica was restored"
 agent_setting:
@@ -342,8 +342,8 @@ agent_setting:
   type: dict
   sample: {"drift": ["container member-agent's environment lacks or differs in HTTPS_PROXY"], "patched": true}
 left:
-  description: With O(finish_leave), the member whose MemberCluster the hub let go (null when it was not leaving).
-  returned: with O(finish_leave)
+  description: The member whose MemberCluster the hub let go (null when it was not leaving).
+  returned: with O(finish_leave) or O(state=absent)
   type: str
 release:
   description: The Helm release after the task (null after an uninstall).

@@ -182,7 +182,8 @@ notes:
     reports C(changed=true) and names in its message what it did and what is still there; a re-run continues from there.
   - For a clean leave, run this module with O(state=absent) while the member agent still runs, then remove the agent
     with M(fleetops.registration.kubefleet_member_agent).
-  - A MemberCluster that is still leaving is waited for (with O(wait=true)) before it is created again.
+  - A MemberCluster that is still leaving is waited for (with O(wait=true)) before it is created again; check mode
+    predicts it created again, with a warning.
 seealso:
   - module: fleetops.registration.kubefleet_member_identity
   - module: fleetops.registration.kubefleet_member_agent

@@ -156,13 +156,17 @@ MODULE_ARGS = {
     "member_leave": {
         "fleet_agent": {"kubeconfig": "kubeconfig", "context": "context", "helm_binary": "helm_binary",
                         "wait_timeout": "wait_timeout", "workloads": "workloads"},
+        # The uninstall reads the MemberCluster on the hub and first lets its agent finish the leave (_kubefleet/leave).
         "kubefleet_member_agent": {"kubeconfig": "kubeconfig", "context": "context", "helm_binary": "helm_binary",
-                                   "wait_timeout": "wait_timeout", "name": "cluster_name", "workloads": "workloads"},
+                                   "wait_timeout": "wait_timeout", "name": "cluster_name", "workloads": "workloads",
+                                   "hub_kubeconfig": "hub_kubeconfig", "hub_context": "hub_context"},
         "fleet_registration_token": {"kubeconfig": "hub_kubeconfig", "context": "hub_context",
                                      "member_lock": "state_lock", "namespace": "fleet_namespace",
                                      "cluster": "cluster_name"},
+        # The deletion waits for the hub's cleanup itself only when no agent step follows (keep_agents): otherwise that
+        # step waits, and can restart an agent that does not acknowledge the leave.
         "kubefleet_member_cluster": dict(_HUB_SIDE, name="cluster_name", force_remove_finalizers="kubefleet_force",
-                                         force_grace_period="kubefleet_force_grace_period"),
+                                         force_grace_period="kubefleet_force_grace_period", wait="keep_agents"),
         "kubefleet_member_identity": dict(_HUB_SIDE, name="cluster_name", namespace="kubefleet_identity_namespace"),
         "fleet_cluster": dict(_HUB_SIDE, name="cluster_name", namespace="fleet_namespace"),
         # What the batch's lock is taken for (member_lock's batch item).

@@ -114,18 +114,34 @@ def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sid
     _assert_joined_since(sides, rerun, fault_at)
 
 
-def test_member_agent_frozen_during_leave(lab_controllers, play, sides):
+def test_a_leave_with_the_member_agent_frozen_restarts_it_and_finishes_in_one_run(lab_controllers, play, sides):
+    # The leave's MemberCluster step waited for the hub's cleanup, which waits for the frozen agent to acknowledge:
+    # the run timed out. The agent step now restarts an agent that has not acknowledged the leave within 20 s.
     lab = lab_controllers
     _joined(play, sides)
-    agent = "%s/fleet-system/member-agent-*/member-agent" % MEMBER
-    lab.freeze(agent)
+    lab.freeze("%s/fleet-system/member-agent-*/member-agent" % MEMBER)
     try:
-        # the leave's waits run into the frozen agent (a short wait keeps the suite short; the fault is the point)
-        code, output = play.run("leave_cluster.yml", *LIMIT, "-e", "member_leave_wait_timeout=45")
+        leave = play.converges("leave_cluster.yml", *LIMIT, "-e", "member_leave_wait_timeout=90")
     finally:
-        lab.thaw(agent)
-    print("leave with the member agent frozen: exit %d\n%s" % (code, output[-1500:]))
-    play.converges("leave_cluster.yml", *LIMIT)
+        for name, state in lab.components().items():
+            if state == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
+                lab.thaw(name)
+    assert "the agent was restarted to acknowledge the leave" in leave, leave[-3000:]
+    sides.assert_member_left(MEMBER)
+    sides.assert_nothing_left_on_hub()
+
+
+def test_a_leave_with_the_member_agent_at_0_replicas_lets_it_acknowledge_and_finishes_in_one_run(lab_controllers, play, sides):
+    # The leave's MemberCluster step waited for the hub's cleanup, which waits for the member agent to acknowledge:
+    # with the agent scaled to 0 it timed out (KubeFleet force-deletes only after 15 minutes). The agent step now waits
+    # for the leave before it uninstalls, giving the agent its replica back.
+    lab = lab_controllers
+    _joined(play, sides)
+    apps = client.AppsV1Api(lab.api_client(MEMBER))
+    apps.patch_namespaced_deployment_scale(*KF_AGENT, {"spec": {"replicas": 0}})
+    wait_for(lambda: not _agent_pids(lab, "member-agent"), 120, "the member agent to stop")
+    leave = play.converges("leave_cluster.yml", *LIMIT, "-e", "member_leave_wait_timeout=90")
+    assert "the agent was restarted to acknowledge the leave" in leave, leave[-3000:]
     sides.assert_member_left(MEMBER)
     sides.assert_nothing_left_on_hub()
 
@@ -207,6 +223,9 @@ def test_a_member_cluster_deleted_while_its_agent_is_at_0_replicas_is_let_go_and
     sides.hub_custom.delete_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER)
     time.sleep(5)
     assert (sides.member_cluster(MEMBER) or {}).get("metadata", {}).get("deletionTimestamp"), "the hub let it go without its agent"
+    checked = play.converges("join_cluster.yml", *LIMIT, "--check")  # it failed at the MemberCluster step: "still leaving"
+    assert "still leaving the fleet; a real run waits until the hub lets it go" in " ".join(checked.split()), checked[-3000:]
+    assert apps.read_namespaced_deployment(*KF_AGENT).spec.replicas == 0, "the check run changed the agent"
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
     assert re.search(r"acknowledge the leave[^\n]*\nchanged: \[%s\]" % MEMBER, rerun), "no step let the leave finish:\n" + rerun[-3000:]

@@ -193,6 +193,18 @@ def test_leave_summary_names_what_was_removed_per_manager():
     assert again["line"] == "member1: rancher_fleet removed: nothing left to remove" and "kubefleet" not in again
 
 
+def test_leave_summary_says_when_the_agent_was_restarted_to_acknowledge_the_leave():
+    restarted = "the agent Deployment was scaled to 0 replicas: its replica was restored"
+    host_vars = {"inventory_hostname": "member1", "member_leave_cluster_name": "member1",
+                 "member_leave__kf_cluster": {"changed": True},
+                 "member_leave__kf_agent": {"changed": True, "repaired": restarted, "left": "member1"}}
+    summary = leave_summary(host_vars, ["kubefleet"])
+    assert summary["kubefleet"]["agent_repaired_for_leave"] == restarted
+    assert summary["line"] == "member1: kubefleet removed: MemberCluster, agent (the agent was restarted to acknowledge the leave)"
+    quiet = leave_summary(dict(host_vars, member_leave__kf_agent={"changed": True}), ["kubefleet"])
+    assert quiet["kubefleet"]["agent_repaired_for_leave"] is None and "restarted" not in quiet["line"]
+
+
 def test_leave_summary_lists_what_the_leave_could_not_remove_and_the_leases_it_did():
     host_vars = {"inventory_hostname": "member1", "member_leave_cluster_name": "member1",
                  "member_leave__kf_agent": {"changed": True, "removed_leases": ["136224848560.member.fleet.azure.com"]},

@@ -110,13 +110,15 @@ class MemberAgent(AgentFlow, Runner):
         if not self.hub_configured:
             return None
         member = self.hub.get(MEMBER_CLUSTER, self.name)
-        if member is None and self.check_mode:
-            self.assume_created_earlier("the hub has no MemberCluster named %s yet" % self.name)
+        leaving = leave.deleting_since(member) is not None
+        if (member is None or leaving) and self.check_mode:  # the join's MemberCluster step makes it (again)
+            self.assume_created_earlier("MemberCluster %s is still leaving" % self.name if leaving else
+                                        "the hub has no MemberCluster named %s yet" % self.name)
             return None
         if member is None:
             raise ParameterError("name", "the hub has no MemberCluster named %s" % self.name,
                                  "Create it first with fleetops.registration.kubefleet_member_cluster")
-        if (member.get("metadata") or {}).get("deletionTimestamp"):
+        if leaving:
             raise ApiError("MemberCluster %s is leaving the fleet" % self.name,
                            hint="Wait until it is gone, create it again, then install the agent")
         return member
@@ -410,11 +412,7 @@ class MemberAgent(AgentFlow, Runner):
     # -- absent -------------------------------------------------------------------
 
     def absent(self):
-        if self.hub_configured:
-            member = self.hub.get(MEMBER_CLUSTER, self.name)
-            if member is not None and not (member.get("metadata") or {}).get("deletionTimestamp"):
-                self.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
-                          "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % self.name)
+        finished = leave.before_uninstall(self, (chart_fullname(self.release_name), self.agent_namespace)) or {}
         prior = self._release()
         release = public_release(prior)
         applied = workloads.read_applied_works(self.kube)
@@ -450,7 +448,8 @@ class MemberAgent(AgentFlow, Runner):
             workloads.remove_applied_works(self.kube, self.module.waiter, removing, self.check_mode)
         except FleetOpsError as exc:
             raise self.changed_before_failure(exc, "uninstalled the agent and deleted its AppliedWorks")
-        result = {"changed": release is not None or secret is not None or bool(moved or removed or removed_leases or removing),
+        result = {"changed": release is not None or secret is not None or bool(moved or removed or removed_leases or removing)
+                  or bool(finished.get("repaired")), "left": finished.get("left"), "repaired": finished.get("repaired"),
                   "release": None, "secret": {"name": self.secret_name, "namespace": self.secret_namespace},
                   "removed_namespaces": removed, "removed_leases": removed_leases,
                   "workloads": {"action": self.params.get("workloads") or "keep",

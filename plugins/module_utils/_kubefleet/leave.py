@@ -42,12 +42,12 @@ def unacknowledged(member_cluster, now=None):
         member_cluster["metadata"].get("name"), waited)
 
 
-def finish(agent, deployment):
+def finish(agent, deployment, member_cluster=None):
     """Let the member agent acknowledge its MemberCluster's leave, and wait until the hub has let it go: the result
     of kubefleet_member_agent's finish_leave. Nothing is done without a leave."""
     if not agent.hub_configured:
         raise ParameterError("finish_leave", "needs the hub connection", "Set hub_kubeconfig or hub_context")
-    member_cluster = agent.hub.get(MEMBER_CLUSTER, agent.name)
+    member_cluster = member_cluster or agent.hub.get(MEMBER_CLUSTER, agent.name)
     if deleting_since(member_cluster) is None:
         return _result(None, None)
     name, namespace = deployment
@@ -75,6 +75,26 @@ def finish(agent, deployment):
     except FleetOpsError as exc:
         raise agent.changed_before_failure(exc, "changed the member (%s)" % repaired) if repaired else exc
     return _result(repaired, agent.name)
+
+
+def before_uninstall(agent, deployment):
+    """What an uninstall does first, the hub reachable: a MemberCluster that is leaving is let go (``finish``) while
+    its agent still runs, for uninstalled it could never acknowledge the leave; one that is not leaving is warned of.
+    None when there is nothing to finish."""
+    member_cluster = agent.hub.get(MEMBER_CLUSTER, agent.name) if agent.hub_configured else None
+    if member_cluster is None:
+        return None
+    if deleting_since(member_cluster) is None:
+        agent.warn("MemberCluster %s still exists on the hub; without its agent the hub can only force the leave after "
+                   "--force-delete-wait-time. Remove it first (kubefleet_member_cluster state=absent)" % agent.name)
+        return None
+    name, namespace = deployment
+    member = agent.kube
+    if member.get(DEPLOYMENT, name, namespace) is None:
+        agent.warn("MemberCluster %s is leaving, and no member agent (%s/%s) runs to acknowledge it: %s" % (
+            agent.name, namespace, name, FORCE_HINT))
+        return None
+    return finish(agent, deployment, member_cluster)
 
 
 def _result(repaired, left):

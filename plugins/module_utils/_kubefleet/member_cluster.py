@@ -84,15 +84,20 @@ class MemberCluster(Runner):
         )
 
     def _current(self):
-        """The live MemberCluster; one still leaving is waited out (or refused) before joining again."""
+        """``(the live MemberCluster, whether the server would refuse its creation now)``: one still leaving is waited out
+        (or refused) before joining again; check mode predicts what a real run does once the leave is done."""
         current = self.kube.get(MEMBER_CLUSTER, self.name)
         if not _leaving(current):
-            return current
-        if self.check_mode or not self.params["wait"]:
+            return current, False
+        if self.check_mode:  # a dry-run create would be refused while the old one is there
+            self.warn("MemberCluster %s is still leaving the fleet; a real run waits until the hub lets it go, then creates "
+                      "it again" % self.name)
+            return None, True
+        if not self.params["wait"]:
             raise ApiError("MemberCluster %s is still leaving the fleet" % self.name,
                            hint="Wait until it is gone (state: absent with wait: true) before joining it again")
         self._wait_gone("the previous MemberCluster %s to finish leaving before joining again" % self.name)
-        return None
+        return None, False
 
     def present(self):
         heartbeat = validate_heartbeat(self.params["heartbeat_period_seconds"])
@@ -100,7 +105,7 @@ class MemberCluster(Runner):
         labels = None if self.params["labels"] is None else normalize_labels(self.params["labels"])
         identity = self._identity()
         self._check_identity(identity)
-        current = self._current()
+        current, predicted_only = self._current()
         quarantine = self.params.get("quarantine")
         problems = self._verify(current) if quarantine == "lift" and quarantined(current) else []
         if problems:
@@ -110,7 +115,7 @@ class MemberCluster(Runner):
                                              identity_annotations(self.params.get("cluster_identity")))
         after = current
         if body is not None:
-            after = self.kube.create(MEMBER_CLUSTER, body, dry_run=self.check_mode)
+            after = body if predicted_only else self.kube.create(MEMBER_CLUSTER, body, dry_run=self.check_mode)
         elif patch is not None:
             after = self.kube.patch(MEMBER_CLUSTER, self.name, patch, dry_run=self.check_mode)
         changed = body is not None or patch is not None

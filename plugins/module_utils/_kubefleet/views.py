@@ -269,11 +269,13 @@ def leave_summary(results):
     workloads.update(agent.get("workloads") or {})
     works = ["AppliedWork %s (%s)" % (w["name"], ", ".join(w.get("resources") or [])) for w in workloads["applied_works"]]
     summary = {"member_cluster_removed": bool(member_cluster.get("changed")), "forced": forced,
-               "agent_removed": bool(agent.get("changed")), "identity_removed": bool(identity.get("changed")),
+               "agent_removed": bool(agent.get("changed")), "agent_repaired_for_leave": agent.get("repaired"),
+               "identity_removed": bool(identity.get("changed")),
                "removed_leases": agent.get("removed_leases") or [], "workloads": workloads,
                "kept": works if workloads["action"] == "keep" else []}
     removed_works = works if workloads["action"] == "remove" else []
     line = "kubefleet removed: " + removed_text([("MemberCluster", member_cluster.get("changed")), ("agent", agent.get("changed")),
                                                  ("identity", identity.get("changed")), (", ".join(removed_works), removed_works)])
     line += " (forced: %s)" % ", ".join(forced) if forced else ""
+    line += " (the agent was restarted to acknowledge the leave)" if agent.get("repaired") else ""
     return summary, line + ("; kept: %s" % ", ".join(summary["kept"]) if summary["kept"] else "")
