@@ -14,7 +14,7 @@ import time
 
 import pytest
 from kubernetes import client
-from fault_helpers import FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, TOKEN_PREFIX, stamp
+from fault_helpers import FLEET, FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, TOKEN_PREFIX, stamp
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
 from ansible_collections.fleetops.registration.plugins.module_utils.silence import CLOCK_SLACK_SECONDS
@@ -232,6 +232,31 @@ def test_a_member_cluster_deleted_while_its_agent_is_at_0_replicas_is_let_go_and
     assert sides.member_cluster(MEMBER)["metadata"]["uid"] != before, "the MemberCluster was not made again"
     assert apps.read_namespaced_deployment(*KF_AGENT).spec.replicas == 1
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+    _assert_joined_since(sides, rerun, fault_at)
+
+
+def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_agent_registered_in_one_run(lab_controllers, play, sides):
+    # Soak seed 479 round 3: the hub still accepted the agent's credential when the run read the member (Fleet was still
+    # deleting the Cluster's namespace, and its ServiceAccount with it), so the join only upgraded the agent with a new
+    # token - and the agent, its credential gone with the namespace, never registered again: the run timed out waiting
+    # for its check-in. Here the hub's kube-controller-manager (its namespace controller) is stopped until the run has
+    # read the member, so the credential is still accepted then, as in the soak.
+    lab = lab_controllers
+    _joined(play, sides)
+    before = sides.fleet_cluster(MEMBER)["metadata"]["uid"]
+    lab.stop("hub/kube-controller-manager")
+    try:
+        sides.hub_custom.delete_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", MEMBER)
+        time.sleep(2)  # Fleet's controller starts deleting the Cluster's namespace
+        fault_at = time.time()
+        run = play.start("join_cluster.yml", *LIMIT, "-e", "member_join_wait_timeout=90")
+        wait_for(lambda: "TASK [fleetops.registration.member_join : Lock on the hub" in run.log.read_text() or run.poll() is not None,
+                 120, "the run to read the member")
+    finally:
+        lab.start("hub/kube-controller-manager")
+    code, rerun = play.finish(run)
+    assert code == 0, rerun[-4000:]
+    assert sides.fleet_cluster(MEMBER)["metadata"]["uid"] != before, "the Cluster was not made again"
     _assert_joined_since(sides, rerun, fault_at)
 
 

@@ -97,6 +97,14 @@ def _credential_missing(hub, member, desired):
     return None
 
 
+def _registration_gone(hub, member, desired):
+    """The agent's credential was granted for a Cluster the hub no longer has (or is deleting): it goes with that
+    Cluster's namespace, and the agent does not register again by itself - an upgrade alone leaves it without a hub."""
+    if member.get("credential") and (hub is None or hub.get("deleting")):
+        return "the agent holds a credential (%s) of a registration the hub no longer has: it goes with the Cluster" % CREDENTIAL
+    return None
+
+
 def _bootstrap_missing(hub, member, desired):
     if member and not member.get("credential") and not member.get("bootstrap"):
         return "the agent's hub credential (%s) is missing on the member, and so is the Secret %s/%s to register with" % (
@@ -139,6 +147,8 @@ def _rotation_due(hub, member, desired):
 
 
 RULES = tuple(membership_rules("Cluster", "deleting")) + (
+    Rule("registration_gone", "reregister", _registration_gone, "A re-run makes the Cluster again and registers the agent "
+                                                                "with it, with a fresh registration token.", reads=SECRETS),
     Rule("cluster_namespace", "join", _namespace, "Let Fleet's controller finish the cluster namespace (is it running?), then re-run."),
     Rule("never_checked_in", "join", _never_checked_in, LOOK_AT_AGENT),
     Rule("silent", "reregister", _silent, "Look at the agent on the member: is it running, can it reach the hub? " + FORCE_FIX),
