@@ -103,7 +103,7 @@ INVENTORY_ONLY = {"kubefleet_token_lifetime": _setting("fleetops_kubefleet_token
 # Settings worked out from others (and the member's state), named in errors after the setting they come from.
 DERIVED = {"token_name": "fleet_token_name", "quarantine": "kubefleet_quarantine",
            "secret_values_rancher_fleet": "agent_secret_values", "secret_values_kubefleet": "agent_secret_values",
-           "state_labels": "labels"}
+           "state_labels": "labels", "kubefleet_leave_waits": "kubefleet_force"}
 
 _MEMBER_SIDE = {"kubeconfig": "kubeconfig", "context": "context", "hub_kubeconfig": "hub_kubeconfig",
                 "hub_context": "hub_context", "helm_binary": "helm_binary", "wait_timeout": "wait_timeout",
@@ -163,10 +163,9 @@ MODULE_ARGS = {
         "fleet_registration_token": {"kubeconfig": "hub_kubeconfig", "context": "hub_context",
                                      "member_lock": "state_lock", "namespace": "fleet_namespace",
                                      "cluster": "cluster_name"},
-        # The deletion waits for the hub's cleanup itself only when no agent step follows (keep_agents): otherwise that
-        # step waits, and can restart an agent that does not acknowledge the leave.
+        # Otherwise the agent step waits for the leave, and can restart an agent that does not acknowledge it.
         "kubefleet_member_cluster": dict(_HUB_SIDE, name="cluster_name", force_remove_finalizers="kubefleet_force",
-                                         force_grace_period="kubefleet_force_grace_period", wait="keep_agents"),
+                                         force_grace_period="kubefleet_force_grace_period", wait="kubefleet_leave_waits"),
         "kubefleet_member_identity": dict(_HUB_SIDE, name="cluster_name", namespace="kubefleet_identity_namespace"),
         "fleet_cluster": dict(_HUB_SIDE, name="cluster_name", namespace="fleet_namespace"),
         # What the batch's lock is taken for (member_lock's batch item).
@@ -327,6 +326,10 @@ def settings(role, get, hub_get, backend_request, served=None):
         found.update(secret_values_rancher_fleet=secret.get("rancher_fleet"), secret_values_kubefleet=secret.get("kubefleet"))
         if found["kubefleet_quarantine"]:
             found["quarantine"] = "hold"
+    if role == "member_leave":
+        # The MemberCluster step waits for the hub's cleanup itself when no agent step follows to wait (the agents stay,
+        # move_hub.yml), or when a forced leave must time out there to remove the finalizers (the member may be gone).
+        found["kubefleet_leave_waits"] = found["keep_agents"] or as_bool(found["kubefleet_force"])
     return found
 
 

@@ -66,6 +66,17 @@ def test_worked_out_settings_the_token_lives_three_waits_and_the_rollback_waits_
     assert found["backends"] == ["rancher_fleet"]
 
 
+@pytest.mark.parametrize("host,waits", [({}, False), ({"member_leave_keep_agents": True}, True),
+                                        ({"member_leave_kubefleet_force": "true"}, True)])
+def test_a_leave_waits_at_the_member_cluster_step_only_when_no_agent_step_waits_or_a_forced_leave_must_time_out(host, waits):
+    hub = {"fleetops_kubeconfig": "/hub", "fleetops_context": "hub"}
+    found = wiring.with_state("member_leave", _settings("member_leave", host, hub=hub), {})
+    args = wiring.module_args(wiring.MODULE_ARGS["member_leave"], found)
+    assert args["kubefleet_member_cluster"]["wait"] is waits
+    # the agent step reads the MemberCluster to finish a leave in progress before it uninstalls
+    assert (args["kubefleet_member_agent"]["hub_kubeconfig"], args["kubefleet_member_agent"]["hub_context"]) == ("/hub", "hub")
+
+
 def test_each_step_gets_the_settings_and_the_member_s_state_its_options_are_wired_to():
     state = {"run_id": "r1", "lock": {"holder": "x"}, "labels": {"a": "b"}, "identity": {"uid": "u"}}
     host = {"fleetops_kubefleet_quarantine": "true", "member_join_agent_secret_values": {"kubefleet": {"k": 1}}}
