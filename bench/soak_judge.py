@@ -2,8 +2,9 @@
 summary), what was left behind, and how long a placed workload was ever absent.
 
 ``converged(fleet, since)`` returns the problems found (empty: converged): every member joined and healthy in both
-fleet managers - a Fleet check-in newer than ``since``, a KubeFleet heartbeat within three of its periods -, its agents'
-Deployments available and their credential Secrets on the member, its hub objects labelled as the inventory says.
+fleet managers - a Fleet check-in newer than ``since``, a KubeFleet heartbeat within three of its periods and the
+identity its MemberCluster names -, its agents' Deployments available and their credential Secrets on the member, its
+hub objects labelled as the inventory says.
 ``leftovers(fleet)`` lists what no run should leave: registration tokens, member locks, identities of no member, more
 than one identity token per member.
 ``secret_files`` finds files holding a credential in the runs' own temporary directory. ``WorkloadWatch`` samples
@@ -96,6 +97,13 @@ def kubefleet_problems(fleet, member):
         problems.append('kubefleet: agent Deployment not available')
     if not _secret(fleet, member, 'fleet-hub-credentials', 'hub-kubeconfig-secret'):
         problems.append('kubefleet: no hub token (Secret fleet-hub-credentials/hub-kubeconfig-secret) on the member')
+    # The hub accepted a deleted identity's token for seconds after the deletion (seed 7301 round 4), long enough for
+    # a heartbeat the checks above count: the identity itself must be there.
+    identity = (mc.get('spec') or {}).get('identity') or {}
+    if identity.get('name') and fleet.read_or_none(lambda: fleet.core('hub').read_namespaced_service_account(
+            identity['name'], identity.get('namespace') or LOCK_NAMESPACE)) is None:
+        problems.append('kubefleet: the identity %s/%s the MemberCluster names is not on the hub' % (
+            identity.get('namespace'), identity['name']))
     return problems
 
 
