@@ -240,13 +240,16 @@ def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_age
     # deleting the Cluster's namespace, and its ServiceAccount with it), so the join only upgraded the agent with a new
     # token - and the agent, its credential gone with the namespace, never registered again: the run timed out waiting
     # for its check-in. Here the hub's kube-controller-manager (its namespace controller) is stopped until the run has
-    # read the member, so the credential is still accepted then, as in the soak.
+    # read the member, so the credential is still accepted then, as in the soak. Seed 7301 round 27 also deleted the
+    # agent's credential Secret on the member: the running agent keeps what it read, and the join timed out the same
+    # way - so it is deleted here too, and the agent's Deployment alone must make the join register it again.
     lab = lab_controllers
     _joined(play, sides)
     before = sides.fleet_cluster(MEMBER)["metadata"]["uid"]
     lab.stop("hub/kube-controller-manager")
     try:
         sides.hub_custom.delete_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", MEMBER)
+        sides.core(MEMBER).delete_namespaced_secret("fleet-agent", FLEET_AGENT_NS)
         time.sleep(2)  # Fleet's controller starts deleting the Cluster's namespace
         fault_at = time.time()
         run = play.start("join_cluster.yml", *LIMIT, "-e", "member_join_wait_timeout=90")

@@ -196,7 +196,10 @@ def test_rancher_fleet_findings():
     # the agent's credential was granted for the Cluster the hub no longer has: it registers again with the new one
     assert fleet(hub=False) == ["not_member", "registration_gone"]
     assert fleet(hub={"deleting": True}) == ["leaving", "registration_gone"]
-    assert fleet(hub=False, member={"credential": False, "bootstrap": True}) == ["not_member", "credential_missing"]
+    # a running agent without its credential Secret keeps the registration it read: it registers again too
+    assert fleet(hub=False, member={"credential": False, "bootstrap": True}) == ["not_member", "registration_gone", "credential_missing"]
+    assert fleet(hub=False, member={"credential": False, "bootstrap": True, "deployment": False}) == [
+        "not_member", "agent_missing", "credential_missing"]
     assert fleet(hub={"checked_in": False}) == ["never_checked_in"]
     assert fleet(hub={"seen_age_seconds": 7200}) == ["silent"]
     # within the hour of Fleet's staleness, but from before the agent that runs now became available

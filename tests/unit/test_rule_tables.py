@@ -118,6 +118,8 @@ RANCHER_FLEET_ROWS = [
     # it comes with the hub's row (not_member or leaving), whose join is the more urgent action
     ("registration_gone", "reregister", None, {}, {}, {("not_member", "join")}),
     ("registration_gone", "reregister", {"deleting": True}, {}, {}, {("leaving", "join")}),
+    ("registration_gone", "reregister", None, {"credential": False, "credential_usable": False}, {},
+     {("not_member", "join"), ("bootstrap_missing", "reregister")}),
     ("cluster_namespace", "join", {"cluster_namespace_problem": ["missing", "cluster-fleet-default-edge-1"]}, {}, {}),
     ("never_checked_in", "join", {"checked_in": False, "last_seen": None, "seen_age_seconds": None}, {}, {}),
     ("silent", "reregister", {"seen_age_seconds": 7200}, {}, {}),

@@ -98,10 +98,12 @@ def _credential_missing(hub, member, desired):
 
 
 def _registration_gone(hub, member, desired):
-    """The agent's credential was granted for a Cluster the hub no longer has (or is deleting): it goes with that
-    Cluster's namespace, and the agent does not register again by itself - an upgrade alone leaves it without a hub."""
-    if member.get("credential") and (hub is None or hub.get("deleting")):
-        return "the agent holds a credential (%s) of a registration the hub no longer has: it goes with the Cluster" % CREDENTIAL
+    """The agent registered with a Cluster the hub no longer has (or is deleting): its credential goes with that
+    Cluster's namespace, and a running agent does not register again by itself, even with its credential Secret gone
+    (it keeps what it read) - an upgrade alone leaves it without a hub."""
+    if (member.get("credential") or member.get("deployment")) and (hub is None or hub.get("deleting")):
+        return ("the agent (its Deployment or its credential %s) was registered with a Cluster the hub no longer has"
+                % CREDENTIAL)
     return None
 
 
