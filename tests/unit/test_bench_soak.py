@@ -81,9 +81,21 @@ def test_a_fleet_check_in_is_judged_only_once_an_agent_had_the_time_to_make_one(
     monkeypatch.setattr(soak.time, "sleep", lambda seconds: clock.update(now=clock["now"] + seconds))
     monkeypatch.setattr(soak.judge, "converged", lambda fleet, since: seen.append(clock["now"] - since) or {})
     monkeypatch.setattr(soak, "still_frozen", lambda fleet: [])
+    monkeypatch.setattr(soak.judge, "leftovers", lambda fleet: [])
     assert soak.judged(None, since=997.0) == {}  # a 3 s round: judged once two check-in intervals have passed
     assert soak.judged(None, since=900.0) == {}  # a long round: at once
     assert seen == [judge.CHECK_IN_WAIT, 109.0], seen
+
+
+def test_what_a_run_left_on_the_hub_asks_for_a_second_run_once_the_members_converged(monkeypatch):
+    import soak  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(soak.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(soak, "still_frozen", lambda fleet: [])
+    monkeypatch.setattr(soak.judge, "leftovers", lambda fleet: ["member lock fleetops-member-member1"])
+    monkeypatch.setattr(soak.judge, "converged", lambda fleet, since: {})
+    assert soak.judged(None, since=0.0) == {"hub": ["left behind: member lock fleetops-member-member1"]}
+    monkeypatch.setattr(soak.judge, "converged", lambda fleet, since: {"member2": ["kubefleet: not Joined"]})
+    assert soak.judged(None, since=0.0) == {"member2": ["kubefleet: not Joined"]}  # the members first
 
 
 def test_a_fault_within_the_run_comes_as_the_run_starts_its_chosen_task(tmp_path):
