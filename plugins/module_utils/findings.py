@@ -36,7 +36,8 @@ MAINTENANCE_ACTIONS = ("rotate", "reconfigure", "relabel")
 # Every cause, root causes first (a wrong CA makes the agent crash-loop too, and the CA is what to fix): the order of a
 # diagnosis. Causes only a change the inventory asks for (drift, rotation, quarantine) come last.
 CAUSES = (
-    "not_member", "leaving", "registration_gone", "cluster_replaced", "cluster_namespace", "agent_missing", "release_not_deployed", "bootstrap_missing",
+    "not_member", "leaving", "registration_gone", "identity_gone", "cluster_replaced", "cluster_namespace", "agent_missing",
+    "release_not_deployed", "bootstrap_missing",
     "credential_missing", "credential_unusable", "wrong_hub", "token_expired", "hub_ca_untrusted", "hub_unreachable",
     "credential_rejected", "wrong_identity", "not_joined", "agent_config_drift", "image_pull", "unschedulable", "pod_rejected",
     "mount_failed", "crash_loop", "pending", "agent_unavailable", "not_rolled_out", "hub_reports", "never_checked_in", "silent", "forced",

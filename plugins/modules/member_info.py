@@ -344,7 +344,8 @@ managers:
     - C(diagnosis) names why a member is unhealthy, root cause first - the findings that make it so, one per cause,
       with what the agent's pods and events show added; each C(fix)'s last sentence says what a plain re-run does
       about it. Causes (docs/day2.md gives each one's action per fleet manager) - C(not_member), C(leaving),
-      C(registration_gone), C(cluster_replaced), C(cluster_namespace), C(agent_missing), C(release_not_deployed), C(bootstrap_missing),
+      C(registration_gone), C(identity_gone), C(cluster_replaced), C(cluster_namespace), C(agent_missing),
+      C(release_not_deployed), C(bootstrap_missing),
       C(credential_missing), C(credential_unusable), C(wrong_hub), C(token_expired), C(hub_ca_untrusted),
       C(hub_unreachable), C(credential_rejected), C(wrong_identity), C(not_joined), C(agent_config_drift),
       C(image_pull), C(unschedulable), C(pod_rejected), C(mount_failed), C(crash_loop), C(pending), C(agent_unavailable),

@@ -263,6 +263,24 @@ def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_age
     _assert_joined_since(sides, rerun, fault_at)
 
 
+def test_a_kubefleet_identity_deleted_on_the_hub_is_made_again_and_the_member_registered_in_one_run(lab_controllers, play, sides):
+    # Soak seed 7301 rounds 4, 40 and 50: the hub's API server keeps a token it authenticated for 10 s, so a run that read
+    # the member just after the identity ServiceAccount was deleted found the agent's token accepted and changed nothing;
+    # the agent was refused a few seconds later. The token is used here just before the deletion, as a heartbeat does.
+    _joined(play, sides)
+    identity = sides.member_cluster(MEMBER)["spec"]["identity"]
+    before = sides.hub_core.read_namespaced_service_account(identity["name"], identity["namespace"]).metadata.uid
+    token = sides.secret_value(MEMBER, "fleet-hub-credentials", "hub-kubeconfig-secret", "token")
+    sides.whoami(sides.token_client(token))
+    sides.hub_core.delete_namespaced_service_account(identity["name"], identity["namespace"])
+    fault_at = time.time()
+    rerun = play.converges("join_cluster.yml", *LIMIT)
+    assert "does not exist on the hub" in rerun, "the run did not see the identity gone:\n" + rerun[-3000:]
+    again = sides.hub_core.read_namespaced_service_account(identity["name"], identity["namespace"])
+    assert again.metadata.uid != before, "the identity was not made again"
+    _assert_joined_since(sides, rerun, fault_at)  # the member's token is of the new identity and accepted
+
+
 def _fleet_last_seen(sides):
     return stamp(((sides.fleet_cluster(MEMBER) or {}).get("status") or {}).get("agent", {}).get("lastSeen")) or 0
 

@@ -12,6 +12,7 @@ import datetime
 
 import pytest
 
+from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager, MemberState
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge as kfm
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import manager as kf_manager
@@ -180,6 +181,7 @@ def test_hub_view():
         "name": "east-1", "labels": {"env": "prod"}, "identity": IDENTITY, "joined": True, "healthy": True,
         "ready_to_join": True, "heartbeat_period_seconds": 15, "leaving": False, "agent_joined": True,
         "heartbeat": "2026-11-21T09:59:30Z", "heartbeat_age_seconds": 30, "heartbeat_stale": False, "quarantined": False, "conditions_false": [],
+        "identity_present": None,
     }
     assert MANAGER.hub_view(None) is None
     assert hub(heartbeat="2026-11-21T09:59:14Z")["heartbeat_stale"] is True   # 46s > 3 x 15s
@@ -212,24 +214,48 @@ def test_the_manager_implements_the_interface():
 
 
 class FakeHub:
-    """Counts LISTs; pure data, no API (read_hub's filtering only)."""
+    """Counts LISTs; pure data, no API (read_hub's filtering and marking only). ``accounts``: the ServiceAccounts'
+    names by namespace; a namespace not in it answers 403."""
 
-    def __init__(self, items):
-        self.items = items
+    def __init__(self, items, accounts=None):
+        self.items, self.accounts = items, accounts or {}
         self.calls = []
 
     def list(self, resource, namespace=None, label_selector=None):
         self.calls.append((resource.plural, namespace, label_selector))
-        return self.items
+        if resource.plural == "serviceaccounts":
+            if namespace not in self.accounts:
+                raise ApiError("forbidden", status=403)
+            return [{"metadata": {"name": name}} for name in self.accounts[namespace]]
+        return [copy.deepcopy(item) for item in self.items]
 
 
-def test_read_hub_is_one_list_filtered_by_name():
-    items = [member_cluster(), dict(member_cluster(), metadata={"name": "west-2"})]
-    fake = FakeHub(items)
+def _named(name, identity=None):
+    obj = member_cluster()
+    obj["metadata"]["name"] = name
+    obj["spec"]["identity"] = identity or dict(IDENTITY, name=name + "-hub-cluster-access")
+    return obj
+
+
+def test_read_hub_is_one_list_filtered_by_name_and_one_list_of_identities_per_namespace():
+    fake = FakeHub([_named("east-1"), _named("west-2")], {"fleet-system": ["east-1-hub-cluster-access"]})
     assert list(MANAGER.read_hub(fake, names=["east-1", "nowhere"])) == ["east-1"]
-    assert sorted(MANAGER.read_hub(fake)) == ["east-1", "west-2"]
+    found = MANAGER.read_hub(fake)
+    assert sorted(found) == ["east-1", "west-2"]
+    assert [MANAGER.hub_view(found[name])["identity_present"] for name in ("east-1", "west-2")] == [True, False]
     MANAGER.read_hub(fake, label_selector="env=prod")
-    assert fake.calls == [("memberclusters", None, None), ("memberclusters", None, None), ("memberclusters", None, "env=prod")]
+    assert fake.calls == [("memberclusters", None, None), ("serviceaccounts", "fleet-system", None)] * 2 + [
+        ("memberclusters", None, "env=prod"), ("serviceaccounts", "fleet-system", None)]
+
+
+def test_an_identity_that_cannot_be_listed_or_is_no_service_account_is_not_known():
+    user = {"kind": "User", "name": "someone", "apiGroup": "rbac.authorization.k8s.io"}
+    fake = FakeHub([_named("east-1", dict(IDENTITY, namespace="elsewhere")), _named("west-2", user)], {})
+    found = MANAGER.read_hub(fake)
+    assert [MANAGER.hub_view(found[name])["identity_present"] for name in ("east-1", "west-2")] == [None, None]
+    assert "identity_gone" not in [item["cause"] for item in kfm.judge(MANAGER.hub_view(found["east-1"]), {}, desired())]
+    assert fake.calls == [("memberclusters", None, None), ("serviceaccounts", "elsewhere", None)]
+    assert MANAGER.read_hub(FakeHub([])) == {}
 
 
 @pytest.mark.parametrize("live,wanted,covered", [

@@ -76,6 +76,9 @@ def changed(base, changes):
 KUBEFLEET_ROWS = [
     ("not_member", "join", None, {}, {}),
     ("leaving", "join", {"leaving": True}, {}, {}),
+    # the hub still accepts the agent's token for a few seconds after its ServiceAccount is deleted
+    ("identity_gone", "reregister", {"identity_present": False}, {}, {}),
+    ("leaving", "join", {"leaving": True, "identity_present": False}, {}, {}),
     ("never_checked_in", "join", {"joined": None, "heartbeat": None, "heartbeat_age_seconds": None}, {}, {}),
     ("not_joined", "reregister", {"joined": False}, {}, {}),
     ("hub_reports", "none", {"healthy": False, "conditions_false": ["member agent Healthy=False (Unhealthy): -"]}, {}, {}),

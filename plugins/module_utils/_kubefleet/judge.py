@@ -105,6 +105,16 @@ def _forced(hub, member, desired):
     return "re-registration was forced" if desired.get("force") else None
 
 
+def _identity_gone(hub, member, desired):
+    """The ServiceAccount the MemberCluster names is gone: the hub accepts its tokens for up to 10 s more (the API
+    server's cache of authenticated tokens), then never again, and nothing on the hub makes it again."""
+    identity = (hub or {}).get("identity") or {}
+    if hub is not None and not hub.get("leaving") and hub.get("identity_present") is False:
+        return "the identity the MemberCluster names, ServiceAccount %s/%s, does not exist on the hub" % (
+            identity.get("namespace"), identity.get("name"))
+    return None
+
+
 def _quarantined(hub, member, desired):
     if hub is not None and hub.get("quarantined"):
         return ("MemberCluster %s is quarantined (taint %s) until it is joined, healthy and has reported its properties"
@@ -212,6 +222,8 @@ def _not_rolled_out(hub, member, desired):
 
 
 RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
+    Rule("identity_gone", "reregister", _identity_gone, "A re-run makes the ServiceAccount again and registers the member with "
+                                                        "a token of it; the agent is restarted with that token."),
     Rule("never_checked_in", "join", _never_joined, LOOK_AT_AGENT),
     Rule("not_joined", "reregister", _not_joined, AGENT_LOG + " " + REREGISTER),
     Rule("hub_reports", "none", _hub_reports, AGENT_LOG),

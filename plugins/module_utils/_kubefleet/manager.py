@@ -22,7 +22,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.diagnosis im
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.findings import SECRETS
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import FleetManager
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, credential_check
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, SERVICE_ACCOUNT, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.silence import available_since
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import certificate_blocks
 from ansible_collections.fleetops.registration.plugins.module_utils.times import age_seconds
@@ -83,13 +83,16 @@ class KubeFleet(FleetManager):
     rollback_result = "member_join_kubefleet_rollback"
 
     def read_hub(self, hub, names=None, namespace=None, label_selector=None):
-        """One LIST of MemberClusters (cluster-scoped, so ``namespace`` does not apply)."""
+        """One LIST of MemberClusters (cluster-scoped, so ``namespace`` does not apply); when any is found, one LIST of
+        ServiceAccounts per namespace their identities name, and each carries whether its own exists
+        (``views.IDENTITY_PRESENT``): an agent whose identity is gone is cut off once the hub's token cache forgets it."""
         wanted = None if names is None else set(names)
         found = {}
         for obj in hub.list(MEMBER_CLUSTER, label_selector=label_selector):
             name = (obj.get("metadata") or {}).get("name")
             if wanted is None or name in wanted:
                 found[name] = obj
+        mark_identities(hub, found.values())
         return found
 
     def hub_view(self, hub_object, now=None):
@@ -241,6 +244,30 @@ class KubeFleet(FleetManager):
             "labels": hub_view["labels"], "joined": hub_view["joined"], "ready_to_join": hub_view["ready_to_join"],
             "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"], "quarantined": hub_view.get("quarantined"),
         }
+
+
+def _service_account(obj):
+    identity = ((obj or {}).get("spec") or {}).get("identity") or {}
+    if identity.get("kind") == "ServiceAccount" and identity.get("name") and identity.get("namespace"):
+        return identity["namespace"], identity["name"]
+    return None
+
+
+def mark_identities(hub, member_clusters):
+    """Set ``views.IDENTITY_PRESENT`` on each of ``member_clusters`` whose identity is a ServiceAccount, from one LIST
+    per namespace; a namespace the credential may not list (403) leaves its members unmarked (not known)."""
+    accounts = dict((id(obj), _service_account(obj)) for obj in member_clusters)
+    for namespace in sorted(set(account[0] for account in accounts.values() if account)):
+        try:
+            names = set((sa.get("metadata") or {}).get("name") for sa in hub.list(SERVICE_ACCOUNT, namespace))
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            continue
+        for obj in member_clusters:
+            account = accounts[id(obj)]
+            if account and account[0] == namespace:
+                obj[views.IDENTITY_PRESENT] = account[1] in names
 
 
 def _release_summary(release):

@@ -178,6 +178,11 @@ def quarantine_problems(obj):
     return problems
 
 
+# Set on a MemberCluster by the manager's read_hub: whether the ServiceAccount its spec.identity names exists (absent:
+# not read - another identity kind, or a credential that may not list ServiceAccounts there).
+IDENTITY_PRESENT = "fleetops_identity_present"
+
+
 def hub_view(obj, now=None):
     """The plain facts the hub knows of one member's MemberCluster (None when there is none)."""
     if obj is None:
@@ -193,6 +198,7 @@ def hub_view(obj, now=None):
     view["heartbeat_stale"] = heartbeat_problem(view) is not None
     view["quarantined"] = quarantined(obj)
     view["conditions_false"] = conditions_false(obj)
+    view["identity_present"] = obj.get(IDENTITY_PRESENT)
     return view
 
 
