@@ -28,6 +28,34 @@ KUBEFLEET_RELEASE_NS = "fleet-hub-credentials"  # kubefleet_member_agent's relea
 TOKEN_PREFIX = "fleetops-join-"        # the names of the registration tokens the role creates
 # Namespaces the collection's flows create on a member (the Fleet agent's, the KubeFleet member agent's).
 MEMBER_NAMESPACES = (FLEET_AGENT_NS, "fleet-system")
+# The member the fault suite joins (one, to keep the suite short), and the playbooks' limit to it.
+MEMBER = "member1"
+LIMIT = ("--limit", MEMBER)
+
+
+def recap_changed(output, host):
+    for line in output.splitlines():
+        if line.startswith(host + " ") and "changed=" in line:
+            return int(line.split("changed=")[1].split()[0])
+    return None
+
+
+def joined(play, sides):
+    """member1 freshly joined to both fleets and healthy (the starting point of a fault on a joined member); it leaves
+    first, so an earlier test's fault does not carry over."""
+    play.converges("leave_cluster.yml", *LIMIT)
+    play.converges("join_cluster.yml", *LIMIT)
+    sides.assert_fleet_member_healthy(MEMBER, since=0)
+    sides.assert_kubefleet_member_healthy(MEMBER)
+
+
+def assert_joined_since(sides, output, fault_at):
+    """After the re-run: healthy on both sides, seen after the re-run ended, and nothing of a run left on the hub."""
+    ended = time.time()
+    assert "fatal:" not in output
+    sides.assert_fleet_member_healthy(MEMBER, since=max(ended, fault_at))
+    sides.assert_kubefleet_member_healthy(MEMBER)
+    sides.assert_nothing_left_on_hub()
 
 
 def stamp(text):

@@ -31,7 +31,8 @@ MEMBER_SIDE = {"module_utils/_kubefleet/agent.py", "module_utils/_rancher_fleet/
                "module_utils/_rancher_fleet/leave.py", "module_utils/_rancher_fleet/preflight.py", "module_utils/agent_flow.py",
                "module_utils/diagnosis.py", "module_utils/helm.py", "module_utils/leases.py", "module_utils/cluster_identity.py",
                "module_utils/_kubefleet/hub_access.py", "module_utils/_kubefleet/workloads.py", "module_utils/helm_records.py",
-               "module_utils/_kubefleet/release_move.py", "module_utils/_rancher_fleet/agent_env.py"}
+               "module_utils/_kubefleet/release_move.py", "module_utils/_rancher_fleet/agent_env.py",
+               "module_utils/_kubefleet/leave.py"}
 # Files whose hub calls in a namespace go to the collection's own namespace (identities, their token Secrets, locks); the registration
 # namespace for Rancher Fleet's; hub.py's namespaced reads go to the controllers' own objects (granted by name).
 OWN = ("module_utils/_kubefleet/", "module_utils/member_lock", "module_utils/fleet_status.py")

@@ -14,9 +14,12 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, ParameterError, WaitTimeout
-from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT
+from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, SERVICE_ACCOUNT, credential_check
+from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time, utcnow
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import hub_access
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import MEMBER_CLUSTER
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import desired_hub_secret, desired_service_account, secret_token
 
 # A running agent acknowledges at the InternalMemberCluster's change, within seconds; one that has not by then won't.
 LEAVE_GRACE_SECONDS = 20
@@ -42,6 +45,77 @@ def unacknowledged(member_cluster, now=None):
         member_cluster["metadata"].get("name"), waited)
 
 
+# The shortest token the API server issues. The leave's identity step deletes the ServiceAccount, which revokes it.
+LENT_TOKEN_SECONDS = 600
+
+
+def _service_account(member_cluster):
+    identity = ((member_cluster or {}).get("spec") or {}).get("identity") or {}
+    if identity.get("kind") == "ServiceAccount" and identity.get("name") and identity.get("namespace"):
+        return identity["namespace"], identity["name"]
+    return None
+
+
+def _refused(agent):
+    """Why the hub refuses the token in the agent's Secret, checked at the endpoint the collection gives the agent
+    (``hub_access.agent_endpoint``; the token goes nowhere else), or None: accepted, missing, or not known."""
+    token = secret_token(agent.kube.get(SECRET, agent.secret_name, agent.secret_namespace))
+    try:
+        url, ca, insecure = hub_access.agent_endpoint(agent.params)
+    except ParameterError:
+        return None
+    if not token:
+        return None
+    agent.module.hide(token, b64(token))
+    check = credential_check(hub_access.agent_client(url, ca, token, agent.module.tmpdir, insecure=insecure,
+                                                     proxy=agent.params.get("hub_proxy")))
+    return "the hub refuses the agent's token (%s)" % check["error"] if check["accepted"] is False else None
+
+
+def lend_token(agent, member_cluster):
+    """Why the agent was given a token to acknowledge the leave with, or None. An agent whose token the hub refuses
+    (its identity deleted, the token revoked) can never acknowledge, restarted or not: the ServiceAccount the leaving
+    MemberCluster names is made again if it is gone (as kubefleet_member_identity makes it, so the leave's identity
+    step deletes it), and a token of it living LENT_TOKEN_SECONDS written into the agent's token Secret; the caller
+    restarts the agent. A credential that may not make them (403) leaves the leave to the hub's force-delete."""
+    account = _service_account(member_cluster)
+    if account is None:
+        return None
+    gone = agent.hub.get(SERVICE_ACCOUNT, account[1], account[0]) is None
+    why = ("the identity the MemberCluster names, ServiceAccount %s/%s, is gone, so the hub refuses the agent's token" % account
+           if gone else _refused(agent))
+    if why is None:
+        return None
+    why += "; the agent was given a token of %s/%s for %d minutes to acknowledge the leave" % (account + (LENT_TOKEN_SECONDS // 60,))
+    if agent.check_mode:
+        return why
+    try:
+        if gone:
+            agent.hub.create(SERVICE_ACCOUNT, desired_service_account(account[1], account[0]), account[0])
+        answer = agent.hub.request("POST", SERVICE_ACCOUNT.path(account[0], account[1], "token"), body={
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": LENT_TOKEN_SECONDS}}) or {}
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        agent.warn("MemberCluster %s is leaving and %s; the hub credential may not give it another, so it cannot acknowledge "
+                   "the leave: %s" % (agent.name, why.split(";")[0], FORCE_HINT))
+        return None
+    token = (answer.get("status") or {}).get("token")
+    if not token:
+        raise ApiError("the hub answered the TokenRequest for ServiceAccount %s/%s without a token" % account)
+    agent.module.hide(token, b64(token))
+    _write_token(agent.kube, agent.secret_name, agent.secret_namespace, token)
+    return why
+
+
+def _write_token(member, name, namespace, token):
+    secret = desired_hub_secret(name, namespace, token)
+    if member.get(SECRET, name, namespace) is None:
+        member.create(SECRET, secret, namespace)
+    else:
+        member.patch(SECRET, name, {"data": secret["data"]}, namespace)
+
+
 def finish(agent, deployment, member_cluster=None):
     """Let the member agent acknowledge its MemberCluster's leave, and wait until the hub has let it go: the result
     of kubefleet_member_agent's finish_leave. Nothing is done without a leave."""
@@ -55,7 +129,8 @@ def finish(agent, deployment, member_cluster=None):
     if member.get(DEPLOYMENT, name, namespace) is None:
         raise ApiError("MemberCluster %s is leaving, and no member agent (%s/%s) runs to acknowledge it" % (agent.name, namespace, name),
                        hint=FORCE_HINT)
-    repaired = repair_agent(member, namespace, name, silent=unacknowledged(member_cluster), dry_run=agent.check_mode)
+    lent = lend_token(agent, member_cluster)
+    repaired = repair_agent(member, namespace, name, silent=lent or unacknowledged(member_cluster), dry_run=agent.check_mode)
     if agent.check_mode or not agent.params["wait"]:
         return _result(repaired, None)
 
