@@ -14,40 +14,14 @@ import time
 
 import pytest
 from kubernetes import client
-from fault_helpers import FLEET, FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, TOKEN_PREFIX, stamp
+from fault_helpers import (
+    FLEET, FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, LIMIT, MEMBER, TOKEN_PREFIX, assert_joined_since, joined, recap_changed, stamp,
+)
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
 from ansible_collections.fleetops.registration.plugins.module_utils.silence import CLOCK_SLACK_SECONDS
 
 pytestmark = pytest.mark.lab
-
-MEMBER = "member1"
-LIMIT = ("--limit", MEMBER)
-
-
-def _recap_changed(output, host):
-    for line in output.splitlines():
-        if line.startswith(host + " ") and "changed=" in line:
-            return int(line.split("changed=")[1].split()[0])
-    return None
-
-
-def _joined(play, sides):
-    """member1 freshly joined to both fleets and healthy (the starting point of a fault on a joined member); it leaves
-    first, so an earlier test's fault does not carry over."""
-    play.converges("leave_cluster.yml", *LIMIT)
-    play.converges("join_cluster.yml", *LIMIT)
-    sides.assert_fleet_member_healthy(MEMBER, since=0)
-    sides.assert_kubefleet_member_healthy(MEMBER)
-
-
-def _assert_joined_since(sides, output, fault_at):
-    """After the re-run: healthy on both sides, seen after the re-run ended, and nothing of a run left on the hub."""
-    ended = time.time()
-    assert "fatal:" not in output
-    sides.assert_fleet_member_healthy(MEMBER, since=max(ended, fault_at))
-    sides.assert_kubefleet_member_healthy(MEMBER)
-    sides.assert_nothing_left_on_hub()
 
 
 def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
@@ -83,22 +57,22 @@ def test_hub_apiserver_killed_mid_join(lab_controllers, play, sides):
         recovered = 120 + sides.wait_fleet_handles_tokens(timeout=300)
     print("Fleet on the hub handled a new registration token %.0f s after the fault" % recovered)
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_agent_release_uninstalled_on_a_joined_member(lab_controllers, play, sides):
     lab = lab_controllers
-    _joined(play, sides)
+    joined(play, sides)
     lab.run_helm(MEMBER, "uninstall", "fleet-agent", "--namespace", FLEET_AGENT_NS, "--wait")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its agent as unchanged"
-    _assert_joined_since(sides, rerun, fault_at)
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its agent as unchanged"
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sides):
     lab = lab_controllers
-    _joined(play, sides)
+    joined(play, sides)
     core = sides.core(MEMBER)
     core.delete_namespaced_secret("fleet-agent", FLEET_AGENT_NS)
     pods = core.list_namespaced_pod(FLEET_AGENT_NS, label_selector="app=fleet-agent").items
@@ -110,15 +84,15 @@ def test_agent_credential_deleted_and_agent_restarted(lab_controllers, play, sid
              120, "the restarted fleet-agent process")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its credential as unchanged"
-    _assert_joined_since(sides, rerun, fault_at)
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its credential as unchanged"
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_a_leave_with_the_member_agent_frozen_restarts_it_and_finishes_in_one_run(lab_controllers, play, sides):
     # The leave's MemberCluster step waited for the hub's cleanup, which waits for the frozen agent to acknowledge:
     # the run timed out. The agent step now restarts an agent that has not acknowledged the leave within 20 s.
     lab = lab_controllers
-    _joined(play, sides)
+    joined(play, sides)
     lab.freeze("%s/fleet-system/member-agent-*/member-agent" % MEMBER)
     try:
         leave = play.converges("leave_cluster.yml", *LIMIT, "-e", "member_leave_wait_timeout=90")
@@ -136,7 +110,7 @@ def test_a_leave_with_the_member_agent_at_0_replicas_lets_it_acknowledge_and_fin
     # with the agent scaled to 0 it timed out (KubeFleet force-deletes only after 15 minutes). The agent step now waits
     # for the leave before it uninstalls, giving the agent its replica back.
     lab = lab_controllers
-    _joined(play, sides)
+    joined(play, sides)
     apps = client.AppsV1Api(lab.api_client(MEMBER))
     apps.patch_namespaced_deployment_scale(*KF_AGENT, {"spec": {"replicas": 0}})
     wait_for(lambda: not _agent_pids(lab, "member-agent"), 120, "the member agent to stop")
@@ -168,7 +142,7 @@ def test_registration_token_expired_before_install(prepared_hub, play, sides, tm
         assert sides.release(MEMBER, "fleet-agent", FLEET_AGENT_NS) is None, "fleet_agent left a release behind (%s)" % given
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 # -- each cause an agent repair addresses (issue 32): one plain re-run restores a contact made after it started -------
@@ -203,12 +177,12 @@ def test_agents_scaled_to_0_are_rolled_out_again(lab_controllers, play, sides):
     wait_for(lambda: not (_agent_pids(lab, "member-agent") | _agent_pids(lab, "fleet-agent")), 120, "both agents to stop")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agents were scaled to 0 as unchanged"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agents were scaled to 0 as unchanged"
     for agent, namespace in (KF_AGENT, FLEET_AGENT):
         replicas = apps.read_namespaced_deployment(agent, namespace).spec.replicas
         assert replicas == 1, "%s has %s replicas after the re-run" % (agent, replicas)
     _assert_kubefleet_heartbeat_since(sides, fault_at)
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_a_member_cluster_deleted_while_its_agent_is_at_0_replicas_is_let_go_and_joined_again_in_one_run(lab_controllers, play, sides):
@@ -232,7 +206,7 @@ def test_a_member_cluster_deleted_while_its_agent_is_at_0_replicas_is_let_go_and
     assert sides.member_cluster(MEMBER)["metadata"]["uid"] != before, "the MemberCluster was not made again"
     assert apps.read_namespaced_deployment(*KF_AGENT).spec.replicas == 1
     _assert_kubefleet_heartbeat_since(sides, fault_at)
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_agent_registered_in_one_run(lab_controllers, play, sides):
@@ -244,7 +218,7 @@ def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_age
     # agent's credential Secret on the member: the running agent keeps what it read, and the join timed out the same
     # way - so it is deleted here too, and the agent's Deployment alone must make the join register it again.
     lab = lab_controllers
-    _joined(play, sides)
+    joined(play, sides)
     before = sides.fleet_cluster(MEMBER)["metadata"]["uid"]
     lab.stop("hub/kube-controller-manager")
     try:
@@ -260,25 +234,7 @@ def test_a_fleet_cluster_deleted_under_a_running_agent_is_made_again_and_the_age
     code, rerun = play.finish(run)
     assert code == 0, rerun[-4000:]
     assert sides.fleet_cluster(MEMBER)["metadata"]["uid"] != before, "the Cluster was not made again"
-    _assert_joined_since(sides, rerun, fault_at)
-
-
-def test_a_kubefleet_identity_deleted_on_the_hub_is_made_again_and_the_member_registered_in_one_run(lab_controllers, play, sides):
-    # Soak seed 7301 rounds 4, 40 and 50: the hub's API server keeps a token it authenticated for 10 s, so a run that read
-    # the member just after the identity ServiceAccount was deleted found the agent's token accepted and changed nothing;
-    # the agent was refused a few seconds later. The token is used here just before the deletion, as a heartbeat does.
-    _joined(play, sides)
-    identity = sides.member_cluster(MEMBER)["spec"]["identity"]
-    before = sides.hub_core.read_namespaced_service_account(identity["name"], identity["namespace"]).metadata.uid
-    token = sides.secret_value(MEMBER, "fleet-hub-credentials", "hub-kubeconfig-secret", "token")
-    sides.whoami(sides.token_client(token))
-    sides.hub_core.delete_namespaced_service_account(identity["name"], identity["namespace"])
-    fault_at = time.time()
-    rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert "does not exist on the hub" in rerun, "the run did not see the identity gone:\n" + rerun[-3000:]
-    again = sides.hub_core.read_namespaced_service_account(identity["name"], identity["namespace"])
-    assert again.metadata.uid != before, "the identity was not made again"
-    _assert_joined_since(sides, rerun, fault_at)  # the member's token is of the new identity and accepted
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def _fleet_last_seen(sides):
@@ -315,9 +271,9 @@ def test_a_check_in_older_than_the_running_fleet_agent_is_not_counted_as_its_own
         for name, state in lab.components().items():
             if state == "frozen" and name.startswith("%s/%s/fleet-agent-" % (MEMBER, FLEET_AGENT_NS)):
                 lab.thaw(name)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run counted the earlier agent's check-in as the frozen agent's"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run counted the earlier agent's check-in as the frozen agent's"
     assert "older than the agent that runs now" in rerun, "the re-run did not say why it restarted the agent"
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_deleted_agent_deployments_are_made_again(lab_controllers, play, sides):
@@ -331,11 +287,11 @@ def test_deleted_agent_deployments_are_made_again(lab_controllers, play, sides):
     wait_for(lambda: not (_agent_pids(lab, "member-agent") | _agent_pids(lab, "fleet-agent")), 120, "both agents to stop")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agent Deployments were deleted as unchanged"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose agent Deployments were deleted as unchanged"
     for agent, namespace in (KF_AGENT, FLEET_AGENT):
         assert (apps.read_namespaced_deployment(agent, namespace).status.available_replicas or 0) > 0, agent
     _assert_kubefleet_heartbeat_since(sides, fault_at)
-    _assert_joined_since(sides, rerun, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
@@ -354,7 +310,7 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
         for name, state in lab.components().items():
             if state == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
                 lab.thaw(name)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member with a frozen agent as unchanged"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member with a frozen agent as unchanged"
     # The hub still accepts its token, so the agent is restarted and keeps it (soak seed 183, round 6: after a hub
     # outage every member's KubeFleet agent was given a new token, though only its heartbeat's back-off was wrong).
     assert _member_token(sides) == token, "the re-run replaced the token of an agent whose token the hub accepts"
@@ -362,6 +318,28 @@ def test_a_frozen_member_agent_is_restarted(lab_controllers, play, sides):
     # the restart deleted the frozen agent's pod; its process ends within the pod's grace period (SIGKILL after it)
     wait_for(lambda: not frozen & _agent_pids(lab, "member-agent"), 30, "the frozen member agent process to end")
     _assert_kubefleet_heartbeat_since(sides, fault_at)
+
+
+def test_a_member_cluster_made_again_while_its_agent_is_frozen_restarts_the_agent_and_joins_in_one_run(lab_controllers, play, sides):
+    # Soak seed 8123 round 5: the MemberCluster was deleted (its agent acknowledged the leave), then the agent frozen.
+    # The join made the MemberCluster again and left the agent, installed as configured, to join it: both runs waited
+    # 150 s. An agent left running that has not joined within 30 s is now restarted.
+    lab = lab_controllers
+    play.converges("join_cluster.yml", *LIMIT)
+    sides.hub_custom.delete_cluster_custom_object(*KUBEFLEET, "memberclusters", MEMBER)
+    wait_for(lambda: sides.member_cluster(MEMBER) is None, 120, "the hub to let the MemberCluster go")
+    frozen = _agent_pids(lab, "member-agent")
+    lab.freeze("%s/fleet-system/member-agent-*/member-agent" % MEMBER)
+    try:
+        fault_at = time.time()
+        rerun = play.converges("join_cluster.yml", *LIMIT, "-e", "member_join_wait_timeout=90")
+    finally:
+        for name, state in lab.components().items():
+            if state == "frozen" and name.startswith("%s/fleet-system/member-agent-" % MEMBER):
+                lab.thaw(name)
+    wait_for(lambda: not frozen & _agent_pids(lab, "member-agent"), 30, "the frozen member agent process to end")
+    _assert_kubefleet_heartbeat_since(sides, fault_at)
+    assert_joined_since(sides, rerun, fault_at)
 
 
 def _member_info_kubefleet(lab):
@@ -454,7 +432,7 @@ def test_member_agent_token_deleted_or_rejected(lab_controllers, play, sides):
     core.delete_namespaced_secret(*KF_TOKEN)
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its token Secret as unchanged"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member without its token Secret as unchanged"
     assert sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token"), "the token Secret was not written again"
     _assert_kubefleet_heartbeat_since(sides, fault_at)
     # The join issues a new token and revokes the identity's older ones: an agent still holding the one it read at its
@@ -471,7 +449,7 @@ def test_member_agent_token_deleted_or_rejected(lab_controllers, play, sides):
     wait_for(lambda: read_whoami(sides, revoked) == 401, 60, "the hub to reject the revoked token")
     fault_at = time.time()
     rerun = play.converges("join_cluster.yml", *LIMIT)
-    assert _recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose token the hub rejects as unchanged"
+    assert recap_changed(rerun, MEMBER) > 0, "the re-run reported a member whose token the hub rejects as unchanged"
     assert sides.secret_value(MEMBER, KF_TOKEN[1], KF_TOKEN[0], "token") != revoked, "no new token was issued"
     _assert_kubefleet_heartbeat_since(sides, fault_at)
 

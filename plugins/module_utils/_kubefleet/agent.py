@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import hashlib
 
-from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow, LeaseReleasingPoll
+from ansible_collections.fleetops.registration.plugins.module_utils.agent_flow import AgentFlow
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import (
     ApiError, FleetOpsError, NotFoundError, ParameterError,
 )
@@ -24,7 +24,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.helm import 
 from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import AgentObjects, guarded_uninstall
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, NAMESPACE, SECRET, clean
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, leave, tokens, workloads
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, joining, leave, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
@@ -37,7 +37,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.module import Runner, values_with_secrets
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
-    describe_member, heartbeat_problem, hub_view, joined_since, member_agent_heartbeat,
+    heartbeat_problem, hub_view, member_agent_heartbeat,
 )
 
 HELM_OWNER = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
@@ -227,7 +227,9 @@ class MemberAgent(AgentFlow, Runner):
             self._wait_rolled_out(reasons, changed)
             if restarted:  # the old pod's heartbeats until it was gone were made with the old token
                 previous_heartbeat = member_agent_heartbeat(self.heard_from()) or previous_heartbeat
-            member = self._wait_joined(changed, reasons, previous_heartbeat)
+            member, late = joining.wait_joined(self, changed, reasons, previous_heartbeat)
+            if late:  # an agent left running that did not join
+                changed, repair, reasons = True, late, reasons + [late]
         result = {
             "changed": changed, "agent_setting": setting, "release": public_release(release), "repaired": repair,
             "chart_values": desired_values, "reasons": reasons,
@@ -320,7 +322,8 @@ class MemberAgent(AgentFlow, Runner):
     def wait_after_rollback(self, plan, _target, heartbeat):
         if plan.changes:
             self._wait_rolled_out(plan.reasons)
-        return {"member": self._wait_joined(plan.changes, plan.reasons, heartbeat), "released_leases": self.released_leases}
+        member = joining.wait_joined(self, plan.changes, plan.reasons, heartbeat)[0]
+        return {"member": member, "released_leases": self.released_leases}
 
     def _wait_rolled_out(self, reasons, changed=True):
         try:
@@ -329,39 +332,6 @@ class MemberAgent(AgentFlow, Runner):
             if changed:
                 raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
             raise
-
-    def _wait_joined(self, changed, reasons, previous_heartbeat):
-        """After a change, a heartbeat from before it proves nothing: wait for a newer one. Without a change, only a
-        heartbeat the hub does not judge stale counts (a silent agent is never reported joined)."""
-        since = previous_heartbeat if changed else None
-        # an agent uninstalled earlier (a leave) keeps its Leases
-        poll = LeaseReleasingPoll(lambda: self._joined_record(since, changed), lambda: leases.release_departed(
-            self.kube, AGENT_LEASE_NAMESPACE, AGENT_LEASES, self.agent_namespace, AGENT_POD_SELECTOR), enabled=changed)
-        try:
-            member = self.module.waiter.until(
-                poll, lambda obj: self._joined(obj, since, changed),
-                "MemberCluster %s to be Joined with a %smember agent heartbeat%s" % (
-                    self.name, "" if changed else "fresh ", " newer than %s" % since if since else ""),
-                "Look at the member agent's log on the member; check hub_api_server_url, the CA and that %s/%s still exists on the hub" % (
-                    self.params["identity_namespace"], self.sa_name),
-            )
-        except FleetOpsError as exc:
-            if changed:
-                raise self.changed_before_failure(exc, "changed the member (%s)" % "; ".join(reasons))
-            raise
-        self.released_leases = poll.released
-        return describe_member(member)
-
-    def _joined_record(self, since, changed):
-        """The MemberCluster, with the InternalMemberCluster's heartbeat when its own (a lagging copy) shows no join."""
-        member = self.hub.get(MEMBER_CLUSTER, self.name)
-        if member is None or self._joined(member, since, changed):
-            return member
-        return contact.newest_contact(self.hub, self.name, member)
-
-    @staticmethod
-    def _joined(member, since, changed):
-        return joined_since(member, since) and (changed or not heartbeat_problem(hub_view(member)))
 
     def _settled_namespace(self, name):
         """The namespace, or None when it does not exist or is being deleted (a previous leave): then, with ``wait``,
