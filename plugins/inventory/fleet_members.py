@@ -125,13 +125,15 @@ options:
     type: str
   stale_after:
     description:
-      - Per manager, seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent
-        heartbeat (C(kubefleet)) after which a joined member counts as stale.
+      - Seconds since the last Fleet agent check-in (C(rancher_fleet)) or KubeFleet member agent heartbeat
+        (C(kubefleet)) after which a joined member counts as stale - the meaning the O(fleetops.registration.member_info#module:stale_after)
+        and O(fleetops.registration.fleet_status_info#module:stale_after) options have. A number applies to every
+        manager; a mapping gives it per manager, keyed by C(rancher_fleet) and C(kubefleet).
       - Unset, each manager's own rule applies - the one M(fleetops.registration.fleet_status_info) and
         M(fleetops.registration.member_info) apply too - 3600 seconds for Rancher Fleet (its agent checks in every
         15 minutes by default), three C(heartbeatPeriodSeconds) for KubeFleet. For KubeFleet a value can only make
         that rule stricter.
-    type: dict
+    type: raw
     default: {}
   lock_namespace:
     description:
@@ -314,11 +316,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def populate(self, objects):
         now = datetime.datetime.now(datetime.timezone.utc)
-        stale_after = dict(mapping.DEFAULT_STALE_AFTER, **(self.get_option("stale_after") or {}))
-        unknown = sorted(set(stale_after) - set(mapping.MANAGERS))
-        if unknown:
-            raise AnsibleParserError("%s: stale_after has unknown managers %s; use %s"
-                                     % (self.NAME, ", ".join(unknown), " or ".join(mapping.MANAGERS)))
+        try:
+            stale_after = mapping.stale_limits(self.get_option("stale_after"))
+        except ValueError as exc:
+            raise AnsibleParserError("%s: %s" % (self.NAME, exc))
         hosts = mapping.build_hosts(objects["objects"], now, link_label=self.get_option("link_label"), stale_after=stale_after,
                                     member_urls=objects.get("member_urls"), locks=objects.get("locks"))
         for group in (mapping.MEMBERS_GROUP, mapping.HUB_GROUP) + mapping.MANAGERS + mapping.HEALTH_STATES:

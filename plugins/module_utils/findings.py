@@ -137,7 +137,41 @@ def problems(findings: Iterable[Finding]) -> List[Finding]:
     return [item for item in findings if needs_repair(item)]
 
 
+def evidence(findings: Iterable[Finding], cause: str) -> Optional[str]:
+    """The evidence of the first finding of ``cause`` (None: there is none)."""
+    return next((item.get("evidence") for item in findings if item.get("cause") == cause), None)
+
+
 def first(findings: Optional[Iterable[Finding]]) -> Optional[Finding]:
     """The first finding, for a table or a summary line (None when there is none)."""
     findings = list(findings or [])
     return findings[0] if findings else None
+
+
+# The causes a status table names a member by (FleetManager.status_row turns the first of them into its own word); a
+# member with none of them is in contact with its hub, or waiting for its agent.
+STATUS_CAUSES = ("leaving", "cluster_namespace", "never_checked_in", "not_joined", "silent", "quarantined")
+# The inventory's health groups, worst first, and the causes that put a member in each; a member that findings.healthy
+# calls unhealthy with none of these causes is "unhealthy".
+HEALTH_GROUPS = ("leaving", "not_joined", "stale", "unhealthy", "healthy")
+HEALTH_GROUP_OF_CAUSE = {"leaving": "leaving", "never_checked_in": "not_joined", "not_joined": "not_joined", "silent": "stale"}
+
+
+def status_cause(findings: Iterable[Finding]) -> Optional[str]:
+    """The first of STATUS_CAUSES the findings name, root cause first (None: none of them)."""
+    return next((item["cause"] for item in in_order(findings) if item["cause"] in STATUS_CAUSES), None)
+
+
+def health_group(findings: Iterable[Finding]) -> str:
+    """The inventory's health group of one manager's findings: ``healthy`` by ``healthy``, else the worst group a
+    problem's cause names, else ``unhealthy``."""
+    findings = list(findings)
+    if healthy(findings):
+        return "healthy"
+    groups = [HEALTH_GROUP_OF_CAUSE.get(item["cause"], "unhealthy") for item in problems(findings)]
+    return min(groups, key=HEALTH_GROUPS.index)
+
+
+def worst_group(groups: Iterable[str]) -> str:
+    """The worst of several managers' health groups (HEALTH_GROUPS order): a member's one group."""
+    return min(groups, key=HEALTH_GROUPS.index, default="healthy")

@@ -255,18 +255,8 @@ class FleetManager:
         """Pure: the findings of the hub view alone (``fleet_status``, the inventory plugin)."""
         return self.judge(hub_view, None, {"stale_after": stale_after, "now": now})
 
-    def hub_healthy(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> bool:
-        """Whether the hub view alone shows a healthy member (``findings.healthy`` of ``hub_findings``)."""
-        return judged.healthy(self.hub_findings(hub_view, stale_after))
-
     def check_member_name(self, name: str, param: str = "name") -> None:
         """Raise ParameterError naming ``param`` when ``name`` cannot name a member in this manager."""
-        raise NotImplementedError
-
-    def stale_problem(self, hub_view: Optional[View], stale_after: Optional[int] = None) -> Optional[str]:
-        """Why the member's last contact with the hub is too old (None when it is fresh or there was none): the
-        manager's one staleness rule, used by its rule table (the cause ``silent``) and the hub views.
-        ``stale_after`` (seconds) is the user's bound where the manager takes one."""
         raise NotImplementedError
 
     def agent_workload(self, member_view: Optional[View]) -> Optional[Tuple[str, str]]:
@@ -281,10 +271,10 @@ class FleetManager:
         """
         return []
 
-    def host_view(self, hub_object: View, now: Any, stale_after: Optional[int] = None, member_url: Optional[str] = None) -> View:
+    def host_view(self, hub_object: View, now: Any, member_url: Optional[str] = None) -> View:
         """The ``fleet_members`` inventory's view of one member (its ``fleetops_<manager>`` host variable): at least
-        ``manager``, ``name``, ``labels``, ``last_seen``, ``heartbeat_age_seconds``, ``joined``, ``healthy`` (True,
-        False or None), ``stale`` (by ``stale_problem``), ``leaving`` and ``identity``."""
+        ``manager``, ``name``, ``labels``, ``last_seen``, ``heartbeat_age_seconds``, ``joined``, ``leaving`` and
+        ``identity``: the hub's facts (what the member's health is, the inventory asks the rule table)."""
         raise NotImplementedError
 
     def host_variables(self, host_view: View) -> View:
@@ -304,10 +294,12 @@ class FleetManager:
         """``(summary, line)`` of one member's leave from the role's step results (``leave_results``)."""
         raise NotImplementedError
 
-    def status_row(self, hub_view: Optional[View]) -> Optional[View]:
-        """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view.
+    def status_row(self, hub_view: Optional[View], cause: Optional[str]) -> Optional[View]:
+        """One member's cell of the fleet status table (``fleet_status``, ``cluster_status``) from a hub view and the
+        status cause of its findings (``findings.status_cause``: leaving, silent... or None).
 
-        Keys every manager returns: ``state`` (a short word: checked-in, waiting, joined, leaving...), ``healthy``
-        (bool or None), ``last_contact_age_seconds`` (int or None) and ``labels``; more keys may follow.
+        Keys every manager returns: ``state`` (the manager's word for ``cause``, or for a member in contact or
+        waiting: checked-in, waiting, joined, leaving...), ``last_contact_age_seconds`` (int or None) and ``labels``;
+        more keys may follow (``fleet_status`` adds ``healthy`` and ``diagnosis``).
         """
         raise NotImplementedError

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
 from ansible_collections.fleetops.registration.plugins.module_utils.cluster_identity import recorded_identity
-from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems
+from ansible_collections.fleetops.registration.plugins.module_utils.findings import first, healthy, problems, status_cause
 from ansible_collections.fleetops.registration.plugins.module_utils.member_lock import live_locks
 
 NAME_WIDTH = 16
@@ -31,14 +31,15 @@ def merge_rows(views_by_manager, inventory_names=(), locks=None):
     return merged
 
 
-def member_row(manager, hub_view):
-    """One member's cell for one manager: its ``status_row`` (the state word, contact age, labels...), ``healthy`` by
-    ``findings.healthy`` over the findings the hub view alone gives (what member_info and the inventory plugin use),
-    and ``diagnosis``: the findings that make it unhealthy, root cause first."""
+def member_row(manager, hub_view, stale_after=None):
+    """One member's cell for one manager, all from the findings the hub view alone gives (what member_info and the
+    inventory plugin judge by): its ``status_row`` (the state word of ``findings.status_cause``, contact age,
+    labels...), ``healthy`` by ``findings.healthy``, and ``diagnosis``: the findings that make it unhealthy, root cause
+    first."""
     if hub_view is None:
         return None
-    found = manager.hub_findings(hub_view)
-    return dict(manager.status_row(hub_view), healthy=healthy(found), diagnosis=problems(found))
+    found = manager.hub_findings(hub_view, stale_after)
+    return dict(manager.status_row(hub_view, status_cause(found)), healthy=healthy(found), diagnosis=problems(found))
 
 
 def _yes_no(value):
@@ -120,7 +121,7 @@ class FleetStatus:
                                  label_selector=self.params.get("label_selector"))
         rows = {}
         for member, obj in found.items():
-            rows[member] = dict(member_row(manager, manager.hub_view(obj)), identity=recorded_identity(obj))
+            rows[member] = dict(member_row(manager, manager.hub_view(obj), self.params.get("stale_after")), identity=recorded_identity(obj))
         self.add_columns(manager, hub, found, rows)
         return rows
 

@@ -207,6 +207,12 @@ options:
         change replaces (annotation C(fleetops.io/agent-fields-before)); they are written back when they lead to these,
         nothing changes when the Cluster still has them, and the module fails naming the fix when neither holds.
     type: dict
+  silent:
+    description:
+      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
+        unless this step rolls new pods out anyway. Unset, the step judges the C(Cluster)'s last check-in itself, by the
+        same rule with each fleet manager's default bound.
+    type: str
   rotate_credential:
     description:
       - With O(state=present), register the running agent again with the token of O(token_name) (or O(values_file))
@@ -472,6 +478,7 @@ def argument_spec():
         allow_workload_removal=dict(type="bool", default=False),
         workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         rollback_to_revision=dict(type="int"),
+        silent=dict(type="str"),
         previous_agent_fields=dict(type="dict"),
     )
 

@@ -54,6 +54,13 @@ options:
         Leases there, no lock is shown.
     type: str
     default: fleetops-system
+  stale_after:
+    description:
+      - Seconds after a member agent's last check-in (Rancher Fleet) or heartbeat (KubeFleet) after which its cell
+        shows the state C(silent) and the cause C(silent) - the meaning O(fleetops.registration.member_info#module:stale_after) has.
+      - Unset, each fleet manager's own rule applies - Rancher Fleet 3600 seconds after the last check-in, KubeFleet three
+        C(heartbeatPeriodSeconds) after the last heartbeat. O(stale_after=0) turns Rancher Fleet's off.
+    type: int
 seealso:
   - module: fleetops.registration.member_info
 '''
@@ -118,6 +125,7 @@ def argument_spec():
         label_selector=dict(type="str"),
         inventory_names=dict(type="list", elements="str", default=[]),
         lock_namespace=dict(type="str", default=LOCK_NAMESPACE),
+        stale_after=dict(type="int"),
     )
 
 

@@ -18,11 +18,34 @@ from ansible_collections.fleetops.registration.plugins.module_utils.times import
 MANAGERS = tuple(registry.MANAGERS)
 MEMBERS_GROUP = "members"
 HUB_GROUP = "hub"
-# A host's health, worst first: the first that applies is its fleetops_health and its group.
-HEALTH_STATES = ("leaving", "not_joined", "stale", "unhealthy", "healthy")
-# None: the manager's own staleness rule (FleetManager.stale_problem) - Rancher Fleet DEFAULT_STALE_AFTER after the last
-# check-in, KubeFleet three heartbeat periods - the same that fleet_status and member_info apply.
+# A host's health, worst first: the worst of its managers' is its fleetops_health and its group.
+HEALTH_STATES = findings.HEALTH_GROUPS
+# None: the manager's own staleness rule (its rule table's "silent" row) - Rancher Fleet DEFAULT_STALE_AFTER after the
+# last check-in, KubeFleet three heartbeat periods - the same that fleet_status and member_info apply.
 DEFAULT_STALE_AFTER = dict((name, None) for name in MANAGERS)
+
+
+def stale_limits(value):
+    """The inventory's ``stale_after`` as ``{manager: seconds or None}``: a number for every manager, or a mapping per
+    manager (ValueError naming the option and the fix for anything else)."""
+    if value is None or value == "":
+        value = {}
+    if isinstance(value, bool) or not isinstance(value, (int, str, dict)):
+        raise ValueError("stale_after must be a number of seconds or a mapping of manager to seconds, not %r" % (value,))
+    if not isinstance(value, dict):
+        value = dict.fromkeys(MANAGERS, value)
+    unknown = sorted(set(value) - set(MANAGERS))
+    if unknown:
+        raise ValueError("stale_after has unknown managers %s; use %s" % (", ".join(unknown), " or ".join(MANAGERS)))
+    limits = dict(DEFAULT_STALE_AFTER)
+    for name, seconds in value.items():
+        try:
+            limits[name] = None if seconds is None else int(seconds)
+        except (TypeError, ValueError):
+            raise ValueError("stale_after for %s must be a whole number of seconds, not %r" % (name, seconds))
+        if isinstance(seconds, bool) or (limits[name] or 0) < 0:
+            raise ValueError("stale_after for %s must be a whole number of seconds (0 or more), not %r" % (name, seconds))
+    return limits
 
 
 def host_key(view, link_label):
@@ -33,24 +56,17 @@ def host_key(view, link_label):
 
 
 def health(views):
-    """The host's health from all its managers' views: ``healthy`` when every manager's findings say so
-    (``findings.healthy``, what member_info and fleet_status use), else the first of HEALTH_STATES that applies."""
-    if all(v["healthy"] for v in views):
-        return "healthy"
-    if any(v["leaving"] for v in views):
-        return "leaving"
-    if not all(v["joined"] for v in views):
-        return "not_joined"
-    if any(v["stale"] for v in views):
-        return "stale"
-    return "unhealthy"
+    """The host's health from all its managers' views: the worst of their groups (``findings.health_group`` of each
+    manager's findings, what member_info and fleet_status judge by)."""
+    return findings.worst_group(v["health"] for v in views)
 
 
 def judged_host_view(manager, obj, now, stale_after=None, member_url=None):
-    """The manager's host view with ``healthy`` and ``causes`` from its rule table over the hub view alone."""
+    """The manager's host view with ``healthy``, ``health`` (its group), ``stale`` and ``causes`` from its rule table
+    over the hub view alone."""
     found = manager.hub_findings(manager.hub_view(obj, now), stale_after, now)
-    return dict(manager.host_view(obj, now, stale_after, member_url), healthy=findings.healthy(found),
-                causes=[item["cause"] for item in findings.problems(found)])
+    return dict(manager.host_view(obj, now, member_url), healthy=findings.healthy(found), health=findings.health_group(found),
+                stale=any(item["cause"] == "silent" for item in found), causes=[item["cause"] for item in findings.problems(found)])
 
 
 def host_vars(views):

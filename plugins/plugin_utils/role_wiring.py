@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.fleetops.registration.plugins.module_utils import findings
 from ansible_collections.fleetops.registration.plugins.module_utils.labels import HUB_NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils.times import RUN_LIFETIME_WAITS
 
@@ -120,7 +121,8 @@ MODULE_ARGS = {
             _MEMBER_SIDE, token_namespace="fleet_namespace", hub_api_server_url="hub_api_server_url",
             hub_api_server_ca="hub_ca_file", chart_ref="fleet_agent_chart_ref", chart_version="fleet_agent_chart_version",
             chart_repo_url="fleet_agent_chart_repo_url", values="fleet_agent_values",
-            secret_values="secret_values_rancher_fleet", agent="agent", allow_workload_removal="allow_workload_removal"),
+            secret_values="secret_values_rancher_fleet", agent="agent", allow_workload_removal="allow_workload_removal",
+            silent="state_rancher_fleet_silent"),
         "kubefleet_member_agent": dict(
             _MEMBER_SIDE, name="cluster_name", identity_namespace="kubefleet_identity_namespace",
             hub_api_server_url="hub_api_server_url", hub_api_server_ca="hub_ca_file", chart_ref="kubefleet_agent_chart_ref",
@@ -341,6 +343,7 @@ def with_state(role, found, state):
     if role == "member_join":
         found["token_name"] = found["fleet_token_name"] or "fleetops-join-%s" % (state.get("run_id"),)
         found["state_kubefleet_silent"] = silent_evidence(state, "kubefleet")
+        found["state_rancher_fleet_silent"] = silent_evidence(state, "rancher_fleet")
     return found
 
 
@@ -348,7 +351,7 @@ def silent_evidence(state, manager):
     """Why member_info judged the manager's agent silent (its ``silent`` finding's evidence), or None: the agent step
     restarts it on this judgement rather than judge the heartbeat again after the member step changed its period."""
     found = ((state.get("managers") or {}).get(manager) or {}).get("findings") or []
-    return next((item.get("evidence") for item in found if isinstance(item, dict) and item.get("cause") == "silent"), None)
+    return findings.evidence([item for item in found if isinstance(item, dict)], "silent")
 
 
 def module_args(wiring, found):

@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import batch
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import NAMESPACE
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import cluster_namespace as cns
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import views
@@ -85,13 +86,13 @@ def test_a_cluster_fleet_cannot_grant_is_not_joinable_and_shows_why():
         assert state.action == "join" and not state.healthy
         assert state.as_dict()["steps"]["member_object"], "the join must run fleet_cluster, which repairs it"
         assert any("not joinable yet" in r and OWN in r for r in state.reasons), state.reasons
-        row = MANAGER.status_row(view)
+        row = member_row(MANAGER, view)
         assert row["state"] == "namespace-" + problem[0] and row["cluster_namespace_problem"] == list(problem)
 
 
 def test_hub_view_of_a_cluster_read_elsewhere_has_no_namespace_verdict():
     view = views.hub_view(cluster(), NOW)
-    assert view["cluster_namespace_problem"] is None and MANAGER.status_row(view)["state"] == "checked-in"
+    assert view["cluster_namespace_problem"] is None and member_row(MANAGER, view)["state"] == "checked-in"
 
 
 class LabelledKube:

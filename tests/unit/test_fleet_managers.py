@@ -14,7 +14,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 # keeps it.
 OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "storable", "rollback_context", "status_columns", "contact", "overdue", "newest_contact"]
 # What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
-SHARED = ["decide", "hub_findings", "hub_healthy"]
+SHARED = ["decide", "hub_findings"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]
 ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resources", "controller", "install_hint", "join_results",
               "leave_results", "summary_shape", "version_fix", "first_credential", "rollback_result"]
@@ -22,7 +22,7 @@ ATTRIBUTES = ["name", "title", "group_version", "member_resource", "hub_resource
 
 def test_the_interface_has_the_methods_the_roles_and_modules_use():
     assert sorted(METHODS) == ["agent_version", "agent_workload", "check_member_name", "desired", "host_view", "hub_view", "judge", "leave_summary",
-                               "member_view", "placements", "read_hub", "running", "stale_problem", "status_row", "unplaced"]
+                               "member_view", "placements", "read_hub", "running", "status_row", "unplaced"]
 
 
 @pytest.mark.parametrize("name", registry.NAMES)

@@ -11,6 +11,7 @@ import yaml
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ParameterError
 from ansible_collections.fleetops.registration.plugins.module_utils.fleet_managers import ACTIONS, FleetManager
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import member as member_side, preflight, rules, views
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.resources import AGENT_CREDENTIAL_KEY
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER
@@ -203,13 +204,20 @@ WANT = {"labels": {"env": "dev"}, "labels_mode": "merge", "stale_after": 3600, "
 
 def test_hub_view_and_status_row():
     assert HUB["seen_age_seconds"] == 60 and HUB["checked_in"] and HUB["ready"] and HUB["client_id"] == "abc"
-    row = MANAGER.status_row(HUB)
+    row = member_row(MANAGER, HUB)
     assert row["last_seen"] == "2026-01-02T11:59:00Z" and row["bundles_ready"] == "1/1" and row["last_contact_age_seconds"] == 60
-    assert row["state"] == "checked-in" and "healthy" not in row  # fleet_status.member_row adds it from the findings
-    waiting = MANAGER.status_row(dict(HUB, checked_in=False, last_seen=None, ready=False, seen_age_seconds=None))
+    assert row["state"] == "checked-in" and row["healthy"] is True
+    waiting = member_row(MANAGER, dict(HUB, checked_in=False, last_seen=None, ready=False, seen_age_seconds=None))
     assert waiting["state"] == "waiting" and waiting["last_contact_age_seconds"] is None
-    assert MANAGER.status_row(dict(HUB, deleting=True))["state"] == "deleting"
-    assert MANAGER.hub_view(None) is None and MANAGER.status_row(None) is None
+    assert member_row(MANAGER, dict(HUB, deleting=True))["state"] == "deleting"
+    assert MANAGER.hub_view(None) is None and member_row(MANAGER, None) is None
+
+
+def test_the_status_word_follows_the_findings_and_the_users_stale_after():
+    """A check-in 60 s old is silent past a stale_after of 30 s, in the state word and the diagnosis alike."""
+    row = member_row(MANAGER, HUB, stale_after=30)
+    assert row["state"] == "silent" and row["healthy"] is False and row["diagnosis"][0]["cause"] == "silent"
+    assert member_row(MANAGER, HUB, stale_after=120)["state"] == "checked-in"
 
 
 @pytest.mark.parametrize("hub,member,want,action,reason", [

@@ -7,6 +7,8 @@ import pytest
 import yaml
 
 from ansible_collections.fleetops.registration.plugins.plugin_utils import fleet_members as m
+from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils.kubeconfig import server_from_kubeconfig
 from ansible_collections.fleetops.registration.plugins.module_utils.times import contact_age_seconds, parse_time
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import member_url_from_secret
@@ -198,12 +200,10 @@ def test_cache_copy_drops_managed_fields_and_annotations_but_keeps_status():
     (fleet_cluster("e", last_seen="yesterday"), member_cluster("e", heartbeat=ago(20)), "stale"),  # unreadable check-in
 ])
 def test_the_inventory_and_fleet_status_judge_health_alike(fleet, member, health):
-    """One staleness and health rule per manager (FleetManager.stale_problem): the inventory's fleetops_health and
+    """One staleness and health rule per manager (its rule table's silent row): the inventory's fleetops_health and
     fleet_status's rows (state, healthy) of the same hub objects agree."""
-    from ansible_collections.fleetops.registration.plugins.module_utils import registry
     hosts = hosts_of([fleet], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
     assert hosts["e"]["vars"]["fleetops_health"] == health
-    from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
     rows = [member_row(registry.manager(name), registry.manager(name).hub_view(obj, NOW))
             for name, obj in (("rancher_fleet", fleet), ("kubefleet", member))]
     stale = any(row["state"] == "silent" for row in rows)
@@ -217,9 +217,8 @@ def test_a_shorter_heartbeat_period_makes_a_kubefleet_member_stale_sooner_in_bot
     member["spec"]["heartbeatPeriodSeconds"] = 10
     hosts = hosts_of([], [member], NOW, stale_after=m.DEFAULT_STALE_AFTER)
     assert hosts["e"]["vars"]["fleetops_health"] == "stale"
-    from ansible_collections.fleetops.registration.plugins.module_utils import registry
     kubefleet = registry.manager("kubefleet")
-    assert kubefleet.status_row(kubefleet.hub_view(member, NOW))["state"] == "silent"
+    assert member_row(kubefleet, kubefleet.hub_view(member, NOW))["state"] == "silent"
 
 
 def test_a_host_shows_which_cluster_each_manager_recorded():
@@ -228,3 +227,25 @@ def test_a_host_shows_which_cluster_each_manager_recorded():
     fleet["metadata"]["annotations"] = recorded
     hv = hosts_of([fleet], [member_cluster("edge-01", heartbeat=ago(20))], NOW)["edge-01"]["vars"]
     assert hv["fleetops_cluster_identity"] == {"rancher_fleet": {"uid": "6f1c2a9e", "ca_sha256": "ab" * 32}, "kubefleet": None}
+
+
+def test_stale_after_is_one_number_for_every_manager_or_a_mapping_per_manager():
+    assert m.stale_limits(None) == m.stale_limits({}) == m.DEFAULT_STALE_AFTER
+    assert m.stale_limits(300) == m.stale_limits("300") == {"rancher_fleet": 300, "kubefleet": 300}
+    assert m.stale_limits({"rancher_fleet": 1800}) == {"rancher_fleet": 1800, "kubefleet": None}
+    objects = ([fleet_cluster("x", last_seen=ago(600))], [member_cluster("x", heartbeat=ago(100))])
+    hv = hosts_of(*objects, now=NOW, stale_after=m.stale_limits(90))["x"]["vars"]
+    assert hv["fleetops_rancher_fleet"]["stale"] and hv["fleetops_kubefleet"]["stale"] and hv["fleetops_health"] == "stale"
+
+
+@pytest.mark.parametrize("value, words", [
+    (True, "a number of seconds or a mapping"),
+    ([300], "a number of seconds or a mapping"),
+    ({"argo": 300}, "unknown managers argo"),
+    ({"kubefleet": "soon"}, "stale_after for kubefleet must be a whole number"),
+    ("-5", "0 or more"),
+])
+def test_a_bad_stale_after_names_the_option_and_what_it_takes(value, words):
+    with pytest.raises(ValueError, match="stale_after") as caught:
+        m.stale_limits(value)
+    assert words in str(caught.value)

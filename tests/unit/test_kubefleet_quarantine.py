@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.fleetops.registration.plugins.module_utils import registry
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import QUARANTINE_TAINT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.rules import quarantined, taints_with_quarantine
@@ -54,5 +55,5 @@ def test_a_quarantined_member_needs_the_member_object_step_and_shows_in_the_stat
     view = kubefleet.hub_view(held)
     state = kubefleet.decide("edge-01", view, None, {})
     assert state.action == "relabel" and "quarantined" in state.reasons[0] and state.as_dict()["steps"]["member_object"]
-    assert kubefleet.status_row(view)["state"] == "quarantined"
+    assert member_row(kubefleet, view)["state"] == "quarantined"
     assert kubefleet.decide("edge-01", kubefleet.hub_view(member()), None, {}).action == "none"

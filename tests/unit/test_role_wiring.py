@@ -109,13 +109,13 @@ def test_the_inventory_check_names_a_missing_chart_or_the_member_s_own_error():
 @pytest.mark.parametrize("role", sorted(wiring.MODULE_ARGS))
 def test_every_option_a_role_passes_is_wired_to_a_known_setting_and_has_words(role):
     known = set(wiring.SETTINGS[role]) | set(wiring.INVENTORY_ONLY) | set(wiring.DERIVED) | {
-        "state_lock", "state_labels", "state_identity", "state_run_id", "state_kubefleet_silent", "agent_chart_versions",
-        "agent_values", "agent_images", "force"}
+        "state_lock", "state_labels", "state_identity", "state_run_id", "state_kubefleet_silent", "state_rancher_fleet_silent",
+        "agent_chart_versions", "agent_values", "agent_images", "force"}
     for module, options in wiring.MODULE_ARGS[role].items():
         assert set(options.values()) <= known, (module, set(options.values()) - known)
         words = wiring.option_words(role, module)
         unnamed = [option for option, setting in options.items() if option not in words
-                   and setting not in ("state_lock", "state_identity", "state_run_id", "state_kubefleet_silent")
+                   and setting not in ("state_lock", "state_identity", "state_run_id", "state_kubefleet_silent", "state_rancher_fleet_silent")
                    and not setting.startswith("agent_") and setting != "force"]
         assert not unnamed, (module, unnamed)
 
@@ -313,3 +313,12 @@ def test_the_agent_step_is_told_what_member_info_judged_silent():
     assert found["state_kubefleet_silent"] == silent["evidence"]
     assert wiring.module_args(wiring.MODULE_ARGS["member_join"], found)["kubefleet_member_agent"]["silent"] == silent["evidence"]
     assert wiring.with_state("member_join", {"fleet_token_name": None}, {"managers": {}})["state_kubefleet_silent"] is None
+
+
+def test_the_fleet_agent_step_is_told_what_member_info_judged_silent_by_the_users_stale_after():
+    """member_info judges a Fleet agent silent by the inventory's stale_after; the agent step restarts on that judgement
+    (its own look knows only the default bound) and no other manager's silence reaches it."""
+    silent = {"cause": "silent", "evidence": "the agent last checked in 700s ago, more than stale_after (600s)", "action": "reregister"}
+    state = {"run_id": "r1", "managers": {"rancher_fleet": {"findings": [silent]}, "kubefleet": {"findings": []}}}
+    args = wiring.module_args(wiring.MODULE_ARGS["member_join"], wiring.with_state("member_join", {"fleet_token_name": None}, state))
+    assert args["fleet_agent"]["silent"] == silent["evidence"] and "silent" not in args["kubefleet_member_agent"]

@@ -250,27 +250,43 @@ def _fleet_object(ready="True", last_seen="2026-11-21T09:59:00Z"):
             "status": {"agent": {"lastSeen": last_seen} if last_seen else {}, "conditions": [{"type": "Ready", "status": ready}]}}
 
 
-@pytest.mark.parametrize("name,obj,healthy", [
+@pytest.mark.parametrize("name,obj,healthy,word,group", [
     # the issue's case: KubeFleet reports Healthy=False while the heartbeat is fresh
-    ("kubefleet", _kubefleet_object(healthy="False"), False),
-    ("kubefleet", _kubefleet_object(), True),
-    ("kubefleet", _kubefleet_object(heartbeat="2026-11-21T09:40:00Z"), False),
-    ("kubefleet", _kubefleet_object(heartbeat=None, joined="Unknown"), False),
-    ("rancher_fleet", _fleet_object(ready="False"), False),
-    ("rancher_fleet", _fleet_object(), True),
-    ("rancher_fleet", _fleet_object(last_seen="2026-11-21T08:00:00Z"), False),
-    ("rancher_fleet", _fleet_object(last_seen=None), False),
+    ("kubefleet", _kubefleet_object(healthy="False"), False, "joined", "unhealthy"),
+    ("kubefleet", _kubefleet_object(), True, "joined", "healthy"),
+    ("kubefleet", _kubefleet_object(heartbeat="2026-11-21T09:40:00Z"), False, "silent", "stale"),
+    ("kubefleet", _kubefleet_object(heartbeat=None, joined="Unknown"), False, "ready-to-join", "not_joined"),
+    ("rancher_fleet", _fleet_object(ready="False"), False, "checked-in", "unhealthy"),
+    ("rancher_fleet", _fleet_object(), True, "checked-in", "healthy"),
+    ("rancher_fleet", _fleet_object(last_seen="2026-11-21T08:00:00Z"), False, "silent", "stale"),
+    ("rancher_fleet", _fleet_object(last_seen=None), False, "waiting", "not_joined"),
 ])
-def test_member_info_fleet_status_and_the_inventory_agree_on_health(name, obj, healthy):
+def test_member_info_fleet_status_and_the_inventory_agree_on_health(name, obj, healthy, word, group):
     """The same hub object (the member not read) is healthy or not alike in member_info's MemberState and result,
-    fleet_status's row and the inventory plugin's host (its fleetops_healthy and its health group)."""
+    fleet_status's row (and its state word) and the inventory plugin's host (its fleetops_healthy, fleetops_stale and
+    its health group): each a function of the one judgement."""
     manager = FLEET if name == "rancher_fleet" else KUBEFLEET
     view = manager.hub_view(obj, NOW)
     state = manager.decide("east-1", view, {}, {})
     assert state.healthy is healthy and summarize([state])["healthy"] is healthy
-    assert member_row(manager, view)["healthy"] is healthy
+    row = member_row(manager, view)
+    assert row["healthy"] is healthy and row["state"] == word
     host = fleet_members.build_hosts({name: [obj]}, NOW)["east-1"]
     assert host["vars"]["fleetops_healthy"] is healthy and host["vars"]["fleetops_" + name]["healthy"] is healthy
-    unhealthy_groups = set(("unhealthy", "stale", "not_joined", "leaving")) & set(host["groups"])
-    assert ("healthy" in host["groups"]) is healthy and bool(unhealthy_groups) is not healthy
-    assert [item["cause"] for item in member_row(manager, view)["diagnosis"]] == [item["cause"] for item in findings.problems(state.findings)]
+    assert host["vars"]["fleetops_health"] == group and host["groups"][-1] == group
+    assert host["vars"]["fleetops_stale"] is (group == "stale") is (row["state"] == "silent")
+    assert [item["cause"] for item in row["diagnosis"]] == [item["cause"] for item in findings.problems(state.findings)]
+
+
+@pytest.mark.parametrize("name,obj", [("kubefleet", _kubefleet_object(heartbeat="2026-11-21T09:59:00Z")),
+                                      ("rancher_fleet", _fleet_object(last_seen="2026-11-21T09:59:00Z"))])
+def test_one_stale_after_means_the_same_in_member_info_fleet_status_and_the_inventory(name, obj):
+    """A contact 60 s old: fresh by every manager's own rule, silent past a stale_after of 30 s in all three reports."""
+    manager = FLEET if name == "rancher_fleet" else KUBEFLEET
+    view = manager.hub_view(obj, NOW)
+    for stale_after, silent in ((None, False), (30, True), (120, False)):
+        state = manager.decide("east-1", view, {}, {"stale_after": stale_after})
+        assert ("silent" in [item["cause"] for item in state.findings]) is silent, stale_after
+        assert (member_row(manager, view, stale_after)["state"] == "silent") is silent, stale_after
+        host = fleet_members.build_hosts({name: [obj]}, NOW, stale_after=fleet_members.stale_limits(stale_after))["east-1"]
+        assert (host["vars"]["fleetops_health"] == "stale") is silent, stale_after

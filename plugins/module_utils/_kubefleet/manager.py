@@ -38,11 +38,11 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge, targets, views, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.workloads import PLACEMENT
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.views import (
-    heartbeat_problem,
-)
 
 AGENT_CONTAINER = "member-agent"
+# The status word of a member whose findings name these causes (findings.STATUS_CAUSES); else joined, ready-to-join
+# or waiting.
+STATE_OF_CAUSE = {"leaving": "leaving", "silent": "silent", "quarantined": "quarantined"}
 # Options member_view reads from the caller's params: ``kubefleet_<key>`` first (a module serving several
 # managers), then ``<key>`` (kubefleet_member_agent's own names), then the default.
 MEMBER_OPTIONS = {
@@ -98,8 +98,8 @@ class KubeFleet(FleetManager):
     def hub_view(self, hub_object, now=None):
         return views.hub_view(hub_object, now)
 
-    def host_view(self, hub_object, now, stale_after=None, member_url=None):
-        return views.host_view(hub_object, now, stale_after)
+    def host_view(self, hub_object, now, member_url=None):
+        return views.host_view(hub_object, now)
 
     def member_view(self, member, hub, params):
         """The member's side, judged against what the collection configures; never holds the token
@@ -211,9 +211,6 @@ class KubeFleet(FleetManager):
     def judge(self, hub_view, member_view, desired):
         return judge.judge(hub_view, member_view, desired)
 
-    def stale_problem(self, hub_view, stale_after=None):
-        return heartbeat_problem(hub_view or {}, stale_after)
-
     def agent_workload(self, member_view):
         deployment = (member_view or {}).get("deployment") or {}
         return (deployment["namespace"], deployment["selector"]) if deployment.get("present") and deployment.get("selector") else None
@@ -224,23 +221,14 @@ class KubeFleet(FleetManager):
     def check_member_name(self, name, param="name"):
         validate_member_name(name, param)
 
-    def status_row(self, hub_view):
+    def status_row(self, hub_view, cause):
         if hub_view is None:
             return None
-        if hub_view["leaving"]:
-            state = "leaving"
-        elif hub_view["joined"] and hub_view["heartbeat_stale"]:
-            state = "silent"
-        elif hub_view["joined"] and hub_view.get("quarantined"):
-            state = "quarantined"
-        elif hub_view["joined"]:
-            state = "joined"
-        elif hub_view["ready_to_join"]:
-            state = "ready-to-join"
-        else:
-            state = "waiting"
+        word = STATE_OF_CAUSE.get(cause)
+        if word is None:
+            word = "joined" if hub_view["joined"] else "ready-to-join" if hub_view["ready_to_join"] else "waiting"
         return {
-            "state": state, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
+            "state": word, "last_contact_age_seconds": hub_view["heartbeat_age_seconds"],
             "labels": hub_view["labels"], "joined": hub_view["joined"], "ready_to_join": hub_view["ready_to_join"],
             "leaving": hub_view["leaving"], "heartbeat": hub_view["heartbeat"], "quarantined": hub_view.get("quarantined"),
         }

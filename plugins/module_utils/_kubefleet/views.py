@@ -214,15 +214,13 @@ def conditions_false(obj):
     return found
 
 
-def host_view(obj, now, stale_after=None):
+def host_view(obj, now):
     """The fleet_members inventory's view of one MemberCluster (``FleetManager.host_view``)."""
     view = hub_view(obj, now)
-    joined = view["joined"] is True
     return {
         "manager": "kubefleet", "name": view["name"], "labels": view["labels"], "last_seen": view["heartbeat"],
         "heartbeat_age_seconds": view["heartbeat_age_seconds"], "heartbeat_period_seconds": view["heartbeat_period_seconds"],
-        "joined": joined, "healthy": view["healthy"], "stale": joined and heartbeat_problem(view, stale_after) is not None,
-        "leaving": view["leaving"], "ready_to_join": view["ready_to_join"], "quarantined": view["quarantined"],
+        "joined": view["joined"] is True, "leaving": view["leaving"], "ready_to_join": view["ready_to_join"], "quarantined": view["quarantined"],
         "properties": (obj.get("status") or {}).get("properties") or {}, "identity": recorded_identity(obj),
     }
 

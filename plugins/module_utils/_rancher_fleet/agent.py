@@ -29,6 +29,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, env_secret, fleet_setting
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.judge import silence
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
@@ -40,7 +41,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
     build_agent_values, check_release_identity, checked_in_since, parse_values, plan_agent, redact_values,
     secret_belongs_to_token,
 )
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, hub_view, stale_problem
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.views import cluster_summary, hub_view
 
 CHECKIN_HINT = ("look at the agent's logs on the member (kubectl -n cattle-fleet-system logs -l app=fleet-agent); a wrong "
                 "apiServerURL/apiServerCA or an expired token are the usual causes")
@@ -292,8 +293,9 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         seen = hub_view(previous) if previous else {}
         rolling = plan.changes or setting["patched"] or state["rotating"]  # a rotation replaces the pods
-        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, stale_problem(seen) if previous else None, rolling,
-                              dry_run=self.check_mode, last_contact=seen.get("last_seen"))
+        silent = self.params.get("silent") or (silence(seen) if previous else None)
+        repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode,
+                              last_contact=seen.get("last_seen"))
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair or env), repaired=repair,
                       fleet_spec_installed=bool(state.get("fleet_spec_installed")),
                       reasons=result["reasons"] + env + setting["drift"] + ([repair] if repair else []))

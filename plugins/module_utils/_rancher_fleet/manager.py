@@ -120,11 +120,11 @@ class RancherFleet(FleetManager):
     def judge(self, hub_view, member_view, desired):
         return judge.judge(hub_view, member_view, desired)
 
-    def status_row(self, hub_view):
-        return views.status_row(hub_view)
+    def status_row(self, hub_view, cause):
+        return views.status_row(hub_view, cause)
 
-    def host_view(self, hub_object, now, stale_after=None, member_url=None):
-        return views.host_view(hub_object, now, stale_after, member_url)
+    def host_view(self, hub_object, now, member_url=None):
+        return views.host_view(hub_object, now, member_url)
 
     def host_variables(self, host_view):
         return views.host_variables(host_view)
@@ -148,9 +148,6 @@ class RancherFleet(FleetManager):
             if url:
                 urls[object_key(obj)] = url
         return urls, problems
-
-    def stale_problem(self, hub_view, stale_after=None):
-        return views.stale_problem(hub_view, stale_after)
 
     def agent_workload(self, member_view):
         return (AGENT_NAMESPACE, AGENT_POD_SELECTOR) if (member_view or {}).get("deployment") else None

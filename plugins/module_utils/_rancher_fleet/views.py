@@ -110,15 +110,14 @@ def stale_problem(view, stale_after=None):
     return "the agent last checked in %ds ago, more than stale_after (%ds)" % (age, limit)
 
 
-def host_view(obj, now, stale_after=None, member_url=None):
+def host_view(obj, now, member_url=None):
     """The fleet_members inventory's view of one Cluster (``FleetManager.host_view``); ``member_url``: the member's API
     server URL the hub knows (an imported cluster's kubeconfig Secret)."""
     view = hub_view(obj, now)
     return {
         "manager": "rancher_fleet", "name": view["name"], "namespace": view["namespace"], "labels": view["labels"],
         "client_id": view["client_id"], "last_seen": view["last_seen"] or None, "heartbeat_age_seconds": view["seen_age_seconds"],
-        "joined": view["checked_in"], "healthy": {"True": True, "False": False}.get(view["ready_status"]),
-        "stale": stale_problem(view, stale_after) is not None, "leaving": view["deleting"], "state": view["state"],
+        "joined": view["checked_in"], "leaving": view["deleting"], "state": view["state"],
         "bundles_ready": view["bundles_ready"], "cluster_namespace": view["cluster_namespace"],
         "hub_url_used_by_agent": view["api_server_url"], "api_server_url": member_url, "identity": recorded_identity(obj),
     }
@@ -148,13 +147,17 @@ def member_url_from_secret(secret):
     return None
 
 
-def status_row(view):
-    """One row of the fleet status table from a hub view (None: the hub has no Cluster for the member)."""
+# The status word of a member whose findings name these causes (findings.STATUS_CAUSES); else checked-in or waiting.
+STATE_OF_CAUSE = {"leaving": "deleting", "silent": "silent"}
+
+
+def status_row(view, cause):
+    """One row of the fleet status table from a hub view and its findings' status cause (None: the hub has no Cluster
+    for the member)."""
     if view is None:
         return None
-    stale = stale_problem(view) is not None
-    state = ("deleting" if view["deleting"] else "namespace-" + view["cluster_namespace_problem"][0]
-             if view.get("cluster_namespace_problem") else "silent" if stale else "checked-in" if view["checked_in"] else "waiting")
+    state = STATE_OF_CAUSE.get(cause) or ("namespace-" + view["cluster_namespace_problem"][0] if cause == "cluster_namespace"
+                                          else "checked-in" if view["checked_in"] else "waiting")
     return {
         "state": state,
         "last_contact_age_seconds": view["seen_age_seconds"], "labels": view["labels"],
