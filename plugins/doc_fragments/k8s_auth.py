@@ -155,7 +155,9 @@ options:
     aliases: [hub_verify_ssl]
   hub_ca_cert:
     description:
-      - Path to a CA bundle that verifies the hub's API server.
+      - Path to a CA bundle that verifies the hub's API server - for the controller's own connection to the hub. The CA
+        the member agents are told to trust is C(hub_api_server_ca) where a module takes it; unset, it defaults to this
+        one.
     type: path
     aliases: [hub_ssl_ca_cert]
   hub_client_cert:

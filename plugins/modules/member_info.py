@@ -138,6 +138,8 @@ options:
     description:
       - PEM text, or the path of a PEM file, of the CA the agents trust for the hub, when it differs from Fleet's
         configured C(apiServerCA) (Rancher Fleet), O(hub_ca_cert) and the hub kubeconfig's CA.
+      - What the agents on the member are told, where O(hub_ca_cert) is how the controller verifies the hub; the two differ
+        when the agents reach the hub by another name or through another proxy than the controller does.
     type: str
   agent_chart_versions:
     description:
