@@ -13,6 +13,7 @@ from rancher_fleet_lab import (  # noqa: F401 pylint: disable=unused-import
     AGENT_NS, CHECKIN_TIMEOUT, agent_args, fresh_member, hub, hub_ns, make_token, ok, releases,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_auth import ConnectionSettings
+from ansible_collections.fleetops.registration.plugins.module_utils.fleet_status import member_row
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import KubeClient
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.manager import MANAGER
 
@@ -50,7 +51,8 @@ def test_member_view_healthy_then_release_uninstalled_then_credential_deleted(la
     assert view["deployment"] and view["credential_user"].startswith("system:serviceaccount:")
     assert healthy.hub["checked_in"] and healthy.hub["seen_age_seconds"] < 3600
     assert token not in repr(healthy.as_dict()) and "values" not in view["release"]
-    assert MANAGER.status_row(healthy.hub)["checked_in"]
+    row = member_row(MANAGER, healthy.hub)
+    assert row["checked_in"] and row["state"] == "checked-in" and row["healthy"] is True
     assert judge(lab, member, "edge", hub_ns, dict(desired, labels={"env": "prod"})).action == "relabel"
 
     # the agent release uninstalled (and Fleet's own, when it adopted the agent): the hub still saw it recently
