@@ -63,3 +63,16 @@ options:
         description: A PriorityClass for the agent's pods (KubeFleet only).
         type: str
 '''
+
+    # The agent steps of fleet_agent and kubefleet_member_agent: member_info's judgement handed on (argspec.SILENCE).
+    SILENCE = r'''
+options:
+  silent:
+    description:
+      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
+        unless this step rolls new pods out anyway. The roles pass it, so the restart follows the inventory's
+        C(stale_after).
+      - Unset, the step judges the fleet manager's object on the hub (its last check-in or heartbeat) itself, by the
+        same rule table with the manager's own bound.
+    type: str
+'''

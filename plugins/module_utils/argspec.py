@@ -73,6 +73,8 @@ CLUSTER_IDENTITY = {
 }
 # The agent setting (fleetops.registration.agent_setting).
 AGENT = {"agent": dict(type="dict", options=AGENT_SETTING_SPEC)}
+# Why member_info judged the agent silent, handed to the agent steps (fleetops.registration.agent_setting.SILENCE).
+SILENCE = {"silent": dict(type="str")}
 # A Helm chart (fleetops.registration.helm).
 HELM = {
     "chart_ref": dict(type="str"),

@@ -65,6 +65,7 @@ extends_documentation_fragment:
   - fleetops.registration.wait
   - fleetops.registration.helm
   - fleetops.registration.agent_setting
+  - fleetops.registration.agent_setting.SILENCE
   - fleetops.registration.controller_run
 attributes:
   check_mode:
@@ -207,12 +208,6 @@ options:
         change replaces (annotation C(fleetops.io/agent-fields-before)); they are written back when they lead to these,
         nothing changes when the Cluster still has them, and the module fails naming the fix when neither holds.
     type: dict
-  silent:
-    description:
-      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
-        unless this step rolls new pods out anyway. Unset, the step judges the C(Cluster)'s last check-in itself, by the
-        same rule with each fleet manager's default bound.
-    type: str
   rotate_credential:
     description:
       - With O(state=present), register the running agent again with the token of O(token_name) (or O(values_file))
@@ -451,7 +446,7 @@ workloads:
 '''
 
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, SILENCE, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent import AgentRunner
 
@@ -478,7 +473,6 @@ def argument_spec():
         allow_workload_removal=dict(type="bool", default=False),
         workloads=dict(type="str", choices=["keep", "remove"], default="keep"),
         rollback_to_revision=dict(type="int"),
-        silent=dict(type="str"),
         previous_agent_fields=dict(type="dict"),
     )
 
@@ -486,7 +480,7 @@ def argument_spec():
 def module_options():
     """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
     return dict(
-        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
+        argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, SILENCE, argument_spec()),
         mutually_exclusive=[("token_name", "values_file")],
         required_by={"token_name": ("token_namespace",)},
         required_if=[("state", "present", ("token_name", "values_file", "rollback_to_revision"), True)],

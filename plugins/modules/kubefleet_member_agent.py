@@ -40,6 +40,7 @@ extends_documentation_fragment:
   - fleetops.registration.wait
   - fleetops.registration.helm
   - fleetops.registration.agent_setting
+  - fleetops.registration.agent_setting.SILENCE
   - fleetops.registration.controller_run
 attributes:
   check_mode:
@@ -231,11 +232,6 @@ options:
       - The task then returns only RV(repaired), RV(reasons) and RV(left).
     type: bool
     default: false
-  silent:
-    description:
-      - Why M(fleetops.registration.member_info) judged the agent silent (its finding C(silent)); the agent is restarted
-        unless this step rolls new pods out anyway. Unset, the step judges the C(MemberCluster)'s heartbeat itself.
-    type: str
   rollback_to_revision:
     description:
       - Roll the release back to this earlier revision of it (C(helm rollback)) instead of installing or upgrading it;
@@ -446,7 +442,7 @@ from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.r
     DEFAULT_HUB_SECRET_NAMESPACE, IDENTITY_NAMESPACE, KUBEFLEET_SYSTEM_NAMESPACE,
 )
 from ansible_collections.fleetops.registration.plugins.module_utils import hub_endpoint
-from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, WAIT, merge
+from ansible_collections.fleetops.registration.plugins.module_utils.argspec import AGENT, AUTH, HELM, HUB_AUTH, SILENCE, WAIT, merge
 from ansible_collections.fleetops.registration.plugins.module_utils.module import FleetModule, run_module
 
 
@@ -475,7 +471,6 @@ def argument_spec():
         values=dict(type="dict", default={}),
         secret_values=dict(type="dict", no_log=True),
         preflight=dict(type="bool", default=True),
-        silent=dict(type="str"),
         finish_leave=dict(type="bool", default=False),
         rollback_to_revision=dict(type="int"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -484,7 +479,7 @@ def argument_spec():
 
 def module_options():
     """FleetModule's keyword arguments; the in-controller run (action plugin) validates the task's options with them too."""
-    return dict(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, argument_spec()),
+    return dict(argument_spec=merge(AUTH, HUB_AUTH, WAIT, HELM, AGENT, SILENCE, argument_spec()),
                 required_if=[("state", "present", ["chart_ref", "rollback_to_revision"], True)])
 
 
