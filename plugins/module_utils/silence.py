@@ -26,6 +26,7 @@ __metaclass__ = type
 import datetime
 import time
 
+from ansible_collections.fleetops.registration.plugins.module_utils import findings
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
 
 SILENT = "silent"
@@ -80,3 +81,9 @@ def heard_from(read, last_contact, before, grace, clock=time.monotonic, sleep=ti
         if left <= 0:
             return None
         sleep(min(POLL_SECONDS, left))
+
+
+def judged_silent(rules, hub_view):
+    """Why a manager's rule table (``rules``) judges its agent silent from the hub view alone, by the manager's own bound
+    (None: it does not): an agent step's own judgement when member_info's is not given to it."""
+    return findings.evidence(findings.judge(rules, hub_view, None, {}), SILENT)

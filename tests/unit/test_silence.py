@@ -3,6 +3,8 @@ agent's last contact is old, and a run right after it must not re-register every
 
 from ansible_collections.fleetops.registration.plugins.module_utils import silence
 from ansible_collections.fleetops.registration.plugins.module_utils.registry import KUBEFLEET, RANCHER_FLEET
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import judge as kubefleet_judge
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import judge as fleet_judge
 
 
 def _finding(cause, action="reregister"):
@@ -125,3 +127,14 @@ def test_the_member_agent_s_own_heartbeat_record_counts_where_the_hub_agent_s_co
     # a MemberCluster the member agent never reported on keeps no heartbeat of its own
     bare = {"metadata": {"name": "m1"}, "status": {}}
     assert with_newest_heartbeat(bare, written) is bare
+
+
+def test_an_agent_step_judges_silence_by_its_managers_rule_table_from_the_hub_view_alone():
+    old = {"name": "m", "joined": True, "heartbeat": "2026-11-21T09:50:00Z", "heartbeat_age_seconds": 600,
+           "heartbeat_period_seconds": 60, "leaving": False}
+    assert "more than 3 x heartbeatPeriodSeconds" in silence.judged_silent(kubefleet_judge.RULES, old)
+    assert silence.judged_silent(kubefleet_judge.RULES, dict(old, heartbeat_age_seconds=30)) is None
+    assert silence.judged_silent(kubefleet_judge.RULES, dict(old, leaving=True)) is None  # a leaving member is not judged silent
+    checked_in = {"name": "m", "checked_in": True, "last_seen": "2026-11-21T08:00:00Z", "seen_age_seconds": 7200, "deleting": False}
+    assert "more than stale_after (3600s)" in silence.judged_silent(fleet_judge.RULES, checked_in)
+    assert silence.judged_silent(fleet_judge.RULES, dict(checked_in, seen_age_seconds=60)) is None

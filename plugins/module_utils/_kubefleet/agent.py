@@ -26,7 +26,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client i
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import REDACTED, validate_dns_subdomain
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet import contact, hub_access, joining, leave, tokens, workloads
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.agent_settings import with_setting
-from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.judge import silence
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import judged_silent
+from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.judge import RULES
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.release_move import ReleaseMove
 from ansible_collections.fleetops.registration.plugins.module_utils._kubefleet.resources import (
     AGENT_LEASE_NAMESPACE, AGENT_LEASES, AGENT_POD_SELECTOR, DEFAULT_HUB_SECRET_NAMESPACE, MEMBER_CLUSTER, TOKEN_REVISION_ANNOTATION,
@@ -216,7 +217,7 @@ class MemberAgent(AgentFlow, Runner):
         restarted = bool(plan.restart and not self.check_mode and self._restart_agent(token))
         setting = self.reconcile_agent_setting(self.agent_namespace, chart_fullname(self.release_name), self.setting)
         rolling = plan.release.action == ReleasePlan.UPGRADE or setting["patched"] or restarted
-        silent = self.params.get("silent") or (silence(hub_view(member_cluster)) if member_cluster else None)
+        silent = self.params.get("silent") or (judged_silent(RULES, hub_view(member_cluster)) if member_cluster else None)
         repair = repair_agent(self.kube, self.agent_namespace, chart_fullname(self.release_name), rolling=rolling, silent=silent,
                               dry_run=self.check_mode, last_contact=previous_heartbeat)
         reasons = ([moved] if moved else []) + plan.reasons + setting["drift"] + ([repair] if repair else [])

@@ -272,9 +272,3 @@ RULES = tuple(membership_rules("MemberCluster", "leaving")) + (
 def judge(hub_view, member_view, desired):
     """KubeFleet's findings for one member, root cause first."""
     return findings.judge(RULES, hub_view, member_view, desired)
-
-
-def silence(hub_view):
-    """Why the table judges the agent silent from the hub view alone, by the manager's default bound (None: it does
-    not): the agent step's own judgement when member_info's is not given to it."""
-    return findings.evidence(judge(hub_view, None, {}), "silent")

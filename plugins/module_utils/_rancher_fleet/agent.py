@@ -29,7 +29,8 @@ from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fle
 )
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet import agent_env
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.agent_settings import chart_values, env_secret, fleet_setting
-from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.judge import silence
+from ansible_collections.fleetops.registration.plugins.module_utils.silence import judged_silent
+from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.judge import RULES
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.leave import AgentRemoval
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.member import read_member, release_departed_lease
 from ansible_collections.fleetops.registration.plugins.module_utils._rancher_fleet.preflight import check_token_object, preflight
@@ -293,7 +294,7 @@ class AgentRunner(AgentFlow, AgentRemoval, ManagedAgentRollback, CredentialRotat
         setting = self.reconcile_agent_setting(self.namespace, AGENT_DEPLOYMENT, self.setting)
         seen = hub_view(previous) if previous else {}
         rolling = plan.changes or setting["patched"] or state["rotating"]  # a rotation replaces the pods
-        silent = self.params.get("silent") or (silence(seen) if previous else None)
+        silent = self.params.get("silent") or (judged_silent(RULES, seen) if previous else None)
         repair = repair_agent(self.module.kube(), self.namespace, AGENT_DEPLOYMENT, silent, rolling, dry_run=self.check_mode,
                               last_contact=seen.get("last_seen"))
         result.update(agent_setting=setting, changed=result["changed"] or setting["patched"] or bool(repair or env), repaired=repair,
