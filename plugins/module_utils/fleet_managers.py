@@ -222,6 +222,12 @@ class FleetManager:
         waits that long for a contact before it calls the member healthy (silence.py)."""
         return None
 
+    def reconnect_grace(self, member: KubeClient, hub_view: View) -> Optional[float]:
+        """Seconds more than ``contact``'s period or ``overdue`` that member_info waits for an agent that runs on
+        ``member`` but is not heard from on the hub (it may still be reconnecting after a hub outage); None when the
+        agent does not run, or the manager cannot tell (the default): then only those waits apply (silence.py)."""
+        return None
+
     def status_columns(self, hub: KubeClient, hub_objects: Dict[str, View]) -> Dict[str, View]:
         """``{member: {column: value}}``: this manager's own columns of fleet_status's rows, from its members' hub
         objects (``read_hub``'s); a column that is a mapping with a ``warning`` is warned of. None by default."""

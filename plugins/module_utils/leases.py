@@ -11,6 +11,9 @@ replaced (~30 s of every first join), KubeFleet's member agent for the agent a l
 A holder counts as gone when every pod of the agent was created after it acquired the Lease: a process takes the
 Lease after its pod exists, so none of those pods can hold it. Only the version that was read is deleted
 (resourceVersion precondition), so a Lease renewed or taken meanwhile stays.
+
+A Lease renewed within its duration says that its holder's process runs (``held``): member_info gives such an agent,
+silent on the hub, longer to be heard from again (silence.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,12 +22,14 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, NotFoundError
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import Resource
-from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time, utcnow
 
 LEASE = Resource("coordination.k8s.io/v1", "Lease", "leases")
 POD = Resource("v1", "Pod", "pods")
 # Clock skew allowed between the node that wrote the Lease's acquireTime and the API server's creationTimestamps.
 LEASE_SKEW_SECONDS = 3
+# controller-runtime's leader election: a Lease not renewed for this long is taken over.
+DEFAULT_LEASE_SECONDS = 15
 
 
 def lease_holder_departed(lease, pods):
@@ -39,6 +44,17 @@ def lease_holder_departed(lease, pods):
         if created is None or (created - acquired).total_seconds() <= LEASE_SKEW_SECONDS:
             return False
     return True
+
+
+def held(lease, now=None):
+    """Whether the holder of ``lease`` renewed it within its lease duration (and the clocks' skew): its process runs,
+    whatever else it may fail to do. False without a holder or a renewal time."""
+    spec = (lease or {}).get("spec") or {}
+    renewed = parse_time(spec.get("renewTime"))
+    if not spec.get("holderIdentity") or renewed is None:
+        return False
+    duration = spec.get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS
+    return ((now or utcnow()) - renewed).total_seconds() <= duration + LEASE_SKEW_SECONDS
 
 
 def delete_read_version(kube, lease):

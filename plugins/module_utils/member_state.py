@@ -155,7 +155,8 @@ class MemberInfo:
         """Hear from an agent whose last contact leaves its health in doubt, then judge the member again:
         ``(hub object, hub view, state)``. A member judged silent, and for nothing else, is given its manager's contact
         period; one judged healthy whose agent has missed its contact (``FleetManager.overdue``) is given until it
-        would be judged silent, and is judged again then (and repaired without a further wait). silence.py says why."""
+        would be judged silent, and is judged again then (and repaired without a further wait). Either is given longer
+        while its agent runs on the member (``FleetManager.reconnect_grace``). silence.py says why."""
         overdue = not silence.repairs(state.findings)
         if overdue:
             grace = manager.overdue(hub_view, self.params.get("stale_after"))
@@ -163,6 +164,7 @@ class MemberInfo:
             grace = manager.contact(hub_view)[1] if silence.silent_only(state.findings) else None
         if grace is None:
             return hub_object, hub_view, state
+        grace = max(grace, manager.reconnect_grace(self.member(), hub_view) or 0)
         newer = self.heard_from(manager, hub, hub_view, grace)
         if newer is None and overdue:
             newer = manager.newest_contact(hub, self.name, self.read_member_object(manager, hub))

@@ -15,6 +15,11 @@ passed it is silent, and repaired as above without a further wait. While a membe
 newer record of the contact than its member object's (``FleetManager.newest_contact``: KubeFleet's hub agent copies
 the heartbeat onto the MemberCluster late after a hub outage).
 
+Both waits are longer for an agent that runs on the member (``FleetManager.reconnect_grace``: KubeFleet's agent renews
+its leader Lease there): after a hub restart its cache may miss the hub for minutes, and it heartbeats once, then not
+until it lists again (soak seed 9461, round 40). Restarting it then would change a member that is about to
+be heard from; a frozen or stopped agent renews nothing and is repaired after its period, as before.
+
 An agent is also silent when the hub's last contact is older than the agent that runs now
 (``unheard_since_start``): that contact was its predecessor's. A run that restored the agent and then lost the hub
 leaves such a member, and the staleness rules alone would call it healthy for up to an hour (Fleet's)."""

@@ -65,6 +65,11 @@ def stamp(text):
     return calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S"))
 
 
+def agent_pids(lab, member, container):
+    """The pids of the lab's processes of an agent ``container`` on ``member``."""
+    return {e["pid"] for e in lab.agent_processes(member) if e.get("container") == container}
+
+
 class Playbook:
     """ansible-playbook against the lab's own inventory, the way the integration tests run it."""
 
@@ -126,6 +131,12 @@ class Sides:
     # --- hub ---------------------------------------------------------------------------------
     def fleet_cluster(self, member):
         return read_or_none(lambda: self.hub_custom.get_namespaced_custom_object(*FLEET, FLEET_NS, "clusters", member))
+
+    def kubefleet_heartbeat(self, member):
+        """Epoch seconds of the member agent's last heartbeat on ``member``'s MemberCluster (0 without one)."""
+        status = (self.member_cluster(member) or {}).get("status") or {}
+        beats = [a.get("lastReceivedHeartbeat") for a in status.get("agentStatus") or [] if a.get("type") == "MemberAgent"]
+        return stamp(beats[0]) if beats and beats[0] else 0
 
     def member_cluster(self, member):
         return read_or_none(lambda: self.hub_custom.get_cluster_custom_object(*KUBEFLEET, "memberclusters", member))

@@ -15,7 +15,8 @@ import time
 import pytest
 from kubernetes import client
 from fault_helpers import (
-    FLEET, FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, LIMIT, MEMBER, TOKEN_PREFIX, assert_joined_since, joined, recap_changed, stamp,
+    FLEET, FLEET_AGENT_NS, FLEET_NS, KUBEFLEET, LIMIT, MEMBER, TOKEN_PREFIX, agent_pids, assert_joined_since, joined,
+    recap_changed, stamp,
 )
 from kube_helpers import ignore_404, unique, wait_for
 from modrun import run_module
@@ -153,14 +154,11 @@ KF_TOKEN = ("hub-kubeconfig-secret", "fleet-hub-credentials")
 
 
 def _heartbeat(sides):
-    """Epoch seconds of the member agent's last heartbeat on the hub (0 without one)."""
-    status = (sides.member_cluster(MEMBER) or {}).get("status") or {}
-    beats = [a.get("lastReceivedHeartbeat") for a in status.get("agentStatus") or [] if a.get("type") == "MemberAgent"]
-    return stamp(beats[0]) if beats and beats[0] else 0
+    return sides.kubefleet_heartbeat(MEMBER)
 
 
 def _agent_pids(lab, container):
-    return {e["pid"] for e in lab.agent_processes(MEMBER) if e.get("container") == container}
+    return agent_pids(lab, MEMBER, container)
 
 
 def _assert_kubefleet_heartbeat_since(sides, since):

@@ -10,9 +10,10 @@ from ansible_collections.fleetops.registration.plugins.module_utils.fleet_manage
 
 # Have a default: a manager that leaves nothing on the hub, sets no host variable of its own, knows no member's URL,
 # keeps no secret in its member object or
-# whose rollback returns to its release alone, that adds no column to the status table, or keeps no contact period
-# keeps it.
-OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "storable", "rollback_context", "status_columns", "contact", "overdue", "newest_contact"]
+# whose rollback returns to its release alone, that adds no column to the status table, keeps no contact period or
+# cannot tell whether its agent runs keeps it.
+OPTIONAL = ["tidy_hub", "host_variables", "member_urls", "storable", "rollback_context", "status_columns", "contact", "overdue", "newest_contact",
+            "reconnect_grace"]
 # What follows from a manager's findings is one algorithm for every manager (findings.py): never overridden.
 SHARED = ["decide", "hub_findings"]
 METHODS = [name for name, member in vars(FleetManager).items() if inspect.isfunction(member) and name not in OPTIONAL + SHARED]

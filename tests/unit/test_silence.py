@@ -138,3 +138,52 @@ def test_an_agent_step_judges_silence_by_its_managers_rule_table_from_the_hub_vi
     checked_in = {"name": "m", "checked_in": True, "last_seen": "2026-11-21T08:00:00Z", "seen_age_seconds": 7200, "deleting": False}
     assert "more than stale_after (3600s)" in silence.judged_silent(fleet_judge.RULES, checked_in)
     assert silence.judged_silent(fleet_judge.RULES, dict(checked_in, seen_age_seconds=60)) is None
+
+
+def _lease(renewed, holder="member-agent-1_abc", duration=15):
+    return {"spec": {"holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": duration}}
+
+
+def test_a_lease_renewed_within_its_duration_and_the_skew_is_held():
+    from ansible_collections.fleetops.registration.plugins.module_utils import leases
+    from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time
+
+    now = parse_time("2026-11-30T10:00:20Z")
+    assert leases.held(_lease("2026-11-30T10:00:18.123456Z"), now)
+    assert leases.held(_lease("2026-11-30T10:00:02Z"), now)  # 18 s: its 15 s and the 3 s skew
+    assert not leases.held(_lease("2026-11-30T10:00:01Z"), now)  # a frozen holder stops renewing
+    assert not leases.held(_lease("2026-11-30T09:59:45Z", duration=30), now) and leases.held(_lease("2026-11-30T09:59:45Z", duration=40), now)
+    assert not leases.held(_lease("2026-11-30T10:00:18Z", holder=""), now)  # released
+    assert not leases.held(_lease(None), now) and not leases.held(None, now)
+
+
+class _Member:
+    """A member client whose GET of the agent's Lease answers ``lease`` (or raises it)."""
+
+    def __init__(self, lease):
+        self.lease, self.asked = lease, []
+
+    def get(self, resource, name, namespace=None):
+        self.asked.append((resource.kind, name, namespace))
+        if isinstance(self.lease, Exception):
+            raise self.lease
+        return self.lease
+
+
+def test_a_silent_kubefleet_agent_that_renews_its_lease_is_given_until_four_minutes_from_its_heartbeat():
+    from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError
+    from ansible_collections.fleetops.registration.plugins.module_utils.times import format_time, utcnow
+
+    running = _Member(_lease(format_time(utcnow())))
+    # round 40 of seed 9461: heard from once after the hub restart, then 32 s of conflicts
+    assert KUBEFLEET.reconnect_grace(running, {"heartbeat_age_seconds": 32}) == 208
+    assert running.asked == [("Lease", "136224848560.hub.fleet.azure.com", "kube-system")]
+    assert KUBEFLEET.reconnect_grace(running, {"heartbeat_age_seconds": 240}) is None
+    assert KUBEFLEET.reconnect_grace(running, {"heartbeat_age_seconds": None}) is None
+    # a frozen agent's Lease is old, a stopped one's gone: its period alone, as before
+    assert KUBEFLEET.reconnect_grace(_Member(_lease("2026-11-29T09:00:00Z")), {"heartbeat_age_seconds": 32}) is None
+    assert KUBEFLEET.reconnect_grace(_Member(None), {"heartbeat_age_seconds": 32}) is None
+    # a view credential that may not read the Lease: not known, no longer wait
+    assert KUBEFLEET.reconnect_grace(_Member(ApiError("forbidden", status=403)), {"heartbeat_age_seconds": 32}) is None
+    # Fleet's agent keeps no such record the collection reads
+    assert RANCHER_FLEET.reconnect_grace(running, {"last_seen": None}) is None

@@ -188,6 +188,9 @@ class KubeFleet(FleetManager):
         staleness rule's bound (``make soak``, docs/testing.md)."""
         return views.heartbeat_overdue(hub_view or {}, stale_after)
 
+    def reconnect_grace(self, member, hub_view):
+        return contact.reconnect_grace(member, hub_view)
+
     def status_columns(self, hub, hub_objects):
         """Each member's hub token: when it expires, and a warning once it is overdue for renewal."""
         return dict((member, {"credential": credential}) for member, credential in tokens.hub_credentials(hub, hub_objects).items())

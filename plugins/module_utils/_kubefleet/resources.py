@@ -41,6 +41,8 @@ CHART_NAME = "member-agent"
 # the label of its pods (the chart's Deployment, in agent_namespace).
 AGENT_LEASE_NAMESPACE = "kube-system"
 AGENT_LEASES = ("136224848560.member.fleet.azure.com", "136224848560.hub.fleet.azure.com")
+# The one its hub controllers (the heartbeat among them) run under.
+HUB_MANAGER_LEASE = AGENT_LEASES[1]
 AGENT_POD_SELECTOR = "app.kubernetes.io/name=member-agent"
 DEFAULT_RELEASE = "member-agent"
 DEFAULT_HUB_SECRET = "hub-kubeconfig-secret"

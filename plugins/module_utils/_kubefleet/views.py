@@ -91,6 +91,24 @@ def heartbeat_overdue(view, stale_after=None):
     return silent_after - age + 1
 
 
+# After a hub restart a member agent's watch of its InternalMemberCluster fails ("too old resource version") at its next
+# try, and client-go's reflector lists again only after its back-off (capped at 30 s, doubled at most by its jitter).
+# Until then its cache misses even the agent's own heartbeat, so each next heartbeat conflicts (soak seed 9461, round
+# 40: one heartbeat, then 20 s of conflicts), and controller-runtime retries it at doubling delays: the first retry
+# after the list comes within twice the time since the first conflict. Both back-offs together: an agent that runs is
+# heard from again within four minutes of its last heartbeat.
+RECONNECT_SECONDS = 4 * 60
+
+
+def reconnect_left(view):
+    """Seconds until a running member agent's silence outlasts its reconnection to the hub (``RECONNECT_SECONDS`` from
+    its last heartbeat); None when that has passed or the heartbeat's time is unknown."""
+    age = (view or {}).get("heartbeat_age_seconds")
+    if age is None or age >= RECONNECT_SECONDS:
+        return None
+    return RECONNECT_SECONDS - age
+
+
 def with_newest_heartbeat(member_cluster, internal):
     """``member_cluster`` carrying the member agent's heartbeat of ``internal`` (its InternalMemberCluster) where that is
     newer: the member agent writes its heartbeat there, and the hub agent copies it onto the MemberCluster only when it
