@@ -227,8 +227,9 @@ options:
   finish_leave:
     description:
       - Only let the agent acknowledge its MemberCluster's leave (deleted on the hub, kept until the agent marks it
-        left), then wait until the hub lets it go; nothing is installed. A scaled-to-0 agent gets its replica back, one
-        that has not acknowledged within 20 s is restarted. The workloads stay. Without a leave it does nothing.
+        left), then wait until the hub lets it go; nothing is installed. A deleted agent Deployment is made again from
+        its own release (C(helm rollback) to the newest revision), a scaled-to-0 agent gets its replica back, one that
+        has not acknowledged within 20 s is restarted. The workloads stay. Without a leave it does nothing.
       - The task then returns only RV(repaired), RV(reasons) and RV(left).
     type: bool
     default: false

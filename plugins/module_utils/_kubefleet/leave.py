@@ -4,9 +4,9 @@
 """A leave that waits on the member agent: KubeFleet's hub agent keeps a deleted MemberCluster (its finalizer) until
 the member agent has marked the InternalMemberCluster left, and force-deletes it only after --force-delete-wait-time
 (15 minutes by default). A join that finds its MemberCluster so while the agent cannot act (scaled to 0, frozen, backed
-off) would wait that long. kubefleet_member_agent's finish_leave lets the agent acknowledge it: its replica back at
-once, a restart once the leave has waited longer than a running agent needs; the workloads stay (the agent's leave
-only releases its Works on the hub)."""
+off, or its Deployment deleted) would wait that long. kubefleet_member_agent's finish_leave lets the agent acknowledge
+it: its Deployment made again from its own Helm release, its replica back at once, a restart once the leave has waited
+longer than a running agent needs; the workloads stay (the agent's leave only releases its Works on the hub)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,6 +14,8 @@ __metaclass__ = type
 
 from ansible_collections.fleetops.registration.plugins.module_utils.agent_repair import repair_agent
 from ansible_collections.fleetops.registration.plugins.module_utils.errors import ApiError, FleetOpsError, ParameterError, WaitTimeout
+from ansible_collections.fleetops.registration.plugins.module_utils.helm import read_release_history
+from ansible_collections.fleetops.registration.plugins.module_utils.helm_records import check_rollback
 from ansible_collections.fleetops.registration.plugins.module_utils.k8s_client import DEPLOYMENT, SECRET, SERVICE_ACCOUNT, credential_check
 from ansible_collections.fleetops.registration.plugins.module_utils.parsing import b64
 from ansible_collections.fleetops.registration.plugins.module_utils.times import parse_time, utcnow
@@ -126,11 +128,10 @@ def finish(agent, deployment, member_cluster=None):
         return _result(None, None)
     name, namespace = deployment
     member = agent.kube
-    if member.get(DEPLOYMENT, name, namespace) is None:
-        raise ApiError("MemberCluster %s is leaving, and no member agent (%s/%s) runs to acknowledge it" % (agent.name, namespace, name),
-                       hint=FORCE_HINT)
+    restored = restore_agent(agent, deployment) if member.get(DEPLOYMENT, name, namespace) is None else None
     lent = lend_token(agent, member_cluster)
     repaired = repair_agent(member, namespace, name, silent=lent or unacknowledged(member_cluster), dry_run=agent.check_mode)
+    repaired = "; ".join(why for why in (restored, repaired) if why) or None
     if agent.check_mode or not agent.params["wait"]:
         return _result(repaired, None)
 
@@ -150,6 +151,36 @@ def finish(agent, deployment, member_cluster=None):
     except FleetOpsError as exc:
         raise agent.changed_before_failure(exc, "changed the member (%s)" % repaired) if repaired else exc
     return _result(repaired, agent.name)
+
+
+def restore_agent(agent, deployment):
+    """Why the agent's Deployment (``deployment``: name, namespace), deleted while its MemberCluster leaves, was made
+    again: Helm's rollback of the agent release to its newest revision applies that revision's manifest again, which
+    makes what is missing with the same chart and values. Refused (ApiError, as before there was this repair) when no
+    deployed release holds it, when the release would send the token elsewhere than the collection configures, or when
+    its record lists objects the agent does not cover (helm_records)."""
+    name, namespace = agent.release_location()
+    history = read_release_history(agent.kube, name, namespace)
+    current = history[max(history)] if history else None
+    gone = "MemberCluster %s is leaving, and no member agent (%s/%s) runs to acknowledge it" % (agent.name, deployment[1], deployment[0])
+    if current is None or current.get("status") != "deployed":
+        raise ApiError("%s, nor a deployed release %s/%s to make it again from" % (gone, namespace, name), hint=FORCE_HINT)
+    try:
+        agent.check_rollback_target(current)
+    except ParameterError as exc:
+        raise ApiError("%s, and its release %s/%s is not one to make it again from: %s" % (gone, namespace, name, exc.message()),
+                       hint=FORCE_HINT)
+    check_rollback(agent.kube, name, namespace, agent.release_objects(), current["revision"])
+    why = ("the member agent's Deployment %s/%s was gone; Helm made it again from release %s/%s revision %s so that it "
+           "acknowledges the leave" % (deployment[1], deployment[0], namespace, name, current["revision"]))
+    if agent.check_mode:
+        return why
+    agent.module.helm().rollback(name, namespace, current["revision"])
+    try:
+        agent.wait_rolled_out(deployment[1], deployment[0])
+    except FleetOpsError as exc:
+        raise agent.changed_before_failure(exc, "changed the member (%s)" % why)
+    return why
 
 
 def before_uninstall(agent, deployment):
