@@ -147,7 +147,8 @@ class FleetManager:
     hub_resources = ()     # plural resource names the collection uses on the hub
     controller = None      # (namespace, Deployment name) of its usual hub controller
     install_hint = None    # how to get the API served, for a preflight failure
-    # The names the member_join role registers (hub-side member object, agent) and the member_leave role registers
+    # The names the member_join role registers (hub-side member object, agent, and any step before the member object
+    # is made again: finish_leave) and the member_leave role registers
     # ({step: name}) this manager's step results under, and how filter/summaries.py words its part of a join summary.
     join_results = ()
     leave_results = {}

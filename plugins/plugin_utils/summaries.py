@@ -44,11 +44,20 @@ def _agent_outcome(state, agent, check_mode):
         return "unchanged"
     if action == "reregister":  # only what the step did: an agent step that changed nothing re-registered nothing
         return "re-registered (%s)" % "; ".join(state.get("reasons") or ["credential replaced"]) if agent.get("changed") else "unchanged"
-    if action == "join":
-        return "registered"
+    if action == "join":  # an agent already installed joins a new member object by itself
+        return "registered" if agent.get("changed") else "unchanged"
     if agent.get("changed") and agent.get("repaired") and agent.get("reasons") == [agent["repaired"]]:
         return "repaired (%s)" % agent["repaired"]  # no Helm change: the Deployment rolled out again (restart, replica)
     return "%sed" % action.rstrip("e") if agent.get("changed") else "unchanged"
+
+
+def _with_leave_repair(outcome, leave, check_mode):
+    """The agent outcome with what the step before the member object was made again did to the agent (KubeFleet's
+    finish_leave: its Deployment made again, its replica back, a restart) so that it acknowledged an earlier leave."""
+    repaired = leave.get("repaired") if _ran(leave) and not check_mode else None
+    if not repaired:
+        return outcome
+    return "repaired (%s)" % repaired if outcome == "unchanged" else "%s, and earlier repaired (%s)" % (outcome, repaired)
 
 
 def _latest_view(state, results, key):
@@ -79,11 +88,12 @@ def _healthy(state, view, health_key, results):
 def _manager_summary(manager, state, results):
     """One manager's part of the join summary: what it needed, what the run did, what the hub sees now, one line."""
     shape = registry.manager(manager).summary_shape
-    cluster_result, agent_result = (list(results["steps"]) + [{}, {}])[:2]
+    cluster_result, agent_result, leave_result = (list(results["steps"]) + [{}, {}, {}])[:3]
     view = _latest_view(state, [cluster_result, agent_result], shape["view"])
     outcome = _agent_outcome(state, agent_result, results["check_mode"])
     if shape["changed_agent"] and outcome in ("registered", "installed", "upgraded"):
         outcome = shape["changed_agent"]
+    outcome = _with_leave_repair(outcome, leave_result, results["check_mode"])
     (object_key, name_of), (contact_key, contact), (health_key, health) = shape["object"], shape["contact"], shape["health"]
     summary = {object_key: name_of(state, view), "action": state.get("action"), "reasons": state.get("reasons") or [],
                "agent": outcome, contact_key: view.get(contact_key), health_key: view.get(health_key),

@@ -366,3 +366,17 @@ def test_host_facts_of_a_batch_in_its_order_and_a_key_of_each():
     assert host_facts(["m3", "m1", "m2", "gone"], hostvars, "member_join_summary.line") == ["m3: ok", "m1: ok"]
     assert host_facts(["m4", "m1"], hostvars, "member_join_summary.line") == ["m1: ok"]
     assert host_facts(["m4", "m2"], hostvars, "member_join_summary") == ["not a mapping"]
+
+
+def test_join_summary_says_an_agent_that_joined_a_new_member_cluster_by_itself_was_unchanged_and_what_the_leave_repaired():
+    """Soak seed 3187 round 7: the MemberCluster left and was made again; the agent step changed nothing, and the step
+    that let the leave finish had made the agent's Deployment again."""
+    info = _info(kubefleet=_state("kubefleet", "join", HEALTHY_KUBEFLEET, ["MemberCluster edge-07 is being deleted"]))
+    restored = "the member agent's Deployment fleet-system/member-agent was gone; Helm made it again"
+    steps = {"member_join__kf_cluster": {"changed": True, "label_changes": {}}, "member_join__kf_agent": {"changed": False},
+             "member_join__kf_leave": {"changed": True, "repaired": restored}}
+    assert "agent repaired (%s), joined, healthy" % restored in join_summary(info, steps)["line"]
+    assert "agent unchanged, joined" in join_summary(info, dict(steps, member_join__kf_leave={"changed": False, "repaired": None}))["line"]
+    reinstalled = dict(steps, member_join__kf_agent={"changed": True})
+    assert "agent installed/updated, and earlier repaired (%s)" % restored in join_summary(info, reinstalled)["line"]
+    assert "agent would register" in join_summary(info, steps, check_mode=True)["line"]

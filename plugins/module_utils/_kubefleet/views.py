@@ -274,8 +274,9 @@ def label_selector(labels=None, selector=None):
 
 # -- the roles' summaries (filter/summaries.py) -------------------------------------------------------------------------
 
-# The member_join and member_leave roles register this manager's step results under these names.
-JOIN_RESULTS = ("member_join__kf_cluster", "member_join__kf_agent")
+# The member_join and member_leave roles register this manager's step results under these names (the join's: the
+# MemberCluster, the agent, and the step that let an earlier MemberCluster's leave finish).
+JOIN_RESULTS = ("member_join__kf_cluster", "member_join__kf_agent", "member_join__kf_leave")
 LEAVE_RESULTS = {"member_cluster": "member_leave__kf_cluster", "agent": "member_leave__kf_agent", "identity": "member_leave__kf_identity"}
 
 SUMMARY_SHAPE = {"object": ("member_cluster", lambda state, view: state.get("name")), "view": "member",
