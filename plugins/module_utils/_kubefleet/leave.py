@@ -171,8 +171,9 @@ def restore_agent(agent, deployment):
         raise ApiError("%s, and its release %s/%s is not one to make it again from: %s" % (gone, namespace, name, exc.message()),
                        hint=FORCE_HINT)
     check_rollback(agent.kube, name, namespace, agent.release_objects(), current["revision"])
-    why = ("the member agent's Deployment %s/%s was gone; Helm made it again from release %s/%s revision %s so that it "
-           "acknowledges the leave" % (deployment[1], deployment[0], namespace, name, current["revision"]))
+    why = ("the member agent's Deployment %s/%s was gone; Helm %s it again from release %s/%s revision %s so that it "
+           "acknowledges the leave" % (deployment[1], deployment[0], "would make" if agent.check_mode else "made", namespace,
+                                       name, current["revision"]))
     if agent.check_mode:
         return why
     agent.module.helm().rollback(name, namespace, current["revision"])
